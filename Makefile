@@ -1,0 +1,45 @@
+# brokerjepsen: make setup, make test, make test-scenario SCENARIO=<id>
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+SCENARIO ?= baseline
+
+.PHONY: setup test test-unit test-cluster test-scenario heal lint format bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+# The whole suite: unit tests, checker tests (PySpark), real-cluster tests and scenario runs.
+test:
+	$(PY) -m pytest
+
+# Unit and checker tests only: no Docker needed.
+test-unit:
+	$(PY) -m pytest -m "not cluster"
+
+test-cluster:
+	$(PY) -m pytest -m cluster
+
+# One scenario end to end; exit 0 when the verdict matches the claim the scenario tests.
+test-scenario:
+	$(VENV)/bin/harness run $(SCENARIO)
+
+# Heal every fault and remove every cluster a killed run left behind.
+heal:
+	$(VENV)/bin/harness heal
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy harness nemesis checkers workloads compose
+
+format:
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+# Checker speed and memory on synthetic histories of growing size (figures, not assertions).
+bench:
+	$(PY) -m checkers.bench
+
+clean:
+	rm -rf .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -1,0 +1,1 @@
+"""The checker: reads a run's history with PySpark and writes its verdict."""

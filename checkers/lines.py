@@ -1,0 +1,73 @@
+"""Parsing one history line; runs on Spark workers, so it is pure and module-level."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.history import EVENT_TYPES
+
+# Columns the checker keeps, in order (see checkers.spark.SCHEMA).
+COLUMNS = (
+    "time",
+    "process",
+    "type",
+    "f",
+    "stream",
+    "group",
+    "producer",
+    "seq",
+    "msg_id",
+    "partition",
+    "offset",
+    "node",
+    "file",
+    "line",
+)
+
+
+def _opt(value: Any, kind: type | tuple[type, ...], name: str) -> Any:
+    if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"{name} has the wrong type")
+
+
+def parse_line(file: str, index: int, text: str) -> tuple[str, Any]:
+    """("ok", row tuple), ("skip", None) for a blank line, or ("bad", (file, line, reason))."""
+    line_no = index + 1
+    if not text.strip():
+        return ("skip", None)
+    try:
+        event = json.loads(text)
+        if not isinstance(event, dict):
+            raise ValueError("not a JSON object")
+        time = event.get("time")
+        if not isinstance(time, (int, float)) or isinstance(time, bool):
+            raise ValueError("time is missing or not a number")
+        process, type_, f = event.get("process"), event.get("type"), event.get("f")
+        if not isinstance(process, str) or not isinstance(f, str):
+            raise ValueError("process and f must be strings")
+        if type_ not in EVENT_TYPES:
+            raise ValueError(f"type {type_!r} is not one of invoke, ok, fail, info")
+        msg_id = _opt(event.get("msg_id"), str, "msg_id")
+        if f == "send" and msg_id is None:
+            raise ValueError("a send needs msg_id")
+        row = (
+            float(time),
+            process,
+            type_,
+            f,
+            _opt(event.get("stream"), str, "stream"),
+            _opt(event.get("group"), str, "group"),
+            _opt(event.get("producer"), str, "producer"),
+            _opt(event.get("seq"), int, "seq"),
+            msg_id,
+            _opt(event.get("partition"), int, "partition"),
+            _opt(event.get("offset"), int, "offset"),
+            _opt(event.get("node"), str, "node"),
+            file,
+            line_no,
+        )
+    except ValueError as e:  # json.JSONDecodeError is a ValueError
+        return ("bad", (file, line_no, str(e).split("\n")[0]))
+    return ("ok", row)

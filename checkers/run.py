@@ -1,0 +1,62 @@
+"""Checking a run directory: history in, verdict.json, ids/ and summary.txt out."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from checkers.spark import METRIC_IDS, CheckResult, HistoryError, check_history, spark_session
+from checkers.verdict import judge, summary_lines
+
+
+def check_run(
+    run_dir: Path,
+    master: str = "local[*]",
+    expect: str | None = None,
+    spark: Any = None,
+) -> dict[str, Any]:
+    """Checks RUN_DIR/history and writes the verdict files; returns the verdict."""
+    if not run_dir.is_dir():
+        raise HistoryError(f"{run_dir}: not a directory")
+    manifest_path = run_dir / "manifest.json"
+    manifest: dict[str, Any] = {}
+    if manifest_path.exists():
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except ValueError:
+            raise HistoryError(f"{manifest_path}: not valid JSON") from None
+    expect = expect or manifest.get("expect")
+    started = time.monotonic()
+    session = spark or spark_session(master)
+    result = check_history(session, run_dir / "history", manifest.get("groups"))
+    judgement = judge(
+        result.groups, result.sends, expect, manifest.get("drain_complete", True)
+    )
+    verdict: dict[str, Any] = {
+        "scenario": manifest.get("scenario"),
+        "claim": manifest.get("claim"),
+        "expect": expect,
+        "outcome": judgement.outcome,
+        "matched": judgement.matched,
+        "reason": judgement.reason,
+        "groups": result.groups,
+        "sends": result.sends,
+        "truncated_lines": result.truncated_lines,
+        "ids_dir": "ids",
+        "checker": {"engine": "pyspark", "master": master, "seconds": 0.0},
+    }
+    verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
+    _write_ids(run_dir / "ids", result)
+    (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2) + "\n")
+    (run_dir / "summary.txt").write_text("\n".join(summary_lines(verdict)) + "\n")
+    return verdict
+
+
+def _write_ids(ids_dir: Path, result: CheckResult) -> None:
+    for group, metrics in result.ids.items():
+        gdir = ids_dir / group
+        gdir.mkdir(parents=True, exist_ok=True)
+        for metric in METRIC_IDS:
+            (gdir / f"{metric}.txt").write_text("".join(i + "\n" for i in metrics[metric]))

@@ -1,0 +1,193 @@
+"""A three-node RabbitMQ cluster under Docker Compose."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from compose.cli import ComposeError, compose
+from nemesis.topology import NodeHandle, Topology
+
+COMPOSE_FILE = Path(__file__).parent / "rabbitmq" / "docker-compose.yml"
+NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
+OFFICIAL_IMAGE = "rabbitmq:3.13-management"
+LOCAL_IMAGE = "brokerjepsen/rabbitmq:3.10.8-debian"
+PROJECT_PREFIX = "brokerjepsen-"
+AMQP_PORT = 5672
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    partition_handling: str
+    net_ticktime: int = 5
+    pause_if_all_down_nodes: tuple[str, ...] = ()
+    pause_if_all_down_recover: str = "autoheal"
+    image: str | None = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    node: str
+    host: str
+    port: int
+
+
+def render_config(cfg: ClusterConfig) -> str:
+    lines = [
+        "cluster_formation.peer_discovery_backend = rabbit_peer_discovery_classic_config",
+        *(
+            f"cluster_formation.classic_config.nodes.{i} = rabbit@{name}"
+            for i, name in enumerate(NODE_NAMES, 1)
+        ),
+        f"cluster_partition_handling = {cfg.partition_handling}",
+        f"net_ticktime = {cfg.net_ticktime}",
+        # Clients reach the nodes from the host through published ports, not from localhost.
+        "loopback_users.guest = false",
+    ]
+    if cfg.partition_handling == "pause_if_all_down":
+        lines.append(
+            f"cluster_partition_handling.pause_if_all_down.recover = {cfg.pause_if_all_down_recover}"
+        )
+        lines += [
+            f"cluster_partition_handling.pause_if_all_down.nodes.{i} = rabbit@{name}"
+            for i, name in enumerate(cfg.pause_if_all_down_nodes, 1)
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def choose_image(requested: str | None, client: docker.DockerClient) -> str:
+    """The scenario's image, else the official one if present, else the local Debian build."""
+    if requested:
+        return requested
+    for image in (OFFICIAL_IMAGE, LOCAL_IMAGE):
+        try:
+            client.images.get(image)
+            return image
+        except docker.errors.ImageNotFound:
+            continue
+    raise ComposeError(
+        f"no RabbitMQ image: run `make setup` (builds {LOCAL_IMAGE} from Debian packages) "
+        f"or `docker pull {OFFICIAL_IMAGE}`"
+    )
+
+
+class RabbitMQCluster:
+    """Brings a cluster up and down and tells where its nodes are."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        workdir: Path,
+        project: str,
+        net_prefix: str = "172.29.57",
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        self.config = config
+        self.workdir = workdir
+        self.project = project if project.startswith(PROJECT_PREFIX) else PROJECT_PREFIX + project
+        self.net_prefix = net_prefix
+        self.docker = client or docker.from_env()
+        self.image = choose_image(config.image, self.docker)
+        self._env: dict[str, str] = {}
+
+    def up(self, timeout: float) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        conf = self.workdir / "rabbitmq.conf"
+        conf.write_text(render_config(self.config))
+        conf.chmod(0o644)
+        self._env = {
+            "BJ_PROJECT": self.project,
+            "RABBITMQ_IMAGE": self.image,
+            "BJ_RABBITMQ_CONF": str(conf.resolve()),
+            "BJ_NET_PREFIX": self.net_prefix,
+            "BJ_ERLANG_COOKIE": secrets.token_hex(16),
+        }
+        wait = ["up", "-d", "--wait", "--wait-timeout", str(int(timeout))]
+        compose(COMPOSE_FILE, wait, self._env, timeout=timeout + 30)
+        running = self.running_nodes("rabbit1")
+        expected = {f"rabbit@{n}" for n in NODE_NAMES}
+        if set(running) != expected:
+            raise ComposeError(f"cluster did not form: rabbit1 sees {sorted(running)}")
+
+    def down(self, timeout: float = 120) -> None:
+        env = self._env or {"BJ_PROJECT": self.project}
+        compose(COMPOSE_FILE, ["down", "-v", "--remove-orphans", "-t", "5"], env, timeout)
+
+    def containers(self) -> dict[str, Any]:
+        found = self.docker.containers.list(
+            all=True, filters={"label": f"com.docker.compose.project={self.project}"}
+        )
+        return {c.labels.get("com.docker.compose.service"): c for c in found}
+
+    def topology(self) -> Topology:
+        containers = self.containers()
+        handles = []
+        gateway = ""
+        for name in NODE_NAMES:
+            c = containers[name]
+            (net,) = c.attrs["NetworkSettings"]["Networks"].values()
+            handles.append(NodeHandle(name, c.id, net["IPAddress"]))
+            gateway = net["Gateway"]
+        return Topology(tuple(handles), client_address=gateway)
+
+    def endpoints(self) -> list[Endpoint]:
+        out = []
+        for name, c in sorted(self.containers().items()):
+            if name not in NODE_NAMES:
+                continue
+            binding = c.attrs["NetworkSettings"]["Ports"][f"{AMQP_PORT}/tcp"][0]
+            out.append(Endpoint(name, binding["HostIp"] or "127.0.0.1", int(binding["HostPort"])))
+        return out
+
+    def rabbitmqctl(self, node: str, *args: str, timeout: float = 60) -> str:
+        container = self.containers()[node]
+        try:
+            result = subprocess.run(
+                ["docker", "exec", container.id, "rabbitmqctl", *args],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            raise ComposeError(f"rabbitmqctl {args[0]} on {node} timed out") from None
+        if result.returncode != 0:
+            lines = (result.stderr or result.stdout).strip().splitlines()
+            raise ComposeError(f"rabbitmqctl {args[0]} on {node}: {lines[0] if lines else '?'}")
+        return result.stdout
+
+    def cluster_status(self, node: str) -> dict[str, Any]:
+        out = self.rabbitmqctl(node, "cluster_status", "--formatter", "json", timeout=30)
+        status: dict[str, Any] = json.loads(out)
+        return status
+
+    def running_nodes(self, node: str) -> list[str]:
+        return list(self.cluster_status(node).get("running_nodes", []))
+
+    def set_mirroring_policy(self, pattern: str) -> None:
+        policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic"})
+        self.rabbitmqctl(
+            "rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues"
+        )
+
+    def server_version(self) -> str:
+        out = self.rabbitmqctl("rabbit1", "version").strip()
+        return out.splitlines()[-1] if out else "unknown"
+
+    def image_info(self) -> dict[str, str]:
+        image = self.docker.images.get(self.image)
+        return {"name": self.image, "id": image.id}
+
+    def save_logs(self, dest: Path) -> None:
+        dest.mkdir(parents=True, exist_ok=True)
+        for name, c in self.containers().items():
+            try:
+                (dest / f"{name}.log").write_bytes(c.logs(timestamps=True))
+            except docker.errors.APIError:
+                continue

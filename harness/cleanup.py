@@ -1,0 +1,40 @@
+"""`harness heal`: undo what a killed run left behind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import docker
+import docker.errors
+
+from compose.cli import compose
+from compose.rabbitmq import COMPOSE_FILE, LOCAL_IMAGE, PROJECT_PREFIX
+from nemesis.faults import clean_container
+
+
+def heal_everything(
+    tools_image: str = LOCAL_IMAGE, remove: bool = True, say: Callable[[str], None] = print
+) -> int:
+    """Heals every node of every brokerjepsen cluster, then removes the clusters.
+
+    Returns the number of clusters found. Idempotent.
+    """
+    client = docker.from_env()
+    containers = client.containers.list(all=True, filters={"label": "org.brokerjepsen.role"})
+    projects: set[str] = set()
+    for c in containers:
+        project = c.labels.get("com.docker.compose.project", "")
+        if not project.startswith(PROJECT_PREFIX):
+            continue
+        projects.add(project)
+        try:
+            clean_container(client, c, tools_image)
+            say(f"healed {c.name}")
+        except docker.errors.DockerException as e:
+            say(f"could not heal {c.name}: {e}")
+    if remove:
+        for project in sorted(projects):
+            compose(COMPOSE_FILE, ["down", "-v", "--remove-orphans", "-t", "5"],
+                    {"BJ_PROJECT": project}, timeout=180)
+            say(f"removed {project}")
+    return len(projects)

@@ -1,0 +1,155 @@
+"""The command line: `harness run | check | heal | validate | list`.
+
+Bad input gets one line and exit 2; a verdict that does not match its claim exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import docker.errors
+import typer
+from rich.console import Console
+
+from checkers.spark import HistoryError
+from checkers.verdict import summary_lines
+from compose.cli import ComposeError
+from harness.results import DEFAULT_ROOT
+from harness.scenario import ScenarioError, find_scenario, load_scenario
+from nemesis.faults import NemesisError
+
+SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+EXIT_MATCHED, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    err.print(f"error: {message}", markup=False)
+    return typer.Exit(code)
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(message)s",
+    )
+    for noisy in ("pika", "py4j", "docker", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _print_verdict(verdict: dict, run_dir: Path) -> int:
+    for line in summary_lines(verdict):
+        out.print(line, markup=False)
+    out.print(f"results: {run_dir}", markup=False)
+    return EXIT_MATCHED if verdict["matched"] else EXIT_MISMATCH
+
+
+@app.command()
+def run(
+    scenario: Annotated[str, typer.Argument(help="scenario id (scenarios/<id>.yaml) or file")],
+    results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    keep: Annotated[bool, typer.Option(help="leave the cluster running (healed)")] = False,
+    master: Annotated[str, typer.Option(help="Spark master for the checker")] = "local[*]",
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = True,
+) -> None:
+    """Run one scenario end to end and print its verdict."""
+    _setup_logging(verbose)
+    from checkers.run import check_run
+    from harness.runner import Interrupted, RunOptions, ScenarioRun
+
+    try:
+        path = find_scenario(scenario, SCENARIOS_DIR)
+        spec = load_scenario(path)
+        runner = ScenarioRun(spec, path, RunOptions(results_root=results, keep_cluster=keep,
+                                                    spark_master=master))
+        err.print(f"run {spec.id} -> {runner.run_dir}", markup=False)
+        runner.execute()
+        verdict = check_run(runner.run_dir, master=master)
+    except Interrupted as e:
+        raise _fail(f"interrupted by {e}; faults healed and cluster removed", 130) from None
+    except (ScenarioError, ComposeError, NemesisError, HistoryError) as e:
+        raise _fail(str(e)) from None
+    except docker.errors.DockerException as e:
+        raise _fail(f"cannot use the Docker engine: {e}") from None
+    raise typer.Exit(_print_verdict(verdict, runner.run_dir))
+
+
+@app.command()
+def check(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory with history/")],
+    master: Annotated[str, typer.Option(help="Spark master")] = "local[*]",
+    expect: Annotated[str | None, typer.Option(help="loss | safe | unavailable")] = None,
+) -> None:
+    """Check a run's history with PySpark; write verdict.json, ids/ and summary.txt."""
+    from checkers.run import check_run
+
+    if expect not in (None, "loss", "safe", "unavailable"):
+        raise _fail(f"--expect must be loss, safe or unavailable, not {expect!r}")
+    try:
+        verdict = check_run(run_dir, master=master, expect=expect)
+    except HistoryError as e:
+        raise _fail(str(e)) from None
+    raise typer.Exit(_print_verdict(verdict, run_dir))
+
+
+@app.command()
+def heal(
+    keep: Annotated[bool, typer.Option(help="heal but do not remove the clusters")] = False,
+) -> None:
+    """Heal every fault and remove every cluster a killed run left behind."""
+    from harness.cleanup import heal_everything
+
+    try:
+        found = heal_everything(remove=not keep, say=lambda s: out.print(s, markup=False))
+    except (ComposeError, docker.errors.DockerException) as e:
+        raise _fail(str(e)) from None
+    out.print(f"{found} cluster(s) found", markup=False)
+
+
+@app.command()
+def validate(files: Annotated[list[Path], typer.Argument(help="scenario files")]) -> None:
+    """Check scenario files; one line per problem."""
+    bad = 0
+    for f in files:
+        try:
+            load_scenario(f)
+            out.print(f"{f}: ok", markup=False)
+        except ScenarioError as e:
+            err.print(f"error: {e}", markup=False)
+            bad += 1
+    raise typer.Exit(EXIT_BAD_INPUT if bad else 0)
+
+
+@app.command("list")
+def list_scenarios() -> None:
+    """The shipped scenarios, their claims and expectations."""
+    for path in sorted(SCENARIOS_DIR.glob("*.yaml")):
+        try:
+            s = load_scenario(path)
+            out.print(f"{s.id:12} {s.claim or '-':6} expect {s.expect:12} {s.description}",
+                      markup=False)
+        except ScenarioError as e:
+            out.print(f"{path.stem:12} invalid: {e}", markup=False)
+
+
+@app.command("show")
+def show(run_dir: Annotated[Path, typer.Argument()]) -> None:
+    """Print a run's verdict.json."""
+    try:
+        out.print_json(json.dumps(json.loads((run_dir / "verdict.json").read_text())))
+    except (OSError, ValueError) as e:
+        raise _fail(f"{run_dir}: no readable verdict.json ({e})") from None
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""The nemesis: applies network and process faults to a cluster and logs each to the history.
+
+Network rules run in each node's own network namespace from a short-lived helper container
+(`--network container:<node>`, NET_ADMIN), so nodes built from official images, which have no
+iptables, can be cut too, on Linux and on Docker Desktop alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+
+from harness.history import HistoryWriter
+from nemesis import network
+from nemesis.network import CLIENTS, NetworkState
+from nemesis.topology import Topology
+
+log = logging.getLogger(__name__)
+
+
+class NemesisError(Exception):
+    """A fault that could not be applied; one line for the user."""
+
+
+class Nemesis:
+    def __init__(
+        self,
+        topology: Topology,
+        tools_image: str,
+        history: HistoryWriter | None = None,
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        self.topology = topology
+        self.tools_image = tools_image
+        self.history = history
+        self.docker = client or docker.from_env()
+        self.state = NetworkState()
+        self.paused: set[str] = set()
+        self.down: set[str] = set()
+
+    # ---- network -------------------------------------------------------------------------
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        addresses = {n.name: n.address for n in self.topology.nodes}
+        addresses[CLIENTS] = self.topology.client_address
+        return addresses
+
+    def isolate(self, nodes: Iterable[str]) -> None:
+        nodes = list(nodes)
+        cuts = network.isolate(nodes, self.topology.names)
+        self._logged("start-partition", {"op": "isolate", "nodes": nodes}, lambda: self._cut(cuts))
+
+    def partition(self, groups: Iterable[Iterable[str]]) -> None:
+        groups = [list(g) for g in groups]
+        cuts = network.partition(groups, self.topology.names)
+        self._logged(
+            "start-partition", {"op": "partition", "groups": groups}, lambda: self._cut(cuts)
+        )
+
+    def cut(self, sources: Iterable[str], destinations: Iterable[str]) -> None:
+        sources, destinations = list(sources), list(destinations)
+        cuts = network.one_way(sources, destinations)
+        value = {"op": "cut", "from": sources, "to": destinations}
+        self._logged("start-partition", value, lambda: self._cut(cuts))
+
+    def cut_clients(self, nodes: Iterable[str]) -> None:
+        nodes = list(nodes)
+        cuts = network.cut_clients(nodes)
+        self._logged(
+            "start-partition", {"op": "cut-clients", "nodes": nodes}, lambda: self._cut(cuts)
+        )
+
+    def heal(self, nodes: Iterable[str] | None = None) -> None:
+        names = list(nodes) if nodes else None
+
+        def apply() -> dict[str, Any]:
+            before = self.state
+            self.state = self.state.healed(names)
+            touched = {dst for _, dst in before.cuts - self.state.cuts}
+            self._apply_rules(sorted(touched))
+            return {"remaining_cuts": _cut_list(self.state.cuts)}
+
+        self._logged("stop-partition", {"op": "heal", "nodes": names or "all"}, apply)
+
+    def _cut(self, cuts: set[network.Cut]) -> dict[str, Any]:
+        self.state = self.state.with_cuts(cuts)
+        self._apply_rules(sorted({dst for _, dst in cuts}))
+        return {"cuts": _cut_list(cuts)}
+
+    def _apply_rules(self, nodes: Iterable[str]) -> None:
+        for name in nodes:
+            if name in self.down:
+                continue  # a stopped node has no namespace; its rules go on when it starts
+            script = network.iptables_restore_script(name, self.state, self.addresses)
+            self._in_namespace(name, network.apply_command(script))
+
+    def _in_namespace(self, name: str, command: str) -> None:
+        node = self.topology.node(name)
+        try:
+            self.docker.containers.run(
+                self.tools_image,
+                entrypoint=["sh", "-c", command],
+                network_mode=f"container:{node.container}",
+                cap_add=["NET_ADMIN"],
+                remove=True,
+                stdout=True,
+                stderr=True,
+            )
+        except docker.errors.ContainerError as e:
+            err = (e.stderr or b"").decode(errors="replace").strip().splitlines()
+            raise NemesisError(f"iptables on {name} failed: {err[-1] if err else e}") from None
+        except docker.errors.APIError as e:
+            raise NemesisError(f"cannot enter {name}'s network namespace: {e.explanation}") from None
+
+    # ---- processes -----------------------------------------------------------------------
+
+    def kill(self, nodes: Iterable[str]) -> None:
+        self._each("kill", nodes, lambda c, n: self._stopped(n, c.kill(signal=signal.SIGKILL)))
+
+    def stop(self, nodes: Iterable[str]) -> None:
+        self._each("stop", nodes, lambda c, n: self._stopped(n, c.stop(timeout=30)))
+
+    def start(self, nodes: Iterable[str]) -> None:
+        self._each("start", nodes, lambda c, n: self._started(n, c))
+
+    def restart(self, nodes: Iterable[str]) -> None:
+        def restart_one(c: Container, n: str) -> None:
+            self._stopped(n, c.stop(timeout=30))
+            self._started(n, c)
+
+        self._each("restart", nodes, restart_one)
+
+    def pause(self, nodes: Iterable[str]) -> None:
+        def pause_one(c: Container, n: str) -> None:
+            c.pause()
+            self.paused.add(n)
+
+        self._each("pause", nodes, pause_one)
+
+    def resume(self, nodes: Iterable[str]) -> None:
+        def resume_one(c: Container, n: str) -> None:
+            c.unpause()
+            self.paused.discard(n)
+
+        self._each("resume", nodes, resume_one)
+
+    def _stopped(self, name: str, _: object = None) -> None:
+        self.down.add(name)
+        self.paused.discard(name)
+
+    def _started(self, name: str, container: Container) -> None:
+        container.start()
+        self.down.discard(name)
+        # A restarted container has a new network namespace: the node's rules are gone.
+        if self.state.rules_on(name):
+            self._apply_rules([name])
+
+    def _each(self, f: str, nodes: Iterable[str], act: Callable[[Container, str], None]) -> None:
+        names = list(nodes)
+
+        def apply() -> None:
+            for name in names:
+                container = self._container(name)
+                act(container, name)
+
+        self._logged(f, {"nodes": names}, apply)
+
+    def _container(self, name: str) -> Container:
+        try:
+            return self.docker.containers.get(self.topology.node(name).container)
+        except docker.errors.NotFound:
+            raise NemesisError(f"node {name} has no container") from None
+
+    # ---- recovery ------------------------------------------------------------------------
+
+    def heal_all(self) -> None:
+        """End every fault: network healed, paused nodes resumed, stopped nodes started.
+
+        Idempotent; used at the end of a run, on failure and on SIGINT/SIGTERM.
+        """
+        if self.paused:
+            self.resume(sorted(self.paused))
+        if self.down:
+            self.start(sorted(self.down))
+        if self.state.cuts:
+            self.heal()
+
+    def _logged(self, f: str, value: dict[str, Any], act: Callable[[], Any]) -> None:
+        if self.history:
+            self.history.write("invoke", f, value=value)
+        try:
+            extra = act()
+        except Exception as e:  # noqa: BLE001 - every failure is logged, then re-raised
+            if self.history:
+                self.history.write("fail", f, value=value, error=str(e))
+            raise
+        if self.history:
+            self.history.write("ok", f, value={**value, **(extra or {})})
+        log.info("nemesis %s %s", f, value)
+
+
+def _cut_list(cuts: Iterable[network.Cut]) -> list[list[str]]:
+    return [list(c) for c in sorted(cuts)]
+
+
+def clean_container(client: docker.DockerClient, container: Container, tools_image: str) -> None:
+    """Remove every trace of the nemesis from one node (used by `harness heal`)."""
+    container.reload()
+    if container.status == "paused":
+        container.unpause()
+        container.reload()
+    if container.status != "running":
+        return
+    client.containers.run(
+        tools_image,
+        entrypoint=["sh", "-c", network.remove_command()],
+        network_mode=f"container:{container.id}",
+        cap_add=["NET_ADMIN"],
+        remove=True,
+    )
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make setup: everything a fresh machine needs, idempotent, quick when already done.
+#   system packages (debootstrap, Java 17) when missing, the venv with pinned dependencies,
+#   and the local broker images (built offline from Debian packages when nothing can be pulled).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+need_apt=()
+command -v debootstrap >/dev/null || need_apt+=(debootstrap)
+java_major=$(java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]}' || true)
+if [[ -z "$java_major" || "$java_major" -lt 17 ]]; then need_apt+=(openjdk-17-jre-headless); fi
+if ((${#need_apt[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: missing ${need_apt[*]}; install them (apt-get install ${need_apt[*]}) or run as root" >&2
+    exit 1
+  fi
+  echo "setup: apt-get install ${need_apt[*]}"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [[ ! -x .venv/bin/python ]]; then
+  echo "setup: creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.installed
+if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
+  echo "setup: installing Python dependencies (pinned in pyproject.toml)"
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q -e '.[dev]'
+  touch "$stamp"
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  echo "setup: no Docker engine reachable (docker info failed): clusters cannot run here" >&2
+  exit 1
+fi
+bash compose/images/build_local_images.sh
+echo "setup: done"

@@ -1,0 +1,59 @@
+"""Shared fixtures. A missing prerequisite skips with its reason on a laptop and fails in CI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing(reason: str) -> None:
+    """Fail in CI (a missing prerequisite there is a broken machine), skip elsewhere."""
+    if IN_CI:
+        pytest.fail(f"prerequisite missing in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        missing("Java is not installed (PySpark needs Java 17+): run make setup")
+    from checkers.spark import spark_session
+
+    session = spark_session("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    import docker
+    import docker.errors
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as e:
+        missing(f"no Docker engine reachable ({e})")
+    return client
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_image(docker_client: Any) -> str:
+    import docker.errors
+
+    from compose.rabbitmq import LOCAL_IMAGE, OFFICIAL_IMAGE
+
+    for image in (OFFICIAL_IMAGE, LOCAL_IMAGE):
+        try:
+            docker_client.images.get(image)
+            return image
+        except docker.errors.ImageNotFound:
+            continue
+    missing(f"no RabbitMQ image ({LOCAL_IMAGE} is built by make setup)")
+    raise AssertionError  # unreachable

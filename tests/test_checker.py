@@ -1,0 +1,210 @@
+"""The PySpark checker on synthetic histories: known anomalies, and a reference model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checkers.run import check_run
+from checkers.spark import HistoryError, check_history
+from harness.history import FIELDS, HistoryWriter
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def event(process: str, type_: str, f: str, t: float, **kw: Any) -> dict[str, Any]:
+    e: dict[str, Any] = dict.fromkeys(FIELDS)
+    e.update(time=t, process=process, type=type_, f=f, system="rabbitmq", **kw)
+    if e["producer"] is not None and e["seq"] is not None:
+        e["msg_id"] = f"{e['producer']}:{e['seq']}"
+    return e
+
+
+def send(producer: str, seq: int, t: float, outcome: str | None) -> list[dict[str, Any]]:
+    events = [event(producer, "invoke", "send", t, producer=producer, seq=seq, stream="x")]
+    if outcome:
+        events.append(event(producer, outcome, "send", t + 0.001, producer=producer, seq=seq,
+                            stream="x"))
+    return events
+
+
+def recv(group: str, producer: str, seq: int, t: float, **kw: Any) -> dict[str, Any]:
+    return event(f"c-{group}", "ok", "receive", t, producer=producer, seq=seq, group=group,
+                 stream=group, redelivered=False, **kw)
+
+
+def write(history: Path, events: list[dict[str, Any]]) -> None:
+    history.mkdir(parents=True, exist_ok=True)
+    by_process: dict[str, list[str]] = defaultdict(list)
+    for e in events:
+        by_process[e["process"]].append(json.dumps(e))
+    for process, lines in by_process.items():
+        (history / f"{process}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
+    ev: list[dict[str, Any]] = []
+    for seq in range(1, 7):
+        ev += send("A", seq, seq, "ok")
+    ev += send("A", 7, 7, "info")  # unknown outcome, later received: recovered
+    ev += send("A", 8, 8, "fail")  # definitely failed, never received
+    ev += send("A", 9, 9, None)  # invoke, no completion: counts as info
+    # q1: 1, 2, 4, 3 (reordered), 2 again (duplicate), 7 (recovered), 5 and 6 lost,
+    #     Z:1 never sent (unexpected)
+    for i, seq in enumerate([1, 2, 4, 3, 2, 7]):
+        ev.append(recv("q1", "A", seq, 100 + i))
+    ev.append(recv("q1", "Z", 1, 200))
+    # q2: everything acknowledged, in order
+    for seq in range(1, 7):
+        ev.append(recv("q2", "A", seq, 300 + seq))
+    write(tmp_path / "history", ev)
+    result = check_history(spark, tmp_path / "history", ["q1", "q2", "q3"])
+    q1, q2, q3 = (result.groups[g] for g in ("q1", "q2", "q3"))
+    assert q1 == {"acked": 6, "received": 6, "lost": 2, "duplicated": 1, "reordered": 1,
+                  "unexpected": 1, "recovered": 1}
+    assert result.ids["q1"] == {"lost": ["A:5", "A:6"], "duplicated": ["A:2"],
+                                "reordered": ["A:3"], "unexpected": ["Z:1"],
+                                "recovered": ["A:7"]}
+    assert q2 == {"acked": 6, "received": 6, "lost": 0, "duplicated": 0, "reordered": 0,
+                  "unexpected": 0, "recovered": 0}
+    # A group that received nothing still expects every acknowledged message.
+    assert q3["lost"] == 6 and q3["received"] == 0
+    assert result.sends == {"ok": 6, "fail": 1, "info": 2, "invoked": 9}
+
+
+def test_reorder_ties_break_by_file_order_and_partitions_are_separate(
+    spark: Any, tmp_path: Path
+) -> None:
+    ev: list[dict[str, Any]] = []
+    for seq in (1, 2):
+        ev += send("A", seq, seq, "ok")
+    # Same timestamp: file order decides; 2 before 1 in the file is a reorder.
+    ev += [recv("g", "A", 2, 50.0), recv("g", "A", 1, 50.0)]
+    # Kafka-style partitions: order is only promised within one (producer, partition).
+    ev += send("K", 1, 1, "ok") + send("K", 2, 2, "ok")
+    ev += [recv("g", "K", 2, 60.0, partition=0), recv("g", "K", 1, 61.0, partition=1)]
+    write(tmp_path / "history", ev)
+    result = check_history(spark, tmp_path / "history")
+    assert result.ids["g"]["reordered"] == ["A:1"]
+
+
+def test_truncated_last_line_is_skipped_and_counted(spark: Any, tmp_path: Path) -> None:
+    history = tmp_path / "run" / "history"
+    with HistoryWriter(history, "A", "rabbitmq") as w:
+        w.write("invoke", "send", producer="A", seq=1, stream="x")
+        w.write("ok", "send", producer="A", seq=1, stream="x")
+    with HistoryWriter(history, "c", "rabbitmq") as w:
+        w.write("ok", "receive", producer="A", seq=1, group="g", stream="g")
+    with open(history / "A.jsonl", "a") as fh:
+        fh.write('{"time": 3.0, "process": "A", "ty')  # a crash mid-write
+    verdict = check_run(tmp_path / "run", spark=spark)
+    assert verdict["truncated_lines"] == ["A.jsonl:3"]
+    assert verdict["groups"]["g"]["lost"] == 0
+    assert verdict["matched"] is True
+    assert (tmp_path / "run" / "ids" / "g" / "lost.txt").read_text() == ""
+    assert "truncated last lines skipped: 1" in (tmp_path / "run" / "summary.txt").read_text()
+
+
+def test_malformed_middle_line_names_file_and_line(spark: Any, tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    history.mkdir()
+    good = json.dumps(event("A", "invoke", "send", 1.0, producer="A", seq=1))
+    (history / "A.jsonl").write_text(good + "\n{not json\n" + good + "\n")
+    with pytest.raises(HistoryError, match=r"A\.jsonl:2: malformed history line"):
+        check_history(spark, history)
+    (history / "A.jsonl").write_text(good + "\n" + good.replace('"invoke"', '"maybe"') + "\n")
+    with pytest.raises(HistoryError, match=r"A\.jsonl:2: .*type 'maybe'"):
+        check_history(spark, history)
+
+
+def test_no_history_is_bad_input(spark: Any, tmp_path: Path) -> None:
+    (tmp_path / "history").mkdir()
+    with pytest.raises(HistoryError, match="no history files"):
+        check_history(spark, tmp_path / "history")
+
+
+def reference(events: list[dict[str, Any]], groups: list[str]) -> dict[str, dict[str, int]]:
+    """A plain-Python statement of the checker's definitions, to compare Spark against."""
+    rank = {"ok": 3, "fail": 2, "info": 1, "invoke": 0}
+    outcome: dict[str, int] = {}
+    for e in events:
+        if e["f"] == "send":
+            outcome[e["msg_id"]] = max(outcome.get(e["msg_id"], 0), rank[e["type"]])
+    acked = {m for m, r in outcome.items() if r == 3}
+    out = {}
+    for g in groups:
+        deliveries = [e for e in events if e["f"] == "receive" and e["group"] == g]
+        counts: dict[str, int] = defaultdict(int)
+        for e in deliveries:
+            counts[e["msg_id"]] += 1
+        highest: dict[tuple[Any, Any], int] = {}
+        seen: set[str] = set()
+        reordered = 0
+        for e in deliveries:  # already in (time, file, line) order
+            if e["msg_id"] in seen:
+                continue
+            seen.add(e["msg_id"])
+            key = (e["producer"], e["partition"])
+            if key in highest and e["seq"] < highest[key]:
+                reordered += 1
+            highest[key] = max(highest.get(key, e["seq"]), e["seq"])
+        out[g] = {
+            "acked": len(acked),
+            "received": len(counts),
+            "lost": len(acked - counts.keys()),
+            "duplicated": sum(1 for n in counts.values() if n > 1),
+            "reordered": reordered,
+            "unexpected": len(counts.keys() - outcome.keys()),
+            "recovered": len({m for m in counts if m in outcome and outcome[m] < 3}),
+        }
+    return out
+
+
+histories = st.tuples(
+    st.lists(st.sampled_from(["ok", "fail", "info", None]), min_size=1, max_size=12),
+    st.lists(st.tuples(st.sampled_from(["g1", "g2"]), st.integers(1, 14)), max_size=30),
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(histories)
+def test_spark_agrees_with_the_reference_model(spark: Any, tmp_path_factory: Any, h: Any) -> None:
+    outcomes, deliveries = h
+    events: list[dict[str, Any]] = []
+    for seq, outcome in enumerate(outcomes, 1):
+        events += send("P", seq, float(seq), outcome)
+    # Distinct, increasing times: the reference reads deliveries in time order.
+    for i, (group, seq) in enumerate(deliveries):
+        events.append(recv(group, "P", seq, 1000.0 + i))
+    history = tmp_path_factory.mktemp("h") / "history"
+    write(history, events)
+    result = check_history(spark, history, ["g1", "g2"])
+    assert result.groups == reference(events, ["g1", "g2"])
+
+
+def test_cli_check_exit_codes(spark: Any, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    ev = send("A", 1, 1, "ok") + send("A", 2, 2, "ok") + [recv("g", "A", 1, 5)]
+    write(run / "history", ev)
+    cmd = [sys.executable, "-m", "harness.cli", "check", str(run)]
+    lost = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert lost.returncode == 1, lost.stderr
+    assert "lost 1" in lost.stdout
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["groups"]["g"]["lost"] == 1
+    assert (run / "ids" / "g" / "lost.txt").read_text() == "A:2\n"
+    loss = subprocess.run(cmd + ["--expect", "loss"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+    assert loss.returncode == 0 and "reproduced" in loss.stdout
+    missing = subprocess.run(cmd[:-1] + [str(tmp_path / "nope")], capture_output=True,
+                             text=True, cwd=ROOT, timeout=300)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr

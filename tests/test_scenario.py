@@ -1,0 +1,123 @@
+"""Scenario validation: every shipped file is valid; bad input gets one line naming the field."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.scenario import ScenarioError, find_scenario, load_scenario, parse_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+
+GOOD = """
+id: t
+expect: safe
+cluster: {partition_handling: pause_minority, queue_type: mirrored}
+workload:
+  queues: [q]
+  publishers: [{id: A, count: 10}]
+  consumers: [{queue: q}]
+nemesis:
+  - {at: 1, op: isolate, nodes: [rabbit3]}
+  - {at: 2, op: heal}
+"""
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_shipped_scenarios_are_valid(path: Path) -> None:
+    s = load_scenario(path)
+    assert s.id == path.stem
+    assert s.claim is None or s.claim == s.id
+
+
+def test_the_required_scenarios_ship() -> None:
+    assert {"baseline", "R1", "R2", "R6"} <= {p.stem for p in SCENARIOS}
+    r1 = load_scenario(ROOT / "scenarios" / "R1.yaml")
+    assert r1.expect == "loss" and r1.cluster.partition_handling == "pause_minority"
+    assert r1.cluster.queue_type == "mirrored"
+    assert [(s.op, s.nodes) for s in r1.nemesis] == [
+        ("isolate", ["rabbit3"]),
+        ("isolate", ["rabbit1"]),
+        ("isolate", ["rabbit2"]),
+        ("heal", ["rabbit3"]),
+        ("heal", ["rabbit2"]),
+    ]
+    r6 = load_scenario(ROOT / "scenarios" / "R6.yaml")
+    assert r6.expect == "safe" and r6.cluster.queue_type == "quorum"
+    assert r6.nemesis == r1.nemesis
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("expect: safe", "expect: maybe"), "expect: Input should be"),
+        (("pause_minority", "pause_majority"), "cluster.partition_handling"),
+        (("count: 10", "count: -1"), "workload.publishers.0.count"),
+        (("op: isolate", "op: explode"), "nemesis.0.op"),
+        (("nodes: [rabbit3]", "nodes: [rabbit9]"), "unknown node 'rabbit9'"),
+        (("consumers: [{queue: q}]", "consumers: [{queue: other}]"), "not in queues"),
+        (("{at: 2, op: heal}", "{at: 0, op: heal}"), "time order"),
+        (("id: t", "id: t\nsurprise: 1"), "surprise: Extra inputs are not permitted"),
+        (("{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: kill}"), "kill needs nodes"),
+    ],
+)
+def test_invalid_fields_are_named(change: tuple[str, str], expected: str) -> None:
+    text = GOOD.replace(*change)
+    assert text != GOOD
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(text, "t.yaml")
+    message = str(e.value)
+    assert expected in message, message
+    assert message.startswith("t.yaml: ") and "\n" not in message
+
+
+def test_good_scenario_parses() -> None:
+    s = parse_scenario(GOOD)
+    assert s.workload.publishers[0].nodes == ["rabbit1", "rabbit2", "rabbit3"]
+
+
+def test_not_yaml_and_not_a_mapping() -> None:
+    with pytest.raises(ScenarioError, match="not valid YAML"):
+        parse_scenario("a: [b", "x.yaml")
+    with pytest.raises(ScenarioError, match="expected a mapping"):
+        parse_scenario("- 1", "x.yaml")
+
+
+def test_find_scenario_by_id_and_unknown(tmp_path: Path) -> None:
+    assert find_scenario("R1", ROOT / "scenarios").name == "R1.yaml"
+    with pytest.raises(ScenarioError, match="no scenario 'R99'"):
+        find_scenario("R99", ROOT / "scenarios")
+
+
+def _harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=ROOT,
+        timeout=120,
+    )
+
+
+def test_cli_rejects_a_bad_scenario_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("count: 10", "count: zero"))
+    result = _harness("validate", str(bad))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+    assert "workload.publishers.0.count" in result.stderr
+
+
+def test_cli_run_unknown_scenario_exits_2_without_traceback() -> None:
+    result = _harness("run", "no-such-scenario")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "no scenario 'no-such-scenario'" in result.stderr
+
+
+def test_cli_unknown_flag_exits_2() -> None:
+    result = _harness("run", "--bogus")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
