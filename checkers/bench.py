@@ -28,9 +28,22 @@ def synth(history: Path, messages: int, seed: int = 7) -> int:
         for seq in range(1, messages + 1):
             for type_ in ("invoke", "ok"):
                 t += 0.0001
-                send_fh.write(json.dumps({**base, "time": t, "process": "P", "type": type_,
-                                          "f": "send", "producer": "P", "seq": seq,
-                                          "msg_id": f"P:{seq}", "stream": "x"}) + "\n")
+                send_fh.write(
+                    json.dumps(
+                        {
+                            **base,
+                            "time": t,
+                            "process": "P",
+                            "type": type_,
+                            "f": "send",
+                            "producer": "P",
+                            "seq": seq,
+                            "msg_id": f"P:{seq}",
+                            "stream": "x",
+                        }
+                    )
+                    + "\n"
+                )
                 lines += 1
     for group in ("g1", "g2"):
         with open(history / f"c-{group}.jsonl", "w") as fh:
@@ -40,10 +53,23 @@ def synth(history: Path, messages: int, seed: int = 7) -> int:
             seqs += rng.sample(seqs, k=min(len(seqs), messages // 500))
             for seq in seqs:
                 t += 0.0001
-                fh.write(json.dumps({**base, "time": t, "process": f"c-{group}", "type": "ok",
-                                     "f": "receive", "producer": "P", "seq": seq,
-                                     "msg_id": f"P:{seq}", "group": group,
-                                     "stream": group}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            **base,
+                            "time": t,
+                            "process": f"c-{group}",
+                            "type": "ok",
+                            "f": "receive",
+                            "producer": "P",
+                            "seq": seq,
+                            "msg_id": f"P:{seq}",
+                            "group": group,
+                            "stream": group,
+                        }
+                    )
+                    + "\n"
+                )
                 lines += 1
     return lines
 
@@ -61,8 +87,10 @@ def main() -> None:
             started = time.monotonic()
             result = check_history(spark, history, ["g1", "g2"])
             took = time.monotonic() - started
-            print(f"{n:>10} {lines:>10} {mb:>8.1f} {took:>8.1f} {lines / took:>10.0f}"
-                  f"   lost g1={result.groups['g1']['lost']}")
+            print(
+                f"{n:>10} {lines:>10} {mb:>8.1f} {took:>8.1f} {lines / took:>10.0f}"
+                f"   lost g1={result.groups['g1']['lost']}"
+            )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     jvm = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"peak RSS: python driver {rss:.0f} MB, largest child (JVM/workers) {jvm:.0f} MB")

@@ -31,9 +31,7 @@ def check_run(
     started = time.monotonic()
     session = spark or spark_session(master)
     result = check_history(session, run_dir / "history", manifest.get("groups"))
-    judgement = judge(
-        result.groups, result.sends, expect, manifest.get("drain_complete", True)
-    )
+    judgement = judge(result.groups, result.sends, expect, manifest.get("drain_complete", True))
     verdict: dict[str, Any] = {
         "scenario": manifest.get("scenario"),
         "claim": manifest.get("claim"),

@@ -101,7 +101,9 @@ def check_history(
     parsed = sc.union(rdds).filter(lambda r: r[0] != "skip").cache()
 
     truncated: list[str] = []
-    for file, line, reason in sorted(parsed.filter(lambda r: r[0] == "bad").map(lambda r: r[1]).collect()):
+    for file, line, reason in sorted(
+        parsed.filter(lambda r: r[0] == "bad").map(lambda r: r[1]).collect()
+    ):
         path = history_dir / file
         if _ends_cut(path) and line == _line_count(path) + 1:
             truncated.append(f"{file}:{line}")
@@ -126,7 +128,9 @@ def check_history(
             T.StructField("line", T.LongType()),
         ]
     )
-    events = spark.createDataFrame(parsed.filter(lambda r: r[0] == "ok").map(lambda r: r[1]), schema)
+    events = spark.createDataFrame(
+        parsed.filter(lambda r: r[0] == "ok").map(lambda r: r[1]), schema
+    )
     events = events.cache()
 
     sends = events.filter(F.col("f") == "send")
@@ -161,9 +165,7 @@ def check_history(
     # A body we did not write has no msg_id: give each such delivery its own id.
     receives = receives.withColumn(
         "msg_id",
-        F.coalesce(
-            F.col("msg_id"), F.concat(F.lit("?"), F.col("file"), F.lit(":"), F.col("line"))
-        ),
+        F.coalesce(F.col("msg_id"), F.concat(F.lit("?"), F.col("file"), F.lit(":"), F.col("line"))),
     )
 
     group_names = {r["group"] for r in receives.select("group").distinct().collect()}
@@ -201,13 +203,9 @@ def check_history(
     assert tagged is not None
     flagged_rows = tagged.collect()
 
-    received_counts = {
-        r["group"]: r["count"] for r in per_msg.groupBy("group").count().collect()
-    }
+    received_counts = {r["group"]: r["count"] for r in per_msg.groupBy("group").count().collect()}
     acked_count = send_counts["ok"]
-    ids: dict[str, dict[str, list[str]]] = {
-        g: {m: [] for m in METRIC_IDS} for g in group_names
-    }
+    ids: dict[str, dict[str, list[str]]] = {g: {m: [] for m in METRIC_IDS} for g in group_names}
     for r in flagged_rows:
         ids[r["group"]][r["metric"]].append(r["msg_id"])
     counts: dict[str, dict[str, int]] = {}

@@ -13,7 +13,7 @@ import docker
 import docker.errors
 
 from compose.cli import ComposeError, compose
-from nemesis.topology import NodeHandle, Topology
+from harness.topology import Endpoint, NodeHandle, Topology
 
 COMPOSE_FILE = Path(__file__).parent / "rabbitmq" / "docker-compose.yml"
 NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
@@ -32,13 +32,6 @@ class ClusterConfig:
     image: str | None = None
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    node: str
-    host: str
-    port: int
-
-
 def render_config(cfg: ClusterConfig) -> str:
     lines = [
         "cluster_formation.peer_discovery_backend = rabbit_peer_discovery_classic_config",
@@ -53,7 +46,8 @@ def render_config(cfg: ClusterConfig) -> str:
     ]
     if cfg.partition_handling == "pause_if_all_down":
         lines.append(
-            f"cluster_partition_handling.pause_if_all_down.recover = {cfg.pause_if_all_down_recover}"
+            "cluster_partition_handling.pause_if_all_down.recover = "
+            + cfg.pause_if_all_down_recover
         )
         lines += [
             f"cluster_partition_handling.pause_if_all_down.nodes.{i} = rabbit@{name}"
@@ -172,9 +166,7 @@ class RabbitMQCluster:
 
     def set_mirroring_policy(self, pattern: str) -> None:
         policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic"})
-        self.rabbitmqctl(
-            "rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues"
-        )
+        self.rabbitmqctl("rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues")
 
     def server_version(self) -> str:
         out = self.rabbitmqctl("rabbit1", "version").strip()

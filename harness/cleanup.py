@@ -34,7 +34,11 @@ def heal_everything(
             say(f"could not heal {c.name}: {e}")
     if remove:
         for project in sorted(projects):
-            compose(COMPOSE_FILE, ["down", "-v", "--remove-orphans", "-t", "5"],
-                    {"BJ_PROJECT": project}, timeout=180)
+            compose(
+                COMPOSE_FILE,
+                ["down", "-v", "--remove-orphans", "-t", "5"],
+                {"BJ_PROJECT": project},
+                timeout=180,
+            )
             say(f"removed {project}")
     return len(projects)

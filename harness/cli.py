@@ -66,8 +66,9 @@ def run(
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
         spec = load_scenario(path)
-        runner = ScenarioRun(spec, path, RunOptions(results_root=results, keep_cluster=keep,
-                                                    spark_master=master))
+        runner = ScenarioRun(
+            spec, path, RunOptions(results_root=results, keep_cluster=keep, spark_master=master)
+        )
         err.print(f"run {spec.id} -> {runner.run_dir}", markup=False)
         runner.execute()
         verdict = check_run(runner.run_dir, master=master)
@@ -132,8 +133,9 @@ def list_scenarios() -> None:
     for path in sorted(SCENARIOS_DIR.glob("*.yaml")):
         try:
             s = load_scenario(path)
-            out.print(f"{s.id:12} {s.claim or '-':6} expect {s.expect:12} {s.description}",
-                      markup=False)
+            out.print(
+                f"{s.id:12} {s.claim or '-':6} expect {s.expect:12} {s.description}", markup=False
+            )
         except ScenarioError as e:
             out.print(f"{path.stem:12} invalid: {e}", markup=False)
 

@@ -27,7 +27,7 @@ from harness.history import HistoryWriter
 from harness.results import make_run_dir, new_run_id, write_manifest
 from harness.scenario import NemesisStep, Scenario
 from nemesis.faults import Nemesis, wait_until
-from workloads.rabbitmq import Endpoint, declare_topology
+from workloads.rabbitmq import declare_topology
 
 log = logging.getLogger("harness")
 
@@ -212,9 +212,7 @@ class ScenarioRun:
 
         def reunited() -> bool:
             try:
-                return all(
-                    set(cluster.running_nodes(n)) == everyone for n in self.nemesis_names()
-                )
+                return all(set(cluster.running_nodes(n)) == everyone for n in self.nemesis_names())
             except Exception:  # noqa: BLE001 - a node still starting answers with errors
                 return False
 

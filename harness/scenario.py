@@ -53,7 +53,9 @@ class Publisher(Strict):
     # Connection list in the order the client tries it (002: the factory had all three).
     nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
     count: Annotated[int, Field(ge=1, le=10_000_000)]
-    rate: Annotated[float, Field(ge=0)] = 0.0  # messages per second; 0 = as fast as in_flight allows
+    rate: Annotated[float, Field(ge=0)] = (
+        0.0  # messages per second; 0 = as fast as in_flight allows
+    )
     in_flight: Annotated[int, Field(ge=1, le=10_000)] = 1
     confirm_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
 

@@ -18,9 +18,9 @@ import docker.errors
 from docker.models.containers import Container
 
 from harness.history import HistoryWriter
+from harness.topology import Topology
 from nemesis import network
 from nemesis.network import CLIENTS, NetworkState
-from nemesis.topology import Topology
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,9 @@ class Nemesis:
             err = (e.stderr or b"").decode(errors="replace").strip().splitlines()
             raise NemesisError(f"iptables on {name} failed: {err[-1] if err else e}") from None
         except docker.errors.APIError as e:
-            raise NemesisError(f"cannot enter {name}'s network namespace: {e.explanation}") from None
+            raise NemesisError(
+                f"cannot enter {name}'s network namespace: {e.explanation}"
+            ) from None
 
     # ---- processes -----------------------------------------------------------------------
 

@@ -32,14 +32,25 @@ def event(process: str, type_: str, f: str, t: float, **kw: Any) -> dict[str, An
 def send(producer: str, seq: int, t: float, outcome: str | None) -> list[dict[str, Any]]:
     events = [event(producer, "invoke", "send", t, producer=producer, seq=seq, stream="x")]
     if outcome:
-        events.append(event(producer, outcome, "send", t + 0.001, producer=producer, seq=seq,
-                            stream="x"))
+        events.append(
+            event(producer, outcome, "send", t + 0.001, producer=producer, seq=seq, stream="x")
+        )
     return events
 
 
 def recv(group: str, producer: str, seq: int, t: float, **kw: Any) -> dict[str, Any]:
-    return event(f"c-{group}", "ok", "receive", t, producer=producer, seq=seq, group=group,
-                 stream=group, redelivered=False, **kw)
+    return event(
+        f"c-{group}",
+        "ok",
+        "receive",
+        t,
+        producer=producer,
+        seq=seq,
+        group=group,
+        stream=group,
+        redelivered=False,
+        **kw,
+    )
 
 
 def write(history: Path, events: list[dict[str, Any]]) -> None:
@@ -69,13 +80,31 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
     write(tmp_path / "history", ev)
     result = check_history(spark, tmp_path / "history", ["q1", "q2", "q3"])
     q1, q2, q3 = (result.groups[g] for g in ("q1", "q2", "q3"))
-    assert q1 == {"acked": 6, "received": 6, "lost": 2, "duplicated": 1, "reordered": 1,
-                  "unexpected": 1, "recovered": 1}
-    assert result.ids["q1"] == {"lost": ["A:5", "A:6"], "duplicated": ["A:2"],
-                                "reordered": ["A:3"], "unexpected": ["Z:1"],
-                                "recovered": ["A:7"]}
-    assert q2 == {"acked": 6, "received": 6, "lost": 0, "duplicated": 0, "reordered": 0,
-                  "unexpected": 0, "recovered": 0}
+    assert q1 == {
+        "acked": 6,
+        "received": 6,
+        "lost": 2,
+        "duplicated": 1,
+        "reordered": 1,
+        "unexpected": 1,
+        "recovered": 1,
+    }
+    assert result.ids["q1"] == {
+        "lost": ["A:5", "A:6"],
+        "duplicated": ["A:2"],
+        "reordered": ["A:3"],
+        "unexpected": ["Z:1"],
+        "recovered": ["A:7"],
+    }
+    assert q2 == {
+        "acked": 6,
+        "received": 6,
+        "lost": 0,
+        "duplicated": 0,
+        "reordered": 0,
+        "unexpected": 0,
+        "recovered": 0,
+    }
     # A group that received nothing still expects every acknowledged message.
     assert q3["lost"] == 6 and q3["received"] == 0
     assert result.sends == {"ok": 6, "fail": 1, "info": 2, "invoked": 9}
@@ -175,7 +204,9 @@ histories = st.tuples(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(histories)
 def test_spark_agrees_with_the_reference_model(spark: Any, tmp_path_factory: Any, h: Any) -> None:
     outcomes, deliveries = h
@@ -202,9 +233,11 @@ def test_cli_check_exit_codes(spark: Any, tmp_path: Path) -> None:
     verdict = json.loads((run / "verdict.json").read_text())
     assert verdict["groups"]["g"]["lost"] == 1
     assert (run / "ids" / "g" / "lost.txt").read_text() == "A:2\n"
-    loss = subprocess.run(cmd + ["--expect", "loss"], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
+    loss = subprocess.run(
+        cmd + ["--expect", "loss"], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert loss.returncode == 0 and "reproduced" in loss.stdout
-    missing = subprocess.run(cmd[:-1] + [str(tmp_path / "nope")], capture_output=True,
-                             text=True, cwd=ROOT, timeout=300)
+    missing = subprocess.run(
+        cmd[:-1] + [str(tmp_path / "nope")], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert missing.returncode == 2 and "Traceback" not in missing.stderr

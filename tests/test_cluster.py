@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pika
-import pika.exceptions
 import pytest
 
 from compose.rabbitmq import ClusterConfig, RabbitMQCluster
@@ -22,6 +21,7 @@ from harness.cleanup import heal_everything
 from harness.history import HistoryWriter
 from nemesis import network
 from nemesis.faults import Nemesis, wait_until
+from workloads.rabbitmq import CONNECTION_ERRORS
 
 pytestmark = pytest.mark.cluster
 NODES = ("rabbit1", "rabbit2", "rabbit3")
@@ -70,9 +70,18 @@ def tcp_reachable(cluster: RabbitMQCluster, src: str, dst: str, port: int = 2567
     address = {n.name: n.address for n in cluster.topology().nodes}[dst]
     container = cluster.containers()[src]
     result = subprocess.run(
-        ["docker", "exec", container.id, "timeout", "3", "bash", "-c",
-         f"exec 3<>/dev/tcp/{address}/{port}"],
-        capture_output=True, timeout=30,
+        [
+            "docker",
+            "exec",
+            container.id,
+            "timeout",
+            "3",
+            "bash",
+            "-c",
+            f"exec 3<>/dev/tcp/{address}/{port}",
+        ],
+        capture_output=True,
+        timeout=30,
     )
     return result.returncode == 0
 
@@ -81,8 +90,10 @@ def chain_rules(cluster: RabbitMQCluster, node: str) -> list[str]:
     from compose.rabbitmq import LOCAL_IMAGE
 
     out = cluster.docker.containers.run(
-        LOCAL_IMAGE, entrypoint=["sh", "-c", f"iptables -S {network.CHAIN} 2>/dev/null || true"],
-        network_mode=f"container:{cluster.containers()[node].id}", cap_add=["NET_ADMIN"],
+        LOCAL_IMAGE,
+        entrypoint=["sh", "-c", f"iptables -S {network.CHAIN} 2>/dev/null || true"],
+        network_mode=f"container:{cluster.containers()[node].id}",
+        cap_add=["NET_ADMIN"],
         remove=True,
     )
     return [ln for ln in out.decode().splitlines() if ln.startswith("-A")]
@@ -91,10 +102,15 @@ def chain_rules(cluster: RabbitMQCluster, node: str) -> list[str]:
 def amqp_works(endpoint: Any) -> bool:
     try:
         conn = pika.BlockingConnection(
-            pika.ConnectionParameters(endpoint.host, endpoint.port, socket_timeout=3,
-                                      stack_timeout=6, connection_attempts=1)
+            pika.ConnectionParameters(
+                endpoint.host,
+                endpoint.port,
+                socket_timeout=3,
+                stack_timeout=6,
+                connection_attempts=1,
+            )
         )
-    except (pika.exceptions.AMQPError, OSError):
+    except CONNECTION_ERRORS:
         return False
     conn.close()
     return True
@@ -128,8 +144,10 @@ def test_isolating_a_node_cuts_it_off_and_heal_restores_it(
     assert wait_until(lambda: reunited(cluster), 120, interval=2)
     events = [json.loads(line) for line in nemesis.history.path.read_text().splitlines()]
     assert [(e["type"], e["f"]) for e in events] == [
-        ("invoke", "start-partition"), ("ok", "start-partition"),
-        ("invoke", "stop-partition"), ("ok", "stop-partition"),
+        ("invoke", "start-partition"),
+        ("ok", "start-partition"),
+        ("invoke", "stop-partition"),
+        ("ok", "stop-partition"),
     ]
     assert events[1]["value"]["cuts"] == [["rabbit1", "rabbit3"], ["rabbit2", "rabbit3"]]
 
@@ -167,9 +185,7 @@ def test_pause_and_resume(cluster: RabbitMQCluster, nemesis: Nemesis) -> None:
     assert cluster.containers()["rabbit2"].status == "running"
 
 
-def test_harness_heal_removes_leftover_rules(
-    cluster: RabbitMQCluster, nemesis: Nemesis
-) -> None:
+def test_harness_heal_removes_leftover_rules(cluster: RabbitMQCluster, nemesis: Nemesis) -> None:
     nemesis.isolate(["rabbit2"])
     nemesis.pause(["rabbit3"])
     # As if the run had been killed: a fresh process heals from what Docker shows.

@@ -9,8 +9,12 @@ from nemesis import network
 from nemesis.network import CLIENTS, NetworkState
 
 NODES = ("rabbit1", "rabbit2", "rabbit3")
-ADDRESSES = {"rabbit1": "10.0.0.11", "rabbit2": "10.0.0.12", "rabbit3": "10.0.0.13",
-             CLIENTS: "10.0.0.1"}
+ADDRESSES = {
+    "rabbit1": "10.0.0.11",
+    "rabbit2": "10.0.0.12",
+    "rabbit3": "10.0.0.13",
+    CLIENTS: "10.0.0.1",
+}
 
 
 def test_isolate_is_002s_inbound_drop_on_the_isolated_node() -> None:

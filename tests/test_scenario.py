@@ -95,7 +95,10 @@ def test_find_scenario_by_id_and_unknown(tmp_path: Path) -> None:
 
 def _harness(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=ROOT,
+        [sys.executable, "-m", "harness.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
         timeout=120,
     )
 

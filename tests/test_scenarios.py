@@ -22,7 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_scenario(scenario: str, results: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
     result = subprocess.run(
         [sys.executable, "-m", "harness.cli", "run", scenario, "--results", str(results)],
-        capture_output=True, text=True, cwd=ROOT, timeout=1500,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=1500,
     )
     latest = results / "latest"
     assert latest.is_symlink(), result.stderr[-2000:]
@@ -76,11 +79,16 @@ def test_R1_runs_002s_sequence_and_gives_a_verdict(
     lost = sum(g["lost"] for g in verdict["groups"].values())
     assert verdict["matched"] == (lost > 0)
     assert result.returncode == (0 if lost else 1)
-    nemesis = [json.loads(x) for x in (run_dir / "history" / "nemesis.jsonl").read_text().split("\n") if x]
+    nemesis = [
+        json.loads(x) for x in (run_dir / "history" / "nemesis.jsonl").read_text().split("\n") if x
+    ]
     ops = [(e["value"]["op"], e["value"]["nodes"]) for e in nemesis if e["type"] == "ok"]
     assert ops[:5] == [
-        ("isolate", ["rabbit3"]), ("isolate", ["rabbit1"]), ("isolate", ["rabbit2"]),
-        ("heal", ["rabbit3"]), ("heal", ["rabbit2"]),
+        ("isolate", ["rabbit3"]),
+        ("isolate", ["rabbit1"]),
+        ("isolate", ["rabbit2"]),
+        ("heal", ["rabbit3"]),
+        ("heal", ["rabbit2"]),
     ]
     assert ops[-1] == ("heal", "all")  # the final heal before the drain
 

@@ -21,21 +21,19 @@ from typing import Any
 import pika
 import pika.exceptions
 from pika.adapters.select_connection import SelectConnection
+from pika.adapters.utils.connection_workflow import AMQPConnectorException
 from pika.channel import Channel
 from tenacity import Retrying, retry_if_result, wait_exponential
 
 from harness.history import HistoryWriter, decode_body, encode_body
+from harness.topology import Endpoint
 
 log = logging.getLogger("workloads.rabbitmq")
 
 HEARTBEAT = 5  # seconds; a dead TCP connection is noticed within two of these
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    node: str
-    host: str
-    port: int
+# What a lost, refused or timed-out connection raises (pika's connector errors are not
+# AMQPErrors).
+CONNECTION_ERRORS = (pika.exceptions.AMQPError, AMQPConnectorException, OSError)
 
 
 @dataclass(frozen=True)
@@ -218,7 +216,7 @@ class Publisher:
                 properties=pika.BasicProperties(delivery_mode=2, headers={"producer": producer}),
                 mandatory=True,
             )
-        except (pika.exceptions.AMQPError, OSError) as e:
+        except CONNECTION_ERRORS as e:
             self._complete(seq, "info", f"publish raised {e!r}")
             self._close()
             return
@@ -331,7 +329,7 @@ class Consumer:
     def _session(self, ep: Endpoint) -> None:
         try:
             conn = pika.BlockingConnection(params(ep))
-        except (pika.exceptions.AMQPError, OSError) as e:
+        except CONNECTION_ERRORS as e:
             log.info("cannot connect to %s: %r", ep, e)
             return
         log.info("connected to %s", ep)
@@ -362,7 +360,7 @@ class Consumer:
                 self.last_activity = time.monotonic()
             if conn.is_open:
                 conn.close()
-        except (pika.exceptions.AMQPError, OSError) as e:
+        except CONNECTION_ERRORS as e:
             log.info("session with %s ended: %r", ep, e)
 
 
@@ -378,7 +376,7 @@ def declare_topology(
     for ep in endpoints:
         try:
             conn = pika.BlockingConnection(params(ep))
-        except (pika.exceptions.AMQPError, OSError) as e:
+        except CONNECTION_ERRORS as e:
             last = e
             continue
         try:

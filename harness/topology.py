@@ -1,4 +1,4 @@
-"""What the nemesis needs to know of a cluster: plain data, filled in by whoever started it."""
+"""Where a cluster's nodes are: plain data the cluster layer fills in for nemesis and clients."""
 
 from __future__ import annotations
 
@@ -28,3 +28,12 @@ class Topology:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(n.name for n in self.nodes)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a client reaches one node (a port published on the host)."""
+
+    node: str
+    host: str
+    port: int
