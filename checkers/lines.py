@@ -7,22 +7,11 @@ from typing import Any
 
 from harness.history import EVENT_TYPES
 
-# Columns the checker keeps, in order (see checkers.spark.SCHEMA).
-COLUMNS = (
-    "time",
-    "process",
-    "type",
-    "f",
-    "stream",
-    "group",
-    "producer",
-    "seq",
-    "msg_id",
-    "partition",
-    "offset",
-    "node",
-    "file",
-    "line",
+# The columns of a parsed row, in parse_line's order, as a Spark DDL schema.
+ROW_SCHEMA = (
+    "time double, process string, type string, f string, stream string, `group` string, "
+    "producer string, seq bigint, msg_id string, partition bigint, offset bigint, node string, "
+    "file string, line bigint"
 )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.lines import parse_line
+from checkers.lines import ROW_SCHEMA, parse_line
 
 METRIC_IDS = ("lost", "duplicated", "reordered", "unexpected", "recovered")
 
@@ -87,7 +87,6 @@ def check_history(
 ) -> CheckResult:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     files = sorted(history_dir.glob("*.jsonl"))
     if not files:
@@ -110,26 +109,8 @@ def check_history(
             continue
         raise HistoryError(f"{path}:{line}: malformed history line ({reason})")
 
-    schema = T.StructType(
-        [
-            T.StructField("time", T.DoubleType()),
-            T.StructField("process", T.StringType()),
-            T.StructField("type", T.StringType()),
-            T.StructField("f", T.StringType()),
-            T.StructField("stream", T.StringType()),
-            T.StructField("group", T.StringType()),
-            T.StructField("producer", T.StringType()),
-            T.StructField("seq", T.LongType()),
-            T.StructField("msg_id", T.StringType()),
-            T.StructField("partition", T.LongType()),
-            T.StructField("offset", T.LongType()),
-            T.StructField("node", T.StringType()),
-            T.StructField("file", T.StringType()),
-            T.StructField("line", T.LongType()),
-        ]
-    )
     events = spark.createDataFrame(
-        parsed.filter(lambda r: r[0] == "ok").map(lambda r: r[1]), schema
+        parsed.filter(lambda r: r[0] == "ok").map(lambda r: r[1]), ROW_SCHEMA
     )
     events = events.cache()
 

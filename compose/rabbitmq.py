@@ -168,6 +168,15 @@ class RabbitMQCluster:
         policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic"})
         self.rabbitmqctl("rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues")
 
+    def queue_depths(self, node: str = "rabbit1") -> dict[str, dict[str, Any]]:
+        """Each queue's message count (ready + unacknowledged) and state, as `node` sees it."""
+        out = self.rabbitmqctl(
+            node, "list_queues", "name", "messages", "state", "--formatter", "json", timeout=60
+        )
+        return {
+            q["name"]: {"messages": q["messages"], "state": q["state"]} for q in json.loads(out)
+        }
+
     def server_version(self) -> str:
         out = self.rabbitmqctl("rabbit1", "version").strip()
         return out.splitlines()[-1] if out else "unknown"

@@ -231,8 +231,31 @@ class ScenarioRun:
         for name in consumers:
             self.clients[name].send_signal(signal.SIGUSR1)
         deadline = time.time() + w.drain.timeout + 30
-        codes = [self._wait_client(name, deadline) for name in consumers]
-        self.manifest["drain_complete"] = all(code == 0 for code in codes)
+        codes = {name: self._wait_client(name, deadline) for name in consumers}
+        self.manifest["consumer_exit_codes"] = codes
+        self.manifest["drain_complete"] = self._queues_drained()
+
+    def _queues_drained(self) -> bool:
+        """Whether nothing is left to read: each queue empty, or gone with its messages.
+
+        A consumer that heard nothing for its quiet period may have faced a queue that was
+        down, not empty; reporting its unread messages as lost would be a false verdict.
+        """
+        assert self.cluster is not None
+        try:
+            depths = self.cluster.queue_depths()
+        except Exception as e:  # noqa: BLE001 - no answer means we cannot say it drained
+            self.manifest["queues_after_drain"] = {"error": str(e)}
+            return False
+        self.manifest["queues_after_drain"] = depths
+        drained = True
+        for q in self.scenario.workload.queues:
+            if q not in depths:
+                continue  # gone, and its messages with it: that is loss, not an unread queue
+            if depths[q]["messages"] != 0 or depths[q]["state"] != "running":
+                log.warning("queue %s not drained: %s", q, depths[q])
+                drained = False
+        return drained
 
     def _apply(self, step: NemesisStep) -> None:
         n = self.nemesis

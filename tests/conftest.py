@@ -45,15 +45,11 @@ def docker_client() -> Any:
 
 @pytest.fixture(scope="session")
 def rabbitmq_image(docker_client: Any) -> str:
-    import docker.errors
+    from compose.cli import ComposeError
+    from compose.rabbitmq import choose_image
 
-    from compose.rabbitmq import LOCAL_IMAGE, OFFICIAL_IMAGE
-
-    for image in (OFFICIAL_IMAGE, LOCAL_IMAGE):
-        try:
-            docker_client.images.get(image)
-            return image
-        except docker.errors.ImageNotFound:
-            continue
-    missing(f"no RabbitMQ image ({LOCAL_IMAGE} is built by make setup)")
-    raise AssertionError  # unreachable
+    try:
+        return choose_image(None, docker_client)
+    except ComposeError as e:
+        missing(str(e))
+        raise
