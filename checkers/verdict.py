@@ -34,7 +34,10 @@ def judge(
     if lost and not drain_complete:
         # A message still sitting in a queue is not lost: we did not finish reading.
         return Judgement(
-            "inconclusive", False, f"{lost} acknowledged messages unread, but the drain timed out"
+            "inconclusive",
+            False,
+            f"{lost} acknowledged messages not received, but a queue still held messages "
+            "when the drain timed out",
         )
     if expect is None:
         anomalies = {
@@ -79,6 +82,8 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     ]
     for name, g in sorted(verdict["groups"].items()):
         lines.append(f"group {name}: " + ", ".join(f"{m} {g[m]}" for m in METRICS))
+    if verdict.get("tier") == "kafka-mock":
+        lines.append("tier: kafka-mock (librdkafka's mock cluster): proves the harness, not Kafka")
     if verdict.get("truncated_lines"):
         lines.append(f"truncated last lines skipped: {len(verdict['truncated_lines'])}")
     return lines

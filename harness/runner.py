@@ -25,7 +25,7 @@ from compose.rabbitmq import LOCAL_IMAGE, ClusterConfig, RabbitMQCluster
 from harness import __version__
 from harness.history import HistoryWriter
 from harness.results import make_run_dir, new_run_id, write_manifest
-from harness.scenario import NemesisStep, Scenario
+from harness.scenario import Consumer, NemesisStep, Scenario
 from nemesis.faults import Nemesis, wait_until
 from workloads.rabbitmq import declare_topology
 
@@ -168,19 +168,7 @@ class ScenarioRun:
         publish_deadline = start + t.workload
         consume_deadline = publish_deadline + t.recovery + w.drain.timeout + 30
         for i, c in enumerate(w.consumers, 1):
-            self._spawn(
-                "consumer",
-                f"consumer{i}-{c.queue}",
-                {
-                    "endpoints": self._endpoints_for(c.nodes),
-                    "queue": c.queue,
-                    "deadline": consume_deadline,
-                    "prefetch": c.prefetch,
-                    "delay": c.delay,
-                    "drain_quiet": w.drain.quiet,
-                    "drain_timeout": w.drain.timeout,
-                },
-            )
+            self._spawn_consumer(f"consumer{i}-{c.queue}", c, consume_deadline, drain_now=False)
         for p in w.publishers:
             self._spawn(
                 "publisher",
@@ -225,37 +213,76 @@ class ScenarioRun:
         assert self.nemesis is not None
         return self.nemesis.topology.names
 
-    def _drain(self) -> None:
+    def _spawn_consumer(self, process: str, c: Consumer, deadline: float, drain_now: bool) -> None:
         w = self.scenario.workload
+        self._spawn(
+            "consumer",
+            process,
+            {
+                "endpoints": self._endpoints_for(c.nodes),
+                "queue": c.queue,
+                "deadline": deadline,
+                "prefetch": c.prefetch,
+                "delay": c.delay,
+                "drain_quiet": w.drain.quiet,
+                "drain_timeout": w.drain.timeout,
+                "drain_at_start": drain_now,
+            },
+        )
+
+    def _drain(self) -> None:
+        """Consumers read until quiet; then the broker is asked, and until the drain timeout,
+        any queue that still holds messages gets a fresh consumer.
+
+        A consumer hearing nothing for its quiet period does not prove the queue empty (a
+        mirror synchronising after a heal blocks its queue): the queue's depth does.
+        """
+        w = self.scenario.workload
+        deadline = time.time() + w.drain.timeout
         consumers = [name for name in self.clients if name.startswith("consumer")]
         for name in consumers:
             self.clients[name].send_signal(signal.SIGUSR1)
-        deadline = time.time() + w.drain.timeout + 30
-        codes = {name: self._wait_client(name, deadline) for name in consumers}
+        codes: dict[str, int] = {}
+        rounds = 0
+        while True:
+            for name in consumers:
+                codes[name] = self._wait_client(name, deadline + 30)
+            undrained = self._undrained_queues()
+            if not undrained or time.time() >= deadline:
+                break
+            rounds += 1
+            consumers = []
+            for i, c in enumerate(w.consumers, 1):
+                if c.queue in undrained:
+                    name = f"consumer{i}-{c.queue}-drain{rounds}"
+                    self._spawn_consumer(name, c, deadline, drain_now=True)
+                    consumers.append(name)
         self.manifest["consumer_exit_codes"] = codes
-        self.manifest["drain_complete"] = self._queues_drained()
+        self.manifest["drain_rounds"] = rounds + 1
+        self.manifest["drain_complete"] = not undrained
 
-    def _queues_drained(self) -> bool:
-        """Whether nothing is left to read: each queue empty, or gone with its messages.
+    def _undrained_queues(self) -> set[str]:
+        """Queues that still hold messages, are not running, or could not be asked.
 
-        A consumer that heard nothing for its quiet period may have faced a queue that was
-        down, not empty; reporting its unread messages as lost would be a false verdict.
+        A queue that no longer exists is drained: its messages went with it (that is loss,
+        and the checker reports it).
         """
         assert self.cluster is not None
+        queues = set(self.scenario.workload.queues)
         try:
             depths = self.cluster.queue_depths()
         except Exception as e:  # noqa: BLE001 - no answer means we cannot say it drained
             self.manifest["queues_after_drain"] = {"error": str(e)}
-            return False
+            return queues
         self.manifest["queues_after_drain"] = depths
-        drained = True
-        for q in self.scenario.workload.queues:
-            if q not in depths:
-                continue  # gone, and its messages with it: that is loss, not an unread queue
-            if depths[q]["messages"] != 0 or depths[q]["state"] != "running":
-                log.warning("queue %s not drained: %s", q, depths[q])
-                drained = False
-        return drained
+        undrained = {
+            q
+            for q in queues
+            if q in depths and (depths[q]["messages"] != 0 or depths[q]["state"] != "running")
+        }
+        for q in sorted(undrained):
+            log.warning("queue %s not drained yet: %s", q, depths[q])
+        return undrained
 
     def _apply(self, step: NemesisStep) -> None:
         n = self.nemesis

@@ -60,6 +60,7 @@ class ConsumerConfig:
     delay: float = 0.0
     drain_quiet: float = 5.0
     drain_timeout: float = 120.0
+    drain_at_start: bool = False  # a fresh consumer sent in to finish a drain
 
 
 def params(ep: Endpoint) -> pika.ConnectionParameters:
@@ -415,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     with HistoryWriter(Path(ccfg.history_dir), ccfg.process, "rabbitmq") as history:
         consumer = Consumer(ccfg, history)
         signal.signal(signal.SIGUSR1, consumer.start_drain)
+        if ccfg.drain_at_start:
+            consumer.start_drain()
         consumer.run()
         if consumer.drain_timed_out:
             log.warning("drain timed out after %.0f s", ccfg.drain_timeout)

@@ -1,0 +1,222 @@
+"""Kafka clients on confluent-kafka: a producer whose every delivery report goes to the history,
+and a reader that assigns every partition from the earliest offset.
+
+Outcome of a send (the history's `type`):
+  ok    the delivery report has no error: partition and offset recorded;
+  fail  only errors that guarantee the record was not written: refused before it left the
+        client, or rejected by the broker for what the record is (the same on every retry);
+  info  everything else: timeouts (_MSG_TIMED_OUT may still have been written), transport
+        errors, NOT_ENOUGH_REPLICAS_AFTER_APPEND, and any error that follows a retry, since
+        an earlier attempt may have been written (confluent-kafka does not expose
+        librdkafka's per-message persistence status).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from harness.history import EventType, HistoryWriter, decode_body, encode_body
+
+log = logging.getLogger("workloads.kafka")
+
+# Refused before the record left the client: nothing can have been written.
+_LOCAL_NOT_SENT = frozenset(
+    {
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._PURGE_QUEUE,
+        KafkaError._INVALID_ARG,
+        KafkaError._QUEUE_FULL,
+    }
+)
+# Rejected by the broker for what the record or request is: every attempt was rejected alike.
+_BROKER_REJECTED = frozenset(
+    {
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.INVALID_RECORD,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+        KafkaError.INVALID_REQUIRED_ACKS,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.TOPIC_EXCEPTION,
+        KafkaError.INVALID_MSG,
+    }
+)
+
+
+def delivery_outcome(err: KafkaError | None) -> tuple[EventType, str | None]:
+    """The history type and error text for one delivery report."""
+    if err is None:
+        return "ok", None
+    text = f"{err.name()}: {err.str()}"
+    if err.code() in _LOCAL_NOT_SENT or err.code() in _BROKER_REJECTED:
+        return "fail", text
+    return "info", text
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    process: str
+    topic: str
+    count: int
+    deadline: float  # Unix time
+    acks: str = "all"  # "0", "1" or "all"
+    enable_idempotence: bool = False
+    retries: int = 2147483647
+    delivery_timeout_ms: int = 30000
+    request_timeout_ms: int = 10000
+    max_in_flight: int = 5
+    rate: float = 0.0  # messages per second; 0 = as fast as the client takes them
+
+
+def producer_settings(cfg: ProducerConfig, bootstrap_servers: str) -> dict[str, Any]:
+    """Every setting the scenario depends on, explicit (never the client's defaults)."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "acks": cfg.acks,
+        "enable.idempotence": cfg.enable_idempotence,
+        "retries": cfg.retries,
+        "delivery.timeout.ms": cfg.delivery_timeout_ms,
+        "request.timeout.ms": cfg.request_timeout_ms,
+        "max.in.flight.requests.per.connection": cfg.max_in_flight,
+        "linger.ms": 5,
+        "log_level": 3,
+    }
+
+
+def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWriter) -> None:
+    """Produces seq 1..count; stops at the count or the deadline, whichever comes first."""
+    producer = Producer(producer_settings(cfg, bootstrap_servers))
+    outstanding: set[int] = set()
+
+    def delivered(seq: int, err: KafkaError | None, msg: Message) -> None:
+        outstanding.discard(seq)
+        type_, error = delivery_outcome(err)
+        ok = type_ == "ok"
+        history.write(
+            type_,
+            "send",
+            stream=cfg.topic,
+            producer=cfg.process,
+            seq=seq,
+            partition=msg.partition() if ok else None,
+            offset=msg.offset() if ok else None,
+            error=error,
+        )
+
+    next_at = time.monotonic()
+    for seq in range(1, cfg.count + 1):
+        if time.time() >= cfg.deadline:
+            break
+        if cfg.rate > 0:
+            time.sleep(max(0.0, next_at - time.monotonic()))
+            next_at = max(next_at, time.monotonic() - 1.0 / cfg.rate) + 1.0 / cfg.rate
+        history.write("invoke", "send", stream=cfg.topic, producer=cfg.process, seq=seq)
+        outstanding.add(seq)
+        while True:
+            try:
+                producer.produce(
+                    cfg.topic,
+                    value=encode_body(cfg.process, seq),
+                    on_delivery=functools.partial(delivered, seq),
+                )
+                break
+            except BufferError:  # local queue full: wait for deliveries, then retry
+                producer.poll(0.1)
+                if time.time() >= cfg.deadline:
+                    outstanding.discard(seq)
+                    history.write(
+                        "fail",
+                        "send",
+                        stream=cfg.topic,
+                        producer=cfg.process,
+                        seq=seq,
+                        error="_QUEUE_FULL: local queue full at deadline",
+                    )
+                    break
+        producer.poll(0)
+    producer.flush(max(0.0, cfg.deadline - time.time()))
+    for seq in sorted(outstanding):
+        history.write(
+            "info",
+            "send",
+            stream=cfg.topic,
+            producer=cfg.process,
+            seq=seq,
+            error="no delivery report before the deadline",
+        )
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    process: str
+    topic: str
+    group: str  # the reader group the history records
+    deadline: float
+
+
+def read_all(
+    cfg: ReaderConfig, bootstrap_servers: str, history: HistoryWriter, until_caught_up: bool
+) -> bool:
+    """Reads every partition from the earliest offset; returns whether it caught up.
+
+    With until_caught_up, stops once every partition is read up to its high-water mark
+    (the final drain); otherwise reads until the deadline.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": f"brokerjepsen-{cfg.process}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 3,
+        }
+    )
+    try:
+        metadata = consumer.list_topics(cfg.topic, timeout=10)
+        partitions = sorted(metadata.topics[cfg.topic].partitions)
+        consumer.assign([TopicPartition(cfg.topic, p, OFFSET_BEGINNING) for p in partitions])
+        position = {p: 0 for p in partitions}
+        while time.time() < cfg.deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                producer, seq = decode_body(msg.value() or b"")
+                offset = msg.offset()
+                history.write(
+                    "ok",
+                    "receive",
+                    stream=cfg.topic,
+                    group=cfg.group,
+                    producer=producer,
+                    seq=seq,
+                    partition=msg.partition(),
+                    offset=offset,
+                )
+                if offset is not None:
+                    position[msg.partition()] = offset + 1
+                continue
+            if until_caught_up and _caught_up(consumer, cfg.topic, position):
+                return True
+        return False
+    finally:
+        consumer.close()
+
+
+def _caught_up(consumer: Consumer, topic: str, position: dict[int, int]) -> bool:
+    for partition, pos in position.items():
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5)
+        if pos < high:
+            return False
+    return True
