@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ def check_run(
     master: str = "local[*]",
     expect: str | None = None,
     spark: Any = None,
+    timeout: float = 1800.0,
 ) -> dict[str, Any]:
     """Checks RUN_DIR/history and writes the verdict files; returns the verdict."""
     if not run_dir.is_dir():
@@ -30,7 +32,20 @@ def check_run(
     expect = expect or manifest.get("expect")
     started = time.monotonic()
     session = spark or spark_session(master)
-    result = check_history(session, run_dir / "history", manifest.get("groups"))
+    # The check is a phase like any other: bounded. Cancelling makes the running action fail.
+    timer = threading.Timer(timeout, session.sparkContext.cancelAllJobs)
+    timer.daemon = True
+    timer.start()
+    try:
+        result = check_history(session, run_dir / "history", manifest.get("groups"))
+    except HistoryError:
+        raise
+    except Exception:
+        if time.monotonic() - started >= timeout:
+            raise HistoryError(f"the checker did not finish in {timeout:.0f} s") from None
+        raise
+    finally:
+        timer.cancel()
     judgement = judge(result.groups, result.sends, expect, manifest.get("drain_complete", True))
     verdict: dict[str, Any] = {
         "scenario": manifest.get("scenario"),

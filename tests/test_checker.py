@@ -241,3 +241,12 @@ def test_cli_check_exit_codes(spark: Any, tmp_path: Path) -> None:
         cmd[:-1] + [str(tmp_path / "nope")], capture_output=True, text=True, cwd=ROOT, timeout=300
     )
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_the_check_is_bounded_by_its_timeout(spark: Any, tmp_path: Path) -> None:
+    from checkers.bench import synth
+
+    run = tmp_path / "run"
+    synth(run / "history", 20000)
+    with pytest.raises(HistoryError, match="did not finish in 0 s"):
+        check_run(run, spark=spark, timeout=0.01)

@@ -195,3 +195,58 @@ def test_harness_heal_removes_leftover_rules(cluster: RabbitMQCluster, nemesis: 
     assert cluster.containers()["rabbit3"].status == "running"
     nemesis.state = nemesis.state.healed()
     nemesis.paused.clear()
+
+
+def test_publisher_outcomes_and_consumer_history(cluster: RabbitMQCluster, tmp_path: Path) -> None:
+    """Confirmed -> ok; returned unroutable -> fail; each delivery logged before its ack."""
+    from workloads.rabbitmq import (
+        Consumer,
+        ConsumerConfig,
+        Publisher,
+        PublisherConfig,
+        declare_topology,
+    )
+
+    endpoints = cluster.endpoints()
+    declare_topology(endpoints, "t.bound", ["t.q"], "quorum")
+    declare_topology(endpoints, "t.unbound", [], "quorum")  # an exchange with no queue
+    history = tmp_path / "history"
+    for exchange, process in (("t.bound", "P"), ("t.unbound", "U")):
+        cfg = PublisherConfig(
+            process=process,
+            history_dir=str(history),
+            endpoints=endpoints,
+            exchange=exchange,
+            count=20,
+            deadline=time.time() + 60,
+            in_flight=5,
+        )
+        with HistoryWriter(history, process, "rabbitmq") as w:
+            Publisher(cfg, w).run()
+    ccfg = ConsumerConfig(
+        process="C",
+        history_dir=str(history),
+        endpoints=endpoints,
+        queue="t.q",
+        deadline=time.time() + 60,
+        prefetch=5,
+        drain_quiet=2,
+    )
+    with HistoryWriter(history, "C", "rabbitmq") as w:
+        consumer = Consumer(ccfg, w)
+        consumer.start_drain()
+        consumer.run()
+
+    def events(process: str) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in (history / f"{process}.jsonl").read_text().splitlines()]
+
+    sent = [e for e in events("P") if e["type"] != "invoke"]
+    assert [e["type"] for e in sent] == ["ok"] * 20
+    assert sorted(e["seq"] for e in sent) == list(range(1, 21))
+    returned = [e for e in events("U") if e["type"] != "invoke"]
+    assert [e["type"] for e in returned] == ["fail"] * 20
+    assert all(e["error"] == "unroutable (returned)" for e in returned)
+    received = events("C")
+    assert sorted(e["seq"] for e in received) == list(range(1, 21))
+    assert all(e["group"] == "t.q" and e["redelivered"] is False for e in received)
+    assert all(e["msg_id"] == f"P:{e['seq']}" for e in received)
