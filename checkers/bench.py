@@ -92,9 +92,20 @@ def main() -> None:
                 f"   lost g1={result.groups['g1']['lost']}"
             )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    jvm = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"peak RSS: python driver {rss:.0f} MB, largest child (JVM/workers) {jvm:.0f} MB")
+    print(f"peak RSS: python driver {rss:.0f} MB, Spark JVM {_jvm_peak_mb(spark)}")
     spark.stop()
+
+
+def _jvm_peak_mb(spark: object) -> str:
+    """The JVM's high-water mark from /proc (Linux); the JVM is not our child to rusage."""
+    try:
+        pid = spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return f"{int(line.split()[1]) / 1024:.0f} MB"
+    except (AttributeError, OSError, ValueError):
+        pass
+    return "unknown"
 
 
 def _warm(tmp: Path) -> Path:
