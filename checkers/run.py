@@ -32,10 +32,18 @@ def check_run(
     expect = expect or manifest.get("expect")
     started = time.monotonic()
     session = spark or spark_session(master)
-    # The check is a phase like any other: bounded. Cancelling makes the running action fail.
-    timer = threading.Timer(timeout, session.sparkContext.cancelAllJobs)
-    timer.daemon = True
-    timer.start()
+    # The check is a phase like any other: bounded. Past the timeout, every Spark job is
+    # cancelled as it starts, which makes the running action fail.
+    done = threading.Event()
+
+    def cancel_when_late() -> None:
+        if done.wait(timeout):
+            return
+        while not done.wait(0.2):
+            session.sparkContext.cancelAllJobs()
+
+    watchdog = threading.Thread(target=cancel_when_late, daemon=True)
+    watchdog.start()
     try:
         result = check_history(session, run_dir / "history", manifest.get("groups"))
     except HistoryError:
@@ -45,7 +53,10 @@ def check_run(
             raise HistoryError(f"the checker did not finish in {timeout:.0f} s") from None
         raise
     finally:
-        timer.cancel()
+        done.set()
+        watchdog.join()
+    if time.monotonic() - started >= timeout:
+        raise HistoryError(f"the checker did not finish in {timeout:.0f} s")
     judgement = judge(result.groups, result.sends, expect, manifest.get("drain_complete", True))
     verdict: dict[str, Any] = {
         "scenario": manifest.get("scenario"),

@@ -61,12 +61,12 @@ def run(
     """Run one scenario end to end and print its verdict."""
     _setup_logging(verbose)
     from checkers.run import check_run
-    from harness.runner import Interrupted, RunOptions, ScenarioRun
+    from harness.runner import Interrupted, RunOptions, make_run
 
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
         spec = load_scenario(path)
-        runner = ScenarioRun(
+        runner = make_run(
             spec, path, RunOptions(results_root=results, keep_cluster=keep, spark_master=master)
         )
         err.print(f"run {spec.id} -> {runner.run_dir}", markup=False)

@@ -1,7 +1,8 @@
-"""One scenario end to end: cluster up, workload and nemesis, heal, drain, check, verdict.
+"""One scenario end to end: cluster up, workload and nemesis, heal, drain, verdict.
 
 Every phase has a timeout, and whatever happens (failure, SIGINT, SIGTERM) the nemesis heals
-and resumes every node and the cluster comes down before the run returns.
+and resumes every node and the cluster comes down before the run returns. Each system plugs
+in its cluster, clients and faults (RabbitMQRun, KafkaMockRun); the skeleton is here.
 """
 
 from __future__ import annotations
@@ -9,37 +10,27 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from compose.rabbitmq import LOCAL_IMAGE, ClusterConfig, RabbitMQCluster
+from compose.rabbitmq import LOCAL_IMAGE
 from harness import __version__
-from harness.history import HistoryWriter
 from harness.results import make_run_dir, new_run_id, write_manifest
-from harness.scenario import Consumer, NemesisStep, Scenario
-from nemesis.faults import Nemesis, wait_until
-from workloads.rabbitmq import declare_topology
+from harness.scenario import AnyScenario, KafkaMockScenario
 
 log = logging.getLogger("harness")
-
-CONSUMER_DRAIN_TIMED_OUT = 3  # exit code of a consumer whose drain hit its timeout
 
 
 class Interrupted(Exception):
     """SIGINT or SIGTERM during a run."""
-
-
-class RunError(Exception):
-    """A run that could not complete; one line for the user."""
 
 
 @dataclass(frozen=True)
@@ -70,15 +61,16 @@ def _sleep_until(t: float) -> None:
 
 
 class ScenarioRun:
-    def __init__(self, scenario: Scenario, scenario_file: Path | None, opts: RunOptions) -> None:
+    client_module: str  # the workloads module whose processes are the clients
+    tier: str  # "real-cluster" or "kafka-mock"
+
+    def __init__(self, scenario: Any, scenario_file: Path | None, opts: RunOptions) -> None:
         self.scenario = scenario
         self.opts = opts
         self.run_id = new_run_id()
         self.run_dir = make_run_dir(opts.results_root, scenario.id, self.run_id)
         self.history_dir = self.run_dir / "history"
         self.clients: dict[str, subprocess.Popen[bytes]] = {}
-        self.nemesis: Nemesis | None = None
-        self.cluster: RabbitMQCluster | None = None
         self.manifest: dict[str, Any] = {
             "scenario": scenario.id,
             "claim": scenario.claim,
@@ -88,11 +80,11 @@ class ScenarioRun:
             "scenario_spec": scenario.model_dump(mode="json", by_alias=True),
             "run_id": self.run_id,
             "system": scenario.cluster.system,
-            "tier": "real-cluster",
+            "tier": self.tier,
             "harness_version": __version__,
-            # Nothing in a RabbitMQ run is drawn at random: the schedule is the scenario's.
+            # Nothing in a run is drawn at random: the schedule is the scenario's.
             "seed": None,
-            "groups": list(scenario.workload.queues),
+            "groups": self.groups(),
             "started": time.time(),
             "ended": None,
             "phases": {},
@@ -103,7 +95,37 @@ class ScenarioRun:
         }
         write_manifest(self.run_dir, self.manifest)
 
-    # ---- phases --------------------------------------------------------------------------
+    # ---- what each system provides -------------------------------------------------------
+
+    def groups(self) -> list[str]:
+        """The reader groups that must each receive every acknowledged message."""
+        raise NotImplementedError
+
+    def _cluster_up(self) -> None:
+        raise NotImplementedError
+
+    def _start_clients(self, start: float) -> list[str]:
+        """Starts every client; returns the names of the producers to wait for."""
+        raise NotImplementedError
+
+    def _apply(self, step: Any) -> None:
+        raise NotImplementedError
+
+    def _recover(self) -> None:
+        """Final heal, then wait for the cluster to be whole again."""
+        raise NotImplementedError
+
+    def _drain(self) -> None:
+        raise NotImplementedError
+
+    def _heal_all(self) -> None:
+        """End every fault (idempotent); called at teardown whatever happened."""
+        raise NotImplementedError
+
+    def _cluster_down(self) -> None:
+        raise NotImplementedError
+
+    # ---- the skeleton --------------------------------------------------------------------
 
     def execute(self) -> None:
         """Runs the cluster phases; the caller checks the history afterwards."""
@@ -128,183 +150,15 @@ class ScenarioRun:
             self.manifest["phases"][name] = {"start": started, "end": time.time()}
             write_manifest(self.run_dir, self.manifest)
 
-    def _cluster_up(self) -> None:
-        c = self.scenario.cluster
-        self.cluster = RabbitMQCluster(
-            ClusterConfig(
-                partition_handling=c.partition_handling,
-                net_ticktime=c.net_ticktime,
-                pause_if_all_down_nodes=tuple(c.pause_if_all_down_nodes),
-                pause_if_all_down_recover=c.pause_if_all_down_recover,
-                image=c.image,
-            ),
-            workdir=self.run_dir / "cluster",
-            project=f"{self.scenario.id}-{self.run_id}".lower(),
-            net_prefix=self.opts.net_prefix,
-        )
-        self.manifest["images"] = {"rabbitmq": self.cluster.image_info()}
-        self.manifest["compose_project"] = self.cluster.project
-        write_manifest(self.run_dir, self.manifest)
-        self.cluster.up(self.scenario.timeouts.cluster_up)
-        self.manifest["images"]["rabbitmq"]["version"] = self.cluster.server_version()
-        self.manifest["images"]["nemesis_tools"] = {"name": self.opts.tools_image}
-        w = self.scenario.workload
-        if c.queue_type == "mirrored":
-            self.cluster.set_mirroring_policy(
-                "^(" + "|".join(re.escape(q) for q in w.queues) + ")$"
-            )
-        self.endpoints = {e.node: e for e in self.cluster.endpoints()}
-        declare_topology(list(self.endpoints.values()), w.exchange, w.queues, c.queue_type)
-        self.nemesis = Nemesis(
-            self.cluster.topology(),
-            self.opts.tools_image,
-            HistoryWriter(self.history_dir, "nemesis", c.system),
-        )
-        self.manifest["topology"] = asdict(self.cluster.topology())
-
     def _workload(self) -> None:
-        w, t = self.scenario.workload, self.scenario.timeouts
         start = time.time()
-        publish_deadline = start + t.workload
-        consume_deadline = publish_deadline + t.recovery + w.drain.timeout + 30
-        for i, c in enumerate(w.consumers, 1):
-            self._spawn_consumer(f"consumer{i}-{c.queue}", c, consume_deadline, drain_now=False)
-        for p in w.publishers:
-            self._spawn(
-                "publisher",
-                p.id,
-                {
-                    "endpoints": self._endpoints_for(p.nodes),
-                    "exchange": w.exchange,
-                    "count": p.count,
-                    "deadline": publish_deadline,
-                    "rate": p.rate,
-                    "in_flight": p.in_flight,
-                    "confirm_timeout": p.confirm_timeout,
-                },
-            )
-        assert self.nemesis is not None
+        producers = self._start_clients(start)
         for step in self.scenario.nemesis:
             _sleep_until(start + step.at)
             self._apply(step)
             self.manifest["nemesis_steps_done"] += 1
-        for p in w.publishers:
-            self._wait_client(p.id, publish_deadline + 30)
-
-    def _recover(self) -> None:
-        """Final heal, then wait until every node runs in one cluster again."""
-        assert self.nemesis is not None and self.cluster is not None
-        self.nemesis.heal_all()
-        cluster = self.cluster
-        everyone = {f"rabbit@{n}" for n in self.nemesis.topology.names}
-
-        def reunited() -> bool:
-            try:
-                return all(set(cluster.running_nodes(n)) == everyone for n in self.nemesis_names())
-            except Exception:  # noqa: BLE001 - a node still starting answers with errors
-                return False
-
-        ok = wait_until(reunited, self.scenario.timeouts.recovery, interval=2)
-        self.manifest["cluster_recovered"] = ok
-        if not ok:
-            log.warning("cluster not reunited after %.0f s", self.scenario.timeouts.recovery)
-
-    def nemesis_names(self) -> tuple[str, ...]:
-        assert self.nemesis is not None
-        return self.nemesis.topology.names
-
-    def _spawn_consumer(self, process: str, c: Consumer, deadline: float, drain_now: bool) -> None:
-        w = self.scenario.workload
-        self._spawn(
-            "consumer",
-            process,
-            {
-                "endpoints": self._endpoints_for(c.nodes),
-                "queue": c.queue,
-                "deadline": deadline,
-                "prefetch": c.prefetch,
-                "delay": c.delay,
-                "drain_quiet": w.drain.quiet,
-                "drain_timeout": w.drain.timeout,
-                "drain_at_start": drain_now,
-            },
-        )
-
-    def _drain(self) -> None:
-        """Consumers read until quiet; then the broker is asked, and until the drain timeout,
-        any queue that still holds messages gets a fresh consumer.
-
-        A consumer hearing nothing for its quiet period does not prove the queue empty (a
-        mirror synchronising after a heal blocks its queue): the queue's depth does.
-        """
-        w = self.scenario.workload
-        deadline = time.time() + w.drain.timeout
-        consumers = [name for name in self.clients if name.startswith("consumer")]
-        for name in consumers:
-            self.clients[name].send_signal(signal.SIGUSR1)
-        codes: dict[str, int] = {}
-        rounds = 0
-        while True:
-            for name in consumers:
-                codes[name] = self._wait_client(name, deadline + 30)
-            undrained = self._undrained_queues()
-            if not undrained or time.time() >= deadline:
-                break
-            rounds += 1
-            consumers = []
-            for i, c in enumerate(w.consumers, 1):
-                if c.queue in undrained:
-                    name = f"consumer{i}-{c.queue}-drain{rounds}"
-                    self._spawn_consumer(name, c, deadline, drain_now=True)
-                    consumers.append(name)
-        self.manifest["consumer_exit_codes"] = codes
-        self.manifest["drain_rounds"] = rounds + 1
-        self.manifest["drain_complete"] = not undrained
-
-    def _undrained_queues(self) -> set[str]:
-        """Queues that still hold messages, are not running, or could not be asked.
-
-        A queue that no longer exists is drained: its messages went with it (that is loss,
-        and the checker reports it).
-        """
-        assert self.cluster is not None
-        queues = set(self.scenario.workload.queues)
-        try:
-            depths = self.cluster.queue_depths()
-        except Exception as e:  # noqa: BLE001 - no answer means we cannot say it drained
-            self.manifest["queues_after_drain"] = {"error": str(e)}
-            return queues
-        self.manifest["queues_after_drain"] = depths
-        undrained = {
-            q
-            for q in queues
-            if q in depths and (depths[q]["messages"] != 0 or depths[q]["state"] != "running")
-        }
-        for q in sorted(undrained):
-            log.warning("queue %s not drained yet: %s", q, depths[q])
-        return undrained
-
-    def _apply(self, step: NemesisStep) -> None:
-        n = self.nemesis
-        assert n is not None
-        match step.op:
-            case "isolate":
-                n.isolate(step.nodes)
-            case "partition":
-                n.partition(step.groups)
-            case "cut":
-                n.cut(step.from_, step.to)
-            case "cut-clients":
-                n.cut_clients(step.nodes)
-            case "heal":
-                n.heal(step.nodes or None)
-            case "kill" | "stop" | "start" | "pause" | "resume" | "restart":
-                getattr(n, step.op)(step.nodes)
-
-    # ---- clients -------------------------------------------------------------------------
-
-    def _endpoints_for(self, nodes: list[str]) -> list[dict[str, Any]]:
-        return [asdict(self.endpoints[n]) for n in nodes]
+        for name in producers:
+            self._wait_client(name, start + self.scenario.timeouts.workload + 30)
 
     def _spawn(self, role: str, process: str, config: dict[str, Any]) -> None:
         config = {"process": process, "history_dir": str(self.history_dir), **config}
@@ -312,7 +166,7 @@ class ScenarioRun:
         cfg_path.write_text(json.dumps(config, indent=2))
         log_file = open(self.run_dir / "logs" / f"{process}.log", "wb")  # noqa: SIM115
         self.clients[process] = subprocess.Popen(
-            [sys.executable, "-m", "workloads.rabbitmq", role, str(cfg_path)],
+            [sys.executable, "-m", self.client_module, role, str(cfg_path)],
             stdout=log_file,
             stderr=subprocess.STDOUT,
             cwd=Path(__file__).resolve().parent.parent,
@@ -327,8 +181,6 @@ class ScenarioRun:
             proc.kill()
             return proc.wait()
 
-    # ---- teardown ------------------------------------------------------------------------
-
     def _teardown(self) -> None:
         # Signals would interrupt the cleanup itself: hold them until it is done.
         held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -337,23 +189,28 @@ class ScenarioRun:
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
-            if self.nemesis is not None:
-                try:
-                    self.nemesis.heal_all()
-                except Exception as e:  # noqa: BLE001 - keep tearing down; say what failed
-                    log.error("heal failed: %s (run `harness heal`)", e)
-                    self.manifest["heal_error"] = str(e)
-                if self.nemesis.history:
-                    self.nemesis.history.close()
-            if self.cluster is not None:
-                self.cluster.save_logs(self.run_dir / "logs")
-                if not self.opts.keep_cluster:
-                    try:
-                        self.cluster.down()
-                    except Exception as e:  # noqa: BLE001
-                        log.error("cluster down failed: %s (run `harness heal`)", e)
+            try:
+                self._heal_all()
+            except Exception as e:  # noqa: BLE001 - keep tearing down; say what failed
+                log.error("heal failed: %s (run `harness heal`)", e)
+                self.manifest["heal_error"] = str(e)
+            try:
+                self._cluster_down()
+            except Exception as e:  # noqa: BLE001
+                log.error("cluster down failed: %s (run `harness heal`)", e)
             self.manifest["ended"] = time.time()
             write_manifest(self.run_dir, self.manifest)
         finally:
             for s, h in held.items():
                 signal.signal(s, h)
+
+
+def make_run(scenario: AnyScenario, scenario_file: Path | None, opts: RunOptions) -> ScenarioRun:
+    """The run for the scenario's system."""
+    if isinstance(scenario, KafkaMockScenario):
+        from harness.kafka_mock_run import KafkaMockRun
+
+        return KafkaMockRun(scenario, scenario_file, opts)
+    from harness.rabbitmq_run import RabbitMQRun
+
+    return RabbitMQRun(scenario, scenario_file, opts)

@@ -146,6 +146,91 @@ class Scenario(Strict):
         return self
 
 
+# ---- kafka-mock: librdkafka's mock cluster (proves our code, never a K-claim) -------------
+
+KafkaMockOp = Literal["broker-down", "broker-up", "move-leader", "produce-errors", "rtt", "heal"]
+KafkaRole = Literal["leader", "followers", "isr", "replicas", "controller", "non-controllers"]
+
+
+class KafkaMockClusterSpec(Strict):
+    system: Literal["kafka-mock"]
+    brokers: Annotated[int, Field(ge=1, le=9)] = 3
+    topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "jepsen"
+    partitions: Annotated[int, Field(ge=1, le=64)] = 3
+    replication_factor: Annotated[int, Field(ge=1, le=9)] = 3
+
+    @model_validator(mode="after")
+    def _rf_fits(self) -> KafkaMockClusterSpec:
+        if self.replication_factor > self.brokers:
+            raise ValueError("replication_factor exceeds the number of brokers")
+        return self
+
+
+class KafkaProducerSpec(Strict):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    count: Annotated[int, Field(ge=1, le=10_000_000)]
+    rate: Annotated[float, Field(ge=0)] = 0.0
+    acks: Literal["0", "1", "all"] = "all"
+    enable_idempotence: bool = False
+    retries: Annotated[int, Field(ge=0)] = 2147483647
+    delivery_timeout_ms: Annotated[int, Field(ge=1)] = 30000
+    request_timeout_ms: Annotated[int, Field(ge=1)] = 10000
+    max_in_flight: Annotated[int, Field(ge=1, le=1000)] = 5
+
+
+class KafkaReaderSpec(Strict):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+
+
+class KafkaWorkload(Strict):
+    producers: Annotated[list[KafkaProducerSpec], Field(min_length=1)]
+    readers: Annotated[list[KafkaReaderSpec], Field(min_length=1)]
+    drain_timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
+
+
+class KafkaMockStep(Strict):
+    at: Annotated[float, Field(ge=0, le=3600)]
+    op: KafkaMockOp
+    # Whom to hit: a role resolved from live metadata at the moment of the fault, or ids.
+    target: KafkaRole | None = None
+    brokers: list[int] = Field(default_factory=list)
+    partition: Annotated[int, Field(ge=0)] = 0
+    to: int | None = None  # move-leader: the new leader's broker id
+    errors: list[str] = Field(default_factory=list)  # produce-errors: KafkaError names
+    rtt_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+
+    @model_validator(mode="after")
+    def _arguments(self) -> KafkaMockStep:
+        if self.op in ("broker-down", "broker-up", "rtt") and not (self.target or self.brokers):
+            raise ValueError(f"{self.op} needs a target role or brokers")
+        if self.op == "move-leader" and self.to is None:
+            raise ValueError("move-leader needs to")
+        if self.op == "produce-errors" and not self.errors:
+            raise ValueError("produce-errors needs errors")
+        return self
+
+
+class KafkaMockScenario(Strict):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    claim: None = None  # the mock tier never tests a K-claim
+    description: str = ""
+    expect: Expectation
+    cluster: KafkaMockClusterSpec
+    workload: KafkaWorkload
+    nemesis: list[KafkaMockStep] = Field(default_factory=list)
+    timeouts: Timeouts = Timeouts()
+
+    @model_validator(mode="after")
+    def _ordered(self) -> KafkaMockScenario:
+        times = [s.at for s in self.nemesis]
+        if times != sorted(times):
+            raise ValueError("nemesis steps must be in time order")
+        return self
+
+
+AnyScenario = Scenario | KafkaMockScenario
+
+
 def _check_nodes(names: list[str]) -> None:
     unknown = [n for n in names if n not in RABBITMQ_NODES]
     if unknown:
@@ -160,7 +245,7 @@ def _first_error(err: ValidationError) -> str:
     return f"{where}: {msg}" + (f" (and {more} more)" if more else "")
 
 
-def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
+def parse_scenario(text: str, source: str = "<scenario>") -> AnyScenario:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -169,13 +254,18 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(f"{source}:{where} not valid YAML") from None
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: expected a mapping of scenario fields")
+    cluster = data.get("cluster")
+    system = cluster.get("system", "rabbitmq") if isinstance(cluster, dict) else "rabbitmq"
+    model: type[Scenario] | type[KafkaMockScenario] = (
+        KafkaMockScenario if system == "kafka-mock" else Scenario
+    )
     try:
-        return Scenario.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         raise ScenarioError(f"{source}: {_first_error(e)}") from None
 
 
-def load_scenario(path: Path) -> Scenario:
+def load_scenario(path: Path) -> AnyScenario:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:

@@ -13,10 +13,16 @@ Outcome of a send (the history's `type`):
 
 from __future__ import annotations
 
+import argparse
 import functools
+import json
 import logging
+import signal
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import (
@@ -168,12 +174,15 @@ class ReaderConfig:
 
 
 def read_all(
-    cfg: ReaderConfig, bootstrap_servers: str, history: HistoryWriter, until_caught_up: bool
+    cfg: ReaderConfig,
+    bootstrap_servers: str,
+    history: HistoryWriter,
+    draining: Callable[[], bool],
 ) -> bool:
     """Reads every partition from the earliest offset; returns whether it caught up.
 
-    With until_caught_up, stops once every partition is read up to its high-water mark
-    (the final drain); otherwise reads until the deadline.
+    Once `draining()` says so (the final drain), stops when every partition is read up to its
+    high-water mark; until then, and at the latest, reads until the deadline.
     """
     consumer = Consumer(
         {
@@ -207,7 +216,7 @@ def read_all(
                 if offset is not None:
                     position[msg.partition()] = offset + 1
                 continue
-            if until_caught_up and _caught_up(consumer, cfg.topic, position):
+            if draining() and _caught_up(consumer, cfg.topic, position):
                 return True
         return False
     finally:
@@ -220,3 +229,32 @@ def _caught_up(consumer: Consumer, topic: str, position: dict[int, int]) -> bool
         if pos < high:
             return False
     return True
+
+
+READER_NOT_CAUGHT_UP = 3  # exit code: the drain did not reach every high-water mark
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m workloads.kafka producer|reader CONFIG`: one client process of a run."""
+    parser = argparse.ArgumentParser(prog="python -m workloads.kafka")
+    parser.add_argument("role", choices=["producer", "reader"])
+    parser.add_argument("config", type=Path)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    data = json.loads(args.config.read_text())
+    history_dir, bootstrap = Path(data.pop("history_dir")), data.pop("bootstrap_servers")
+    if args.role == "producer":
+        pcfg = ProducerConfig(**data)
+        with HistoryWriter(history_dir, pcfg.process, "kafka") as history:
+            run_producer(pcfg, bootstrap, history)
+        return 0
+    rcfg = ReaderConfig(**data)
+    drain = {"now": False}
+    signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))
+    with HistoryWriter(history_dir, rcfg.process, "kafka") as history:
+        caught_up = read_all(rcfg, bootstrap, history, lambda: drain["now"])
+    return 0 if caught_up else READER_NOT_CAUGHT_UP
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""A RabbitMQ scenario on a real three-node cluster under Docker Compose."""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from compose.rabbitmq import ClusterConfig, RabbitMQCluster
+from harness.history import HistoryWriter
+from harness.results import write_manifest
+from harness.runner import RunOptions, ScenarioRun
+from harness.scenario import Consumer, NemesisStep, Scenario
+from harness.topology import Endpoint
+from nemesis.faults import Nemesis, wait_until
+from workloads.rabbitmq import declare_topology
+
+log = logging.getLogger("harness")
+
+
+class RabbitMQRun(ScenarioRun):
+    scenario: Scenario
+    client_module = "workloads.rabbitmq"
+    tier = "real-cluster"
+
+    def __init__(self, scenario: Scenario, scenario_file: Path | None, opts: RunOptions) -> None:
+        super().__init__(scenario, scenario_file, opts)
+        self.nemesis: Nemesis | None = None
+        self.cluster: RabbitMQCluster | None = None
+        self.endpoints: dict[str, Endpoint] = {}
+
+    def groups(self) -> list[str]:
+        return list(self.scenario.workload.queues)
+
+    def _cluster_up(self) -> None:
+        c = self.scenario.cluster
+        self.cluster = RabbitMQCluster(
+            ClusterConfig(
+                partition_handling=c.partition_handling,
+                net_ticktime=c.net_ticktime,
+                pause_if_all_down_nodes=tuple(c.pause_if_all_down_nodes),
+                pause_if_all_down_recover=c.pause_if_all_down_recover,
+                image=c.image,
+            ),
+            workdir=self.run_dir / "cluster",
+            project=f"{self.scenario.id}-{self.run_id}".lower(),
+            net_prefix=self.opts.net_prefix,
+        )
+        self.manifest["images"] = {"rabbitmq": self.cluster.image_info()}
+        self.manifest["compose_project"] = self.cluster.project
+        write_manifest(self.run_dir, self.manifest)
+        self.cluster.up(self.scenario.timeouts.cluster_up)
+        self.manifest["images"]["rabbitmq"]["version"] = self.cluster.server_version()
+        self.manifest["images"]["nemesis_tools"] = {"name": self.opts.tools_image}
+        w = self.scenario.workload
+        if c.queue_type == "mirrored":
+            self.cluster.set_mirroring_policy(
+                "^(" + "|".join(re.escape(q) for q in w.queues) + ")$"
+            )
+        self.endpoints = {e.node: e for e in self.cluster.endpoints()}
+        declare_topology(list(self.endpoints.values()), w.exchange, w.queues, c.queue_type)
+        self.nemesis = Nemesis(
+            self.cluster.topology(),
+            self.opts.tools_image,
+            HistoryWriter(self.history_dir, "nemesis", c.system),
+        )
+        self.manifest["topology"] = asdict(self.cluster.topology())
+
+    def _start_clients(self, start: float) -> list[str]:
+        w, t = self.scenario.workload, self.scenario.timeouts
+        publish_deadline = start + t.workload
+        consume_deadline = publish_deadline + t.recovery + w.drain.timeout + 30
+        for i, c in enumerate(w.consumers, 1):
+            self._spawn_consumer(f"consumer{i}-{c.queue}", c, consume_deadline, drain_now=False)
+        for p in w.publishers:
+            self._spawn(
+                "publisher",
+                p.id,
+                {
+                    "endpoints": self._endpoints_for(p.nodes),
+                    "exchange": w.exchange,
+                    "count": p.count,
+                    "deadline": publish_deadline,
+                    "rate": p.rate,
+                    "in_flight": p.in_flight,
+                    "confirm_timeout": p.confirm_timeout,
+                },
+            )
+        return [p.id for p in w.publishers]
+
+    def _recover(self) -> None:
+        """Final heal, then wait until every node runs in one cluster again."""
+        assert self.nemesis is not None and self.cluster is not None
+        self.nemesis.heal_all()
+        cluster, names = self.cluster, self.nemesis.topology.names
+        everyone = {f"rabbit@{n}" for n in names}
+
+        def reunited() -> bool:
+            try:
+                return all(set(cluster.running_nodes(n)) == everyone for n in names)
+            except Exception:  # noqa: BLE001 - a node still starting answers with errors
+                return False
+
+        ok = wait_until(reunited, self.scenario.timeouts.recovery, interval=2)
+        self.manifest["cluster_recovered"] = ok
+        if not ok:
+            log.warning("cluster not reunited after %.0f s", self.scenario.timeouts.recovery)
+
+    def _spawn_consumer(self, process: str, c: Consumer, deadline: float, drain_now: bool) -> None:
+        w = self.scenario.workload
+        self._spawn(
+            "consumer",
+            process,
+            {
+                "endpoints": self._endpoints_for(c.nodes),
+                "queue": c.queue,
+                "deadline": deadline,
+                "prefetch": c.prefetch,
+                "delay": c.delay,
+                "drain_quiet": w.drain.quiet,
+                "drain_timeout": w.drain.timeout,
+                "drain_at_start": drain_now,
+            },
+        )
+
+    def _drain(self) -> None:
+        """Consumers read until quiet; then the broker is asked, and until the drain timeout,
+        any queue that still holds messages gets a fresh consumer.
+
+        A consumer hearing nothing for its quiet period does not prove the queue empty (a
+        mirror synchronising after a heal blocks its queue): the queue's depth does.
+        """
+        w = self.scenario.workload
+        deadline = time.time() + w.drain.timeout
+        consumers = [name for name in self.clients if name.startswith("consumer")]
+        for name in consumers:
+            self.clients[name].send_signal(signal.SIGUSR1)
+        codes: dict[str, int] = {}
+        rounds = 0
+        while True:
+            for name in consumers:
+                codes[name] = self._wait_client(name, deadline + 30)
+            undrained = self._undrained_queues()
+            if not undrained or time.time() >= deadline:
+                break
+            rounds += 1
+            consumers = []
+            for i, c in enumerate(w.consumers, 1):
+                if c.queue in undrained:
+                    name = f"consumer{i}-{c.queue}-drain{rounds}"
+                    self._spawn_consumer(name, c, deadline, drain_now=True)
+                    consumers.append(name)
+        self.manifest["consumer_exit_codes"] = codes
+        self.manifest["drain_rounds"] = rounds + 1
+        self.manifest["drain_complete"] = not undrained
+
+    def _undrained_queues(self) -> set[str]:
+        """Queues that still hold messages, are not running, or could not be asked.
+
+        A queue that no longer exists is drained: its messages went with it (that is loss,
+        and the checker reports it).
+        """
+        assert self.cluster is not None
+        queues = set(self.scenario.workload.queues)
+        try:
+            depths = self.cluster.queue_depths()
+        except Exception as e:  # noqa: BLE001 - no answer means we cannot say it drained
+            self.manifest["queues_after_drain"] = {"error": str(e)}
+            return queues
+        self.manifest["queues_after_drain"] = depths
+        undrained = {
+            q
+            for q in queues
+            if q in depths and (depths[q]["messages"] != 0 or depths[q]["state"] != "running")
+        }
+        for q in sorted(undrained):
+            log.warning("queue %s not drained yet: %s", q, depths[q])
+        return undrained
+
+    def _apply(self, step: NemesisStep) -> None:
+        n = self.nemesis
+        assert n is not None
+        match step.op:
+            case "isolate":
+                n.isolate(step.nodes)
+            case "partition":
+                n.partition(step.groups)
+            case "cut":
+                n.cut(step.from_, step.to)
+            case "cut-clients":
+                n.cut_clients(step.nodes)
+            case "heal":
+                n.heal(step.nodes or None)
+            case "kill" | "stop" | "start" | "pause" | "resume" | "restart":
+                getattr(n, step.op)(step.nodes)
+
+    def _endpoints_for(self, nodes: list[str]) -> list[dict[str, Any]]:
+        return [asdict(self.endpoints[n]) for n in nodes]
+
+    def _heal_all(self) -> None:
+        if self.nemesis is not None:
+            try:
+                self.nemesis.heal_all()
+            finally:
+                if self.nemesis.history:
+                    self.nemesis.history.close()
+
+    def _cluster_down(self) -> None:
+        if self.cluster is None:
+            return
+        self.cluster.save_logs(self.run_dir / "logs")
+        if not self.opts.keep_cluster:
+            self.cluster.down()
