@@ -24,6 +24,7 @@ log = logging.getLogger("harness")
 
 class KafkaMockRun(ScenarioRun):
     scenario: KafkaMockScenario
+    nemesis: MockKafkaNemesis | None
     client_module = "workloads.kafka"
     tier = TIER
 
@@ -32,7 +33,6 @@ class KafkaMockRun(ScenarioRun):
     ) -> None:
         super().__init__(scenario, scenario_file, opts)
         self.cluster: MockKafkaCluster | None = None
-        self.nemesis: MockKafkaNemesis | None = None
 
     def groups(self) -> list[str]:
         return [r.id for r in self.scenario.workload.readers]
@@ -101,14 +101,6 @@ class KafkaMockRun(ScenarioRun):
         codes = {name: self._wait_client(name, deadline) for name in readers}
         self.manifest["consumer_exit_codes"] = codes
         self.manifest["drain_complete"] = all(code == 0 for code in codes.values())
-
-    def _heal_all(self) -> None:
-        if self.nemesis is not None:
-            try:
-                self.nemesis.heal_all()
-            finally:
-                if self.nemesis.history:
-                    self.nemesis.history.close()
 
     def _cluster_down(self) -> None:
         if self.cluster is not None:

@@ -24,12 +24,12 @@ log = logging.getLogger("harness")
 
 class RabbitMQRun(ScenarioRun):
     scenario: Scenario
+    nemesis: Nemesis | None
     client_module = "workloads.rabbitmq"
     tier = "real-cluster"
 
     def __init__(self, scenario: Scenario, scenario_file: Path | None, opts: RunOptions) -> None:
         super().__init__(scenario, scenario_file, opts)
-        self.nemesis: Nemesis | None = None
         self.cluster: RabbitMQCluster | None = None
         self.endpoints: dict[str, Endpoint] = {}
 
@@ -200,14 +200,6 @@ class RabbitMQRun(ScenarioRun):
 
     def _endpoints_for(self, nodes: list[str]) -> list[dict[str, Any]]:
         return [asdict(self.endpoints[n]) for n in nodes]
-
-    def _heal_all(self) -> None:
-        if self.nemesis is not None:
-            try:
-                self.nemesis.heal_all()
-            finally:
-                if self.nemesis.history:
-                    self.nemesis.history.close()
 
     def _cluster_down(self) -> None:
         if self.cluster is None:

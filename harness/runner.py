@@ -71,6 +71,7 @@ class ScenarioRun:
         self.run_dir = make_run_dir(opts.results_root, scenario.id, self.run_id)
         self.history_dir = self.run_dir / "history"
         self.clients: dict[str, subprocess.Popen[bytes]] = {}
+        self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
         self.manifest: dict[str, Any] = {
             "scenario": scenario.id,
             "claim": scenario.claim,
@@ -120,7 +121,12 @@ class ScenarioRun:
 
     def _heal_all(self) -> None:
         """End every fault (idempotent); called at teardown whatever happened."""
-        raise NotImplementedError
+        if self.nemesis is not None:
+            try:
+                self.nemesis.heal_all()
+            finally:
+                if self.nemesis.history:
+                    self.nemesis.history.close()
 
     def _cluster_down(self) -> None:
         raise NotImplementedError

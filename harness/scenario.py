@@ -128,22 +128,27 @@ class Timeouts(Strict):
     recovery: Annotated[float, Field(gt=0, le=1800)] = 120.0
 
 
-class Scenario(Strict):
+class ScenarioBase(Strict):
+    """What every scenario has; each system adds its cluster, workload and nemesis steps."""
+
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
-    claim: str | None = None  # row of shared/claims.md, e.g. "R1"; None for a baseline
     description: str = ""
     expect: Expectation
-    cluster: RabbitMQCluster
-    workload: Workload
-    nemesis: list[NemesisStep] = Field(default_factory=list)
     timeouts: Timeouts = Timeouts()
 
     @model_validator(mode="after")
-    def _ordered(self) -> Scenario:
-        times = [s.at for s in self.nemesis]
+    def _ordered(self) -> ScenarioBase:
+        times = [step.at for step in getattr(self, "nemesis", [])]
         if times != sorted(times):
             raise ValueError("nemesis steps must be in time order")
         return self
+
+
+class Scenario(ScenarioBase):
+    claim: str | None = None  # row of shared/claims.md, e.g. "R1"; None for a baseline
+    cluster: RabbitMQCluster
+    workload: Workload
+    nemesis: list[NemesisStep] = Field(default_factory=list)
 
 
 # ---- kafka-mock: librdkafka's mock cluster (proves our code, never a K-claim) -------------
@@ -210,22 +215,11 @@ class KafkaMockStep(Strict):
         return self
 
 
-class KafkaMockScenario(Strict):
-    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+class KafkaMockScenario(ScenarioBase):
     claim: None = None  # the mock tier never tests a K-claim
-    description: str = ""
-    expect: Expectation
     cluster: KafkaMockClusterSpec
     workload: KafkaWorkload
     nemesis: list[KafkaMockStep] = Field(default_factory=list)
-    timeouts: Timeouts = Timeouts()
-
-    @model_validator(mode="after")
-    def _ordered(self) -> KafkaMockScenario:
-        times = [s.at for s in self.nemesis]
-        if times != sorted(times):
-            raise ValueError("nemesis steps must be in time order")
-        return self
 
 
 AnyScenario = Scenario | KafkaMockScenario

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_harness
 
 from harness.scenario import KafkaMockScenario, ScenarioError, parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(scenario: str, results: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
-    result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", scenario, "--results", str(results)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-    )
-    return result, (results / "latest").resolve()
 
 
 def sends(run_dir: Path) -> list[dict]:
@@ -31,7 +19,7 @@ def sends(run_dir: Path) -> list[dict]:
 
 @pytest.mark.spark
 def test_leader_down_shows_up_as_info_and_loses_nothing(spark: object, tmp_path: Path) -> None:
-    result, run_dir = run("kafka-mock-leader-down", tmp_path)
+    result, run_dir = run_harness("kafka-mock-leader-down", tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -52,7 +40,7 @@ def test_leader_down_shows_up_as_info_and_loses_nothing(spark: object, tmp_path:
 
 @pytest.mark.spark
 def test_injected_not_enough_replicas_is_unavailability(spark: object, tmp_path: Path) -> None:
-    result, run_dir = run("kafka-mock-not-enough-replicas", tmp_path)
+    result, run_dir = run_harness("kafka-mock-not-enough-replicas", tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["outcome"] == "unavailable" and verdict["matched"]

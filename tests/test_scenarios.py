@@ -8,28 +8,14 @@ pipeline completed, faults healed, nothing left running) and, for "safe" claims,
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import run_harness
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_scenario(scenario: str, results: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
-    result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", scenario, "--results", str(results)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=1500,
-    )
-    latest = results / "latest"
-    assert latest.is_symlink(), result.stderr[-2000:]
-    return result, latest.resolve()
 
 
 def common_checks(run_dir: Path, docker_client: Any) -> tuple[dict, dict]:
@@ -59,7 +45,7 @@ def common_checks(run_dir: Path, docker_client: Any) -> tuple[dict, dict]:
 
 
 def test_baseline_is_safe(docker_client: Any, rabbitmq_image: str, tmp_path: Path) -> None:
-    result, run_dir = run_scenario("baseline", tmp_path)
+    result, run_dir = run_harness("baseline", tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     manifest, verdict = common_checks(run_dir, docker_client)
     assert verdict["outcome"] == "safe" and verdict["matched"]
@@ -73,7 +59,7 @@ def test_R1_runs_002s_sequence_and_gives_a_verdict(
     docker_client: Any, rabbitmq_image: str, tmp_path: Path
 ) -> None:
     """R1's outcome is the experiment (loss, or "not reproduced"); the run itself must be sound."""
-    result, run_dir = run_scenario("R1", tmp_path)
+    result, run_dir = run_harness("R1", tmp_path)
     assert result.returncode in (0, 1), result.stderr[-3000:]
     manifest, verdict = common_checks(run_dir, docker_client)
     lost = sum(g["lost"] for g in verdict["groups"].values())
@@ -96,7 +82,7 @@ def test_R1_runs_002s_sequence_and_gives_a_verdict(
 def test_R6_quorum_queues_lose_nothing(
     docker_client: Any, rabbitmq_image: str, tmp_path: Path
 ) -> None:
-    result, run_dir = run_scenario("R6", tmp_path)
+    result, run_dir = run_harness("R6", tmp_path)
     manifest, verdict = common_checks(run_dir, docker_client)
     assert verdict["matched"], verdict["reason"]
     assert result.returncode == 0

@@ -106,16 +106,14 @@ def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWr
     """Produces seq 1..count; stops at the count or the deadline, whichever comes first."""
     producer = Producer(producer_settings(cfg, bootstrap_servers))
     outstanding: set[int] = set()
+    send = functools.partial(history.write, f="send", stream=cfg.topic, producer=cfg.process)
 
     def delivered(seq: int, err: KafkaError | None, msg: Message) -> None:
         outstanding.discard(seq)
         type_, error = delivery_outcome(err)
         ok = type_ == "ok"
-        history.write(
+        send(
             type_,
-            "send",
-            stream=cfg.topic,
-            producer=cfg.process,
             seq=seq,
             partition=msg.partition() if ok else None,
             offset=msg.offset() if ok else None,
@@ -129,7 +127,7 @@ def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWr
         if cfg.rate > 0:
             time.sleep(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic() - 1.0 / cfg.rate) + 1.0 / cfg.rate
-        history.write("invoke", "send", stream=cfg.topic, producer=cfg.process, seq=seq)
+        send("invoke", seq=seq)
         outstanding.add(seq)
         while True:
             try:
@@ -143,26 +141,12 @@ def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWr
                 producer.poll(0.1)
                 if time.time() >= cfg.deadline:
                     outstanding.discard(seq)
-                    history.write(
-                        "fail",
-                        "send",
-                        stream=cfg.topic,
-                        producer=cfg.process,
-                        seq=seq,
-                        error="_QUEUE_FULL: local queue full at deadline",
-                    )
+                    send("fail", seq=seq, error="_QUEUE_FULL: local queue full at deadline")
                     break
         producer.poll(0)
     producer.flush(max(0.0, cfg.deadline - time.time()))
     for seq in sorted(outstanding):
-        history.write(
-            "info",
-            "send",
-            stream=cfg.topic,
-            producer=cfg.process,
-            seq=seq,
-            error="no delivery report before the deadline",
-        )
+        send("info", seq=seq, error="no delivery report before the deadline")
 
 
 @dataclass(frozen=True)
