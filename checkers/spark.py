@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.lines import ROW_SCHEMA, parse_line
-
-METRIC_IDS = ("lost", "duplicated", "reordered", "unexpected", "recovered")
+from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 
 
 class HistoryError(Exception):
@@ -171,6 +170,8 @@ def check_history(
     )
 
     flagged = {
+        "acked": groups_df.crossJoin(acked),
+        "received": per_msg.select("group", "msg_id"),
         "lost": groups_df.crossJoin(acked).join(per_msg, ["group", "msg_id"], "left_anti"),
         "duplicated": per_msg.filter(F.col("deliveries") > 1).select("group", "msg_id"),
         "reordered": reordered,
@@ -184,8 +185,6 @@ def check_history(
     assert tagged is not None
     flagged_rows = tagged.collect()
 
-    received_counts = {r["group"]: r["count"] for r in per_msg.groupBy("group").count().collect()}
-    acked_count = send_counts["ok"]
     ids: dict[str, dict[str, list[str]]] = {g: {m: [] for m in METRIC_IDS} for g in group_names}
     for r in flagged_rows:
         ids[r["group"]][r["metric"]].append(r["msg_id"])
@@ -193,11 +192,7 @@ def check_history(
     for g in sorted(group_names):
         for m in METRIC_IDS:
             ids[g][m].sort(key=_natural)
-        counts[g] = {
-            "acked": acked_count,
-            "received": received_counts.get(g, 0),
-            **{m: len(ids[g][m]) for m in METRIC_IDS},
-        }
+        counts[g] = {m: len(ids[g][m]) for m in METRIC_IDS}
     parsed.unpersist()
     events.unpersist()
     return CheckResult(groups=counts, ids=ids, sends=send_counts, truncated_lines=truncated)

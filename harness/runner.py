@@ -176,6 +176,8 @@ class ScenarioRun:
             stdout=log_file,
             stderr=subprocess.STDOUT,
             cwd=Path(__file__).resolve().parent.parent,
+            # Ctrl-C in a terminal reaches the harness alone, which stops clients in order.
+            start_new_session=True,
         )
 
     def _wait_client(self, name: str, deadline: float) -> int:

@@ -89,13 +89,18 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
         "unexpected": 1,
         "recovered": 1,
     }
-    assert result.ids["q1"] == {
+    q1_ids = result.ids["q1"]
+    assert {
+        m: q1_ids[m] for m in ("lost", "duplicated", "reordered", "unexpected", "recovered")
+    } == {
         "lost": ["A:5", "A:6"],
         "duplicated": ["A:2"],
         "reordered": ["A:3"],
         "unexpected": ["Z:1"],
         "recovered": ["A:7"],
     }
+    assert q1_ids["acked"] == [f"A:{i}" for i in range(1, 7)]
+    assert q1_ids["received"] == ["A:1", "A:2", "A:3", "A:4", "A:7", "Z:1"]
     assert q2 == {
         "acked": 6,
         "received": 6,
@@ -233,6 +238,8 @@ def test_cli_check_exit_codes(spark: Any, tmp_path: Path) -> None:
     verdict = json.loads((run / "verdict.json").read_text())
     assert verdict["groups"]["g"]["lost"] == 1
     assert (run / "ids" / "g" / "lost.txt").read_text() == "A:2\n"
+    assert (run / "ids" / "g" / "acked.txt").read_text() == "A:1\nA:2\n"
+    assert (run / "ids" / "g" / "received.txt").read_text() == "A:1\n"
     loss = subprocess.run(
         cmd + ["--expect", "loss"], capture_output=True, text=True, cwd=ROOT, timeout=300
     )
