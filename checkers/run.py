@@ -70,6 +70,7 @@ def check_run(
         "reason": judgement.reason,
         "groups": result.groups,
         "sends": result.sends,
+        "refused_window": result.refused_window,
         "truncated_lines": result.truncated_lines,
         "ids_dir": "ids",
         "checker": {"engine": "pyspark", "master": master, "seconds": 0.0},

@@ -33,6 +33,8 @@ class CheckResult:
     ids: dict[str, dict[str, list[str]]]
     sends: dict[str, int]
     truncated_lines: list[str] = field(default_factory=list)
+    # When sends were refused or left unknown: the unavailability a claim may promise.
+    refused_window: dict[str, float] | None = None
 
 
 def spark_session(master: str = "local[*]") -> Any:
@@ -138,6 +140,20 @@ def check_history(
     send_counts = {"ok": 0, "fail": 0, "info": 0}
     send_counts.update({r["outcome"]: r["count"] for r in send_counts_rows})
     send_counts["invoked"] = invoked.count()
+    window = (
+        sends.filter(F.col("type").isin("fail", "info"))
+        .agg(F.min("time").alias("first"), F.max("time").alias("last"))
+        .collect()[0]
+    )
+    refused_window = (
+        {
+            "first": window["first"],
+            "last": window["last"],
+            "seconds": round(window["last"] - window["first"], 3),
+        }
+        if window["first"] is not None
+        else None
+    )
     not_acked = outcome.filter(F.col("rank") < 3).select("msg_id")
 
     receives = events.filter((F.col("f") == "receive") & (F.col("type") == "ok"))
@@ -195,4 +211,10 @@ def check_history(
         counts[g] = {m: len(ids[g][m]) for m in METRIC_IDS}
     parsed.unpersist()
     events.unpersist()
-    return CheckResult(groups=counts, ids=ids, sends=send_counts, truncated_lines=truncated)
+    return CheckResult(
+        groups=counts,
+        ids=ids,
+        sends=send_counts,
+        truncated_lines=truncated,
+        refused_window=refused_window,
+    )

@@ -80,6 +80,8 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         f" the expectation {verdict.get('expect') or 'none'}): {verdict['reason']}",
         "sends: " + ", ".join(f"{k} {v}" for k, v in sorted(verdict["sends"].items())),
     ]
+    if window := verdict.get("refused_window"):
+        lines.append(f"sends refused or unknown over {window['seconds']:.1f} s")
     for name, g in sorted(verdict["groups"].items()):
         lines.append(f"group {name}: " + ", ".join(f"{m} {g[m]}" for m in METRICS))
     if verdict.get("tier") == "kafka-mock":

@@ -113,6 +113,8 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
     # A group that received nothing still expects every acknowledged message.
     assert q3["lost"] == 6 and q3["received"] == 0
     assert result.sends == {"ok": 6, "fail": 1, "info": 2, "invoked": 9}
+    # A completion at 7.001 (info) and 8.001 (fail); the bare invoke at 9 has no completion.
+    assert result.refused_window == {"first": 7.001, "last": 8.001, "seconds": 1.0}
 
 
 def test_reorder_ties_break_by_file_order_and_partitions_are_separate(
