@@ -71,6 +71,8 @@ def check_run(
         "groups": result.groups,
         "sends": result.sends,
         "refused_window": result.refused_window,
+        "cluster_recovered": manifest.get("cluster_recovered"),
+        "drain_complete": manifest.get("drain_complete", True),
         "truncated_lines": result.truncated_lines,
         "ids_dir": "ids",
         "checker": {"engine": "pyspark", "master": master, "seconds": 0.0},

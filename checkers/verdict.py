@@ -80,6 +80,10 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         f" the expectation {verdict.get('expect') or 'none'}): {verdict['reason']}",
         "sends: " + ", ".join(f"{k} {v}" for k, v in sorted(verdict["sends"].items())),
     ]
+    if verdict.get("cluster_recovered") is False:
+        lines.append("warning: the cluster did not reunite within the recovery timeout")
+    if verdict.get("drain_complete") is False:
+        lines.append("warning: the drain could not confirm every queue empty")
     if window := verdict.get("refused_window"):
         lines.append(f"sends refused or unknown over {window['seconds']:.1f} s")
     for name, g in sorted(verdict["groups"].items()):

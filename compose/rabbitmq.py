@@ -168,14 +168,30 @@ class RabbitMQCluster:
         policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic"})
         self.rabbitmqctl("rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues")
 
-    def queue_depths(self, node: str = "rabbit1") -> dict[str, dict[str, Any]]:
-        """Each queue's message count (ready + unacknowledged) and state, as `node` sees it."""
-        out = self.rabbitmqctl(
-            node, "list_queues", "name", "messages", "state", "--formatter", "json", timeout=60
-        )
-        return {
-            q["name"]: {"messages": q["messages"], "state": q["state"]} for q in json.loads(out)
-        }
+    def queue_depths(self) -> dict[str, dict[str, Any]]:
+        """Each queue's message count (ready + unacknowledged) and state, from the first node
+        that answers (a paused or stuck node does not)."""
+        last: ComposeError | None = None
+        for node in NODE_NAMES:
+            try:
+                out = self.rabbitmqctl(
+                    node,
+                    "list_queues",
+                    "name",
+                    "messages",
+                    "state",
+                    "--formatter",
+                    "json",
+                    timeout=60,
+                )
+            except ComposeError as e:
+                last = e
+                continue
+            return {
+                q["name"]: {"messages": q["messages"], "state": q["state"], "asked": node}
+                for q in json.loads(out)
+            }
+        raise last or ComposeError("no node answered list_queues")
 
     def server_version(self) -> str:
         out = self.rabbitmqctl("rabbit1", "version").strip()

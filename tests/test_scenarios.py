@@ -25,8 +25,12 @@ def common_checks(run_dir: Path, docker_client: Any) -> tuple[dict, dict]:
     assert manifest["ended"] and manifest["ended"] >= manifest["started"]
     assert manifest["images"]["rabbitmq"]["name"] and manifest["images"]["rabbitmq"]["version"]
     assert manifest["nemesis_steps_done"] == len(manifest["scenario_spec"]["nemesis"])
-    assert manifest["cluster_recovered"] is True
-    assert manifest["drain_complete"] is True
+    # Whether the cluster reunited and the queues drained is RabbitMQ's doing, not ours (a
+    # paused node can hang in Erlang's global sync): recorded and carried into the verdict.
+    assert isinstance(manifest["cluster_recovered"], bool)
+    assert isinstance(manifest["drain_complete"], bool)
+    assert verdict["cluster_recovered"] == manifest["cluster_recovered"]
+    assert verdict["drain_complete"] == manifest["drain_complete"]
     assert set(verdict["groups"]) == set(manifest["groups"])
     for g, counts in verdict["groups"].items():
         assert counts["acked"] == verdict["sends"]["ok"] > 0
@@ -48,6 +52,7 @@ def test_baseline_is_safe(docker_client: Any, rabbitmq_image: str, tmp_path: Pat
     result, run_dir = run_harness("baseline", tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     manifest, verdict = common_checks(run_dir, docker_client)
+    assert manifest["cluster_recovered"] is True and manifest["drain_complete"] is True
     assert verdict["outcome"] == "safe" and verdict["matched"]
     assert verdict["sends"]["ok"] == 6000  # no fault: every send confirmed
     for counts in verdict["groups"].values():
@@ -63,8 +68,12 @@ def test_R1_runs_002s_sequence_and_gives_a_verdict(
     assert result.returncode in (0, 1), result.stderr[-3000:]
     manifest, verdict = common_checks(run_dir, docker_client)
     lost = sum(g["lost"] for g in verdict["groups"].values())
-    assert verdict["matched"] == (lost > 0)
-    assert result.returncode == (0 if lost else 1)
+    if lost and not manifest["drain_complete"]:
+        # Unread messages are not lost messages: never a "loss" verdict then.
+        assert verdict["outcome"] == "inconclusive" and result.returncode == 1
+    else:
+        assert verdict["matched"] == (lost > 0)
+        assert result.returncode == (0 if lost else 1)
     nemesis = [
         json.loads(x) for x in (run_dir / "history" / "nemesis.jsonl").read_text().split("\n") if x
     ]
