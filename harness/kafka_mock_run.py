@@ -15,7 +15,7 @@ from compose.kafka_mock import TIER, MockKafkaCluster
 from harness.history import HistoryWriter
 from harness.runner import RunOptions, ScenarioRun
 from harness.scenario import KafkaMockScenario, KafkaMockStep
-from nemesis.faults import wait_until
+from harness.wait import wait_until
 from nemesis.kafka_mock import MockKafkaNemesis
 from nemesis.kafka_targets import Metadata, from_cluster_metadata
 

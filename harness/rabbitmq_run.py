@@ -16,7 +16,8 @@ from harness.results import write_manifest
 from harness.runner import RunOptions, ScenarioRun
 from harness.scenario import Consumer, NemesisStep, Scenario
 from harness.topology import Endpoint
-from nemesis.faults import Nemesis, wait_until
+from harness.wait import wait_until
+from nemesis.faults import Nemesis
 from workloads.rabbitmq import declare_topology
 
 log = logging.getLogger("harness")

@@ -12,7 +12,9 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-RABBITMQ_NODES: tuple[str, ...] = ("rabbit1", "rabbit2", "rabbit3")
+from compose.rabbitmq import NODE_NAMES
+
+RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 
 Expectation = Literal["loss", "safe", "unavailable"]
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]

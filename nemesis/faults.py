@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -125,17 +124,26 @@ class Nemesis:
     # ---- processes -----------------------------------------------------------------------
 
     def kill(self, nodes: Iterable[str]) -> None:
-        self._each("kill", nodes, lambda c, n: self._stopped(n, c.kill(signal=signal.SIGKILL)))
+        def kill_one(c: Container, n: str) -> None:
+            c.kill(signal=signal.SIGKILL)
+            self._stopped(n)
+
+        self._each("kill", nodes, kill_one)
 
     def stop(self, nodes: Iterable[str]) -> None:
-        self._each("stop", nodes, lambda c, n: self._stopped(n, c.stop(timeout=30)))
+        def stop_one(c: Container, n: str) -> None:
+            c.stop(timeout=30)
+            self._stopped(n)
+
+        self._each("stop", nodes, stop_one)
 
     def start(self, nodes: Iterable[str]) -> None:
         self._each("start", nodes, lambda c, n: self._started(n, c))
 
     def restart(self, nodes: Iterable[str]) -> None:
         def restart_one(c: Container, n: str) -> None:
-            self._stopped(n, c.stop(timeout=30))
+            c.stop(timeout=30)
+            self._stopped(n)
             self._started(n, c)
 
         self._each("restart", nodes, restart_one)
@@ -154,7 +162,7 @@ class Nemesis:
 
         self._each("resume", nodes, resume_one)
 
-    def _stopped(self, name: str, _: object = None) -> None:
+    def _stopped(self, name: str) -> None:
         self.down.add(name)
         self.paused.discard(name)
 
@@ -228,12 +236,3 @@ def clean_container(client: docker.DockerClient, container: Container, tools_ima
         cap_add=["NET_ADMIN"],
         remove=True,
     )
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.5) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()

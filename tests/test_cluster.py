@@ -19,8 +19,9 @@ import pytest
 from compose.rabbitmq import ClusterConfig, RabbitMQCluster
 from harness.cleanup import heal_everything
 from harness.history import HistoryWriter
+from harness.wait import wait_until
 from nemesis import network
-from nemesis.faults import Nemesis, wait_until
+from nemesis.faults import Nemesis
 from workloads.rabbitmq import CONNECTION_ERRORS
 
 pytestmark = pytest.mark.cluster
