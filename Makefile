@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 
-.PHONY: setup test test-unit test-cluster test-scenario heal lint format bench clean
+.PHONY: setup test test-unit test-cluster test-scenario kafka-image heal lint format bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -21,8 +21,13 @@ test-cluster:
 	$(PY) -m pytest -m cluster
 
 # One scenario end to end; exit 0 when the verdict matches the claim the scenario tests.
+# Kafka scenarios: MODE=zk|kraft|kraft-dedicated picks the mode (default: the scenario's first).
 test-scenario:
-	$(VENV)/bin/harness run $(SCENARIO)
+	$(VENV)/bin/harness run $(SCENARIO) $(if $(MODE),--mode $(MODE))
+
+# The local Kafka image from a release tarball (KAFKA_TARBALL=... or compose/images/kafka-dist/).
+kafka-image:
+	@bash compose/images/build_kafka_image.sh
 
 # Heal every fault and remove every cluster a killed run left behind.
 heal:

@@ -11,7 +11,7 @@ from harness.history import EVENT_TYPES
 ROW_SCHEMA = (
     "time double, process string, type string, f string, stream string, `group` string, "
     "producer string, seq bigint, msg_id string, partition bigint, offset bigint, node string, "
-    "file string, line bigint"
+    "error string, value string, file string, line bigint"
 )
 
 
@@ -54,6 +54,8 @@ def parse_line(file: str, index: int, text: str) -> tuple[str, Any]:
             _opt(event.get("partition"), int, "partition"),
             _opt(event.get("offset"), int, "offset"),
             _opt(event.get("node"), str, "node"),
+            _opt(event.get("error"), str, "error"),
+            None if event.get("value") is None else json.dumps(event["value"], sort_keys=True),
             file,
             line_no,
         )

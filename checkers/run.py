@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from checkers.spark import METRIC_IDS, CheckResult, HistoryError, check_history, spark_session
-from checkers.verdict import judge, summary_lines
+from checkers.verdict import (
+    judge,
+    missing_errors,
+    placement_mismatches,
+    summary_lines,
+    with_client_expectations,
+)
 
 
 def check_run(
@@ -58,6 +64,12 @@ def check_run(
     if time.monotonic() - started >= timeout:
         raise HistoryError(f"the checker did not finish in {timeout:.0f} s")
     judgement = judge(result.groups, result.sends, expect, manifest.get("drain_complete", True))
+    spec = manifest.get("scenario_spec") or {}
+    judgement = with_client_expectations(
+        judgement,
+        missing_errors(spec.get("expect_errors") or [], result.errors),
+        placement_mismatches(result.placement),
+    )
     verdict: dict[str, Any] = {
         "scenario": manifest.get("scenario"),
         "claim": manifest.get("claim"),
@@ -71,6 +83,10 @@ def check_run(
         "groups": result.groups,
         "sends": result.sends,
         "refused_window": result.refused_window,
+        "errors": result.errors,
+        "placement": result.placement,
+        "kafka_mode": manifest.get("kafka_mode"),
+        "kafka_version": ((manifest.get("images") or {}).get("kafka") or {}).get("version"),
         "cluster_recovered": manifest.get("cluster_recovered"),
         "drain_complete": manifest.get("drain_complete", True),
         "truncated_lines": result.truncated_lines,

@@ -13,6 +13,7 @@ Per reader group g, with every acknowledged message of the run expected in every
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from typing import Any
 
 from checkers.lines import ROW_SCHEMA, parse_line
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
+from harness.history import NEMESIS_PROCESS
 
 
 class HistoryError(Exception):
@@ -35,6 +37,10 @@ class CheckResult:
     truncated_lines: list[str] = field(default_factory=list)
     # When sends were refused or left unknown: the unavailability a claim may promise.
     refused_window: dict[str, float] | None = None
+    # Not-ok outcomes by f (send, commit) and error name (the text before the first ":").
+    errors: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The nemesis's leader-placement snapshots (f: leaders), in time order.
+    placement: list[dict[str, Any]] = field(default_factory=list)
 
 
 def spark_session(master: str = "local[*]") -> Any:
@@ -156,6 +162,28 @@ def check_history(
     )
     not_acked = outcome.filter(F.col("rank") < 3).select("msg_id")
 
+    errors: dict[str, dict[str, int]] = {}
+    error_rows = (
+        events.filter(F.col("type").isin("fail", "info") & F.col("f").isin("send", "commit"))
+        .withColumn("name", F.regexp_extract(F.coalesce(F.col("error"), F.lit("")), r"^([^:]*)", 1))
+        .groupBy("f", "name")
+        .count()
+        .collect()
+    )
+    for r in error_rows:
+        errors.setdefault(r["f"], {})[r["name"] or "(no error text)"] = r["count"]
+    placement = [
+        {"time": r["time"], **json.loads(r["value"])}
+        for r in events.filter(
+            (F.col("process") == NEMESIS_PROCESS)
+            & (F.col("f") == "leaders")
+            & (F.col("type") == "ok")
+        )
+        .orderBy("time")
+        .collect()
+        if r["value"]
+    ]
+
     receives = events.filter((F.col("f") == "receive") & (F.col("type") == "ok"))
     receives = receives.withColumn("group", F.coalesce(F.col("group"), F.col("stream")))
     # A body we did not write has no msg_id: give each such delivery its own id.
@@ -217,4 +245,6 @@ def check_history(
         sends=send_counts,
         truncated_lines=truncated,
         refused_window=refused_window,
+        errors=errors,
+        placement=placement,
     )

@@ -70,7 +70,52 @@ def judge(
                 "unavailable", True, f"{refused} sends refused or unknown, none acknowledged lost"
             )
         return Judgement("safe", False, "not reproduced: every send was acknowledged")
+    if expect in ("duplicates", "no-duplicates"):
+        if lost:
+            return Judgement("loss", False, f"{lost} acknowledged messages lost{where}")
+        if expect == "duplicates":
+            if duplicated:
+                return Judgement(
+                    "duplicates", True, f"reproduced: {duplicated} messages delivered twice or more"
+                )
+            return Judgement("safe", False, "not reproduced: no message was delivered twice")
+        if duplicated:
+            return Judgement(
+                "duplicates", False, f"refuted: {duplicated} messages delivered twice or more"
+            )
+        return Judgement("safe", True, f"no loss, no duplicate ({acked} acknowledged)")
     raise ValueError(f"unknown expectation {expect!r}")
+
+
+def missing_errors(expected: list[dict[str, str]], errors: dict[str, dict[str, int]]) -> list[str]:
+    """The expected client errors (scenario expect_errors) that no outcome showed."""
+    missing = []
+    for want in expected:
+        f, text = want.get("f", "send"), want.get("error", "")
+        seen = errors.get(f, {})
+        if not any(text in name for name in seen):
+            missing.append(f"no {f} failed with {text}" if text else f"no {f} failed")
+    return missing
+
+
+def placement_mismatches(placement: list[dict[str, Any]]) -> list[str]:
+    """Leader-placement snapshots whose balance is not what the step expected."""
+    out = []
+    for snap in placement:
+        want = snap.get("expect_balanced")
+        if want is not None and bool(snap.get("balanced")) != want:
+            label = snap.get("label") or "snapshot"
+            state = "balanced" if snap.get("balanced") else "not balanced"
+            out.append(f"leaders at {label} {state} (leaders per broker {snap.get('per_broker')})")
+    return out
+
+
+def with_client_expectations(j: Judgement, missing: list[str], placement: list[str]) -> Judgement:
+    """A matching judgement stays one only if the clients saw what the claim says they see."""
+    problems = missing + placement
+    if not j.matched or not problems:
+        return j
+    return Judgement(j.outcome, False, f"{j.reason}; but {'; '.join(problems)}")
 
 
 def summary_lines(verdict: dict[str, Any]) -> list[str]:
@@ -86,8 +131,18 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         lines.append("warning: the drain could not confirm every queue empty")
     if window := verdict.get("refused_window"):
         lines.append(f"sends refused or unknown over {window['seconds']:.1f} s")
+    for f, names in sorted((verdict.get("errors") or {}).items()):
+        lines.append(f"{f} errors: " + ", ".join(f"{n} {c}" for n, c in sorted(names.items())))
+    for snap in verdict.get("placement") or []:
+        lines.append(
+            f"leaders {snap.get('label') or ''}: "
+            + ("balanced" if snap.get("balanced") else "not balanced")
+            + f", per broker {snap.get('per_broker')}"
+        )
     for name, g in sorted(verdict["groups"].items()):
         lines.append(f"group {name}: " + ", ".join(f"{m} {g[m]}" for m in METRICS))
+    if verdict.get("kafka_mode"):
+        lines.append(f"kafka mode: {verdict['kafka_mode']}, version {verdict.get('kafka_version')}")
     if verdict.get("tier") == "kafka-mock":
         lines.append("tier: kafka-mock (librdkafka's mock cluster): proves the harness, not Kafka")
     if verdict.get("truncated_lines"):

@@ -18,7 +18,13 @@ from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
 from compose.cli import ComposeError
 from harness.results import DEFAULT_ROOT
-from harness.scenario import ScenarioError, find_scenario, load_scenario
+from harness.scenario import (
+    MODE_NAMES,
+    KafkaScenario,
+    ScenarioError,
+    find_scenario,
+    load_scenario,
+)
 from nemesis.faults import NemesisError
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -56,6 +62,10 @@ def run(
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
     keep: Annotated[bool, typer.Option(help="leave the cluster running (healed)")] = False,
     master: Annotated[str, typer.Option(help="Spark master for the checker")] = "local[*]",
+    mode: Annotated[
+        str | None,
+        typer.Option(help="Kafka: zk | kraft | kraft-dedicated (default: the scenario's first)"),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = True,
 ) -> None:
     """Run one scenario end to end and print its verdict."""
@@ -66,9 +76,14 @@ def run(
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
         spec = load_scenario(path)
-        runner = make_run(
-            spec, path, RunOptions(results_root=results, keep_cluster=keep, spark_master=master)
+        if mode is not None and mode not in MODE_NAMES:
+            raise ScenarioError(f"--mode must be one of {', '.join(MODE_NAMES)}, not {mode!r}")
+        if mode is not None and not isinstance(spec, KafkaScenario):
+            raise ScenarioError(f"--mode is for Kafka scenarios; {spec.id} is not one")
+        opts = RunOptions(
+            results_root=results, keep_cluster=keep, spark_master=master, kafka_mode=mode
         )
+        runner = make_run(spec, path, opts)
         err.print(f"run {spec.id} -> {runner.run_dir}", markup=False)
         runner.execute()
         verdict = check_run(runner.run_dir, master=master)
@@ -133,8 +148,10 @@ def list_scenarios() -> None:
     for path in sorted(SCENARIOS_DIR.glob("*.yaml")):
         try:
             s = load_scenario(path)
+            modes = ",".join(s.cluster.modes) if isinstance(s, KafkaScenario) else s.cluster.system
             out.print(
-                f"{s.id:12} {s.claim or '-':6} expect {s.expect:12} {s.description}", markup=False
+                f"{s.id:30} {s.claim or '-':5} {modes:22} expect {s.expect:13} {s.description}",
+                markup=False,
             )
         except ScenarioError as e:
             out.print(f"{path.stem:12} invalid: {e}", markup=False)

@@ -4,8 +4,6 @@ processes, faults through the mock's API. Proves the harness; never a K-claim.""
 from __future__ import annotations
 
 import logging
-import signal
-import time
 from pathlib import Path
 
 import confluent_kafka
@@ -13,7 +11,8 @@ from confluent_kafka.admin import AdminClient
 
 from compose.kafka_mock import TIER, MockKafkaCluster
 from harness.history import HistoryWriter
-from harness.runner import RunOptions, ScenarioRun
+from harness.kafka_common import KafkaClientsRun
+from harness.runner import RunOptions
 from harness.scenario import KafkaMockScenario, KafkaMockStep
 from harness.wait import wait_until
 from nemesis.kafka_mock import MockKafkaNemesis
@@ -22,10 +21,9 @@ from nemesis.kafka_targets import Metadata, from_cluster_metadata
 log = logging.getLogger("harness")
 
 
-class KafkaMockRun(ScenarioRun):
+class KafkaMockRun(KafkaClientsRun):
     scenario: KafkaMockScenario
     nemesis: MockKafkaNemesis | None
-    client_module = "workloads.kafka"
     tier = TIER
 
     def __init__(
@@ -34,8 +32,10 @@ class KafkaMockRun(ScenarioRun):
         super().__init__(scenario, scenario_file, opts)
         self.cluster: MockKafkaCluster | None = None
 
-    def groups(self) -> list[str]:
-        return [r.id for r in self.scenario.workload.readers]
+    @property
+    def bootstrap_servers(self) -> str:
+        assert self.cluster is not None
+        return self.cluster.bootstrap_servers
 
     def _metadata(self) -> Metadata:
         assert self.cluster is not None
@@ -57,25 +57,6 @@ class KafkaMockRun(ScenarioRun):
             HistoryWriter(self.history_dir, "nemesis", "kafka"),
         )
 
-    def _start_clients(self, start: float) -> list[str]:
-        assert self.cluster is not None
-        w, t, topic = self.scenario.workload, self.scenario.timeouts, self.scenario.cluster.topic
-        common = {"bootstrap_servers": self.cluster.bootstrap_servers, "topic": topic}
-        read_deadline = start + t.workload + t.recovery + w.drain_timeout + 30
-        for r in w.readers:
-            self._spawn("reader", r.id, {**common, "group": r.id, "deadline": read_deadline})
-        for p in w.producers:
-            self._spawn(
-                "producer",
-                p.id,
-                {
-                    **common,
-                    **p.model_dump(exclude={"id"}),
-                    "deadline": start + t.workload,
-                },
-            )
-        return [p.id for p in w.producers]
-
     def _apply(self, step: KafkaMockStep) -> None:
         assert self.nemesis is not None
         self.nemesis.apply(step)
@@ -92,15 +73,6 @@ class KafkaMockRun(ScenarioRun):
                 return False
 
         self.manifest["cluster_recovered"] = wait_until(whole, self.scenario.timeouts.recovery)
-
-    def _drain(self) -> None:
-        readers = self.groups()
-        for name in readers:
-            self.clients[name].send_signal(signal.SIGUSR1)
-        deadline = time.time() + self.scenario.workload.drain_timeout + 30
-        codes = {name: self._wait_client(name, deadline) for name in readers}
-        self.manifest["consumer_exit_codes"] = codes
-        self.manifest["drain_complete"] = all(code == 0 for code in codes.values())
 
     def _cluster_down(self) -> None:
         if self.cluster is not None:

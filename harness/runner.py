@@ -24,7 +24,7 @@ from typing import Any
 from compose.rabbitmq import LOCAL_IMAGE
 from harness import __version__
 from harness.results import make_run_dir, new_run_id, write_manifest
-from harness.scenario import AnyScenario, KafkaMockScenario
+from harness.scenario import AnyScenario, KafkaMockScenario, KafkaScenario
 
 log = logging.getLogger("harness")
 
@@ -40,6 +40,7 @@ class RunOptions:
     spark_master: str = "local[*]"
     net_prefix: str = os.environ.get("BJ_NET_PREFIX", "172.29.57")
     tools_image: str = os.environ.get("BJ_TOOLS_IMAGE", LOCAL_IMAGE)
+    kafka_mode: str | None = None  # zk | kraft | kraft-dedicated; None: the scenario's first
 
 
 @contextmanager
@@ -219,6 +220,10 @@ def make_run(scenario: AnyScenario, scenario_file: Path | None, opts: RunOptions
         from harness.kafka_mock_run import KafkaMockRun
 
         return KafkaMockRun(scenario, scenario_file, opts)
+    if isinstance(scenario, KafkaScenario):
+        from harness.kafka_run import KafkaRun
+
+        return KafkaRun(scenario, scenario_file, opts)
     from harness.rabbitmq_run import RabbitMQRun
 
     return RabbitMQRun(scenario, scenario_file, opts)

@@ -12,11 +12,15 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from compose.kafka import MODES, Mode, nodes_of
+from compose.kafka import KafkaClusterConfig as _KafkaConfig
 from compose.rabbitmq import NODE_NAMES
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 
-Expectation = Literal["loss", "safe", "unavailable"]
+# loss / safe / unavailable: claims.md. duplicates: at least one message delivered twice and
+# nothing acknowledged lost; no-duplicates: nothing lost and nothing delivered twice.
+Expectation = Literal["loss", "safe", "unavailable", "duplicates", "no-duplicates"]
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
 QueueType = Literal["mirrored", "quorum", "classic"]
 NetworkOp = Literal["isolate", "partition", "cut", "cut-clients", "heal"]
@@ -130,12 +134,21 @@ class Timeouts(Strict):
     recovery: Annotated[float, Field(gt=0, le=1800)] = 120.0
 
 
+class ErrorExpectation(Strict):
+    """Clients must see this: at least one `f` outcome (send, commit) that is not ok and whose
+    error contains `error` (any error when empty)."""
+
+    f: Literal["send", "commit"] = "send"
+    error: str = ""
+
+
 class ScenarioBase(Strict):
     """What every scenario has; each system adds its cluster, workload and nemesis steps."""
 
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     description: str = ""
     expect: Expectation
+    expect_errors: list[ErrorExpectation] = Field(default_factory=list)
     timeouts: Timeouts = Timeouts()
 
     @model_validator(mode="after")
@@ -187,6 +200,11 @@ class KafkaProducerSpec(Strict):
 
 class KafkaReaderSpec(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    # assign: every partition from the earliest offset, nothing committed. group: a consumer
+    # group member (rebalances), committing offsets synchronously every `commit_every` records;
+    # every commit's outcome goes to the history (f: commit).
+    mode: Literal["assign", "group"] = "assign"
+    commit_every: Annotated[int, Field(ge=1, le=100_000)] = 100
 
 
 class KafkaWorkload(Strict):
@@ -224,7 +242,178 @@ class KafkaMockScenario(ScenarioBase):
     nemesis: list[KafkaMockStep] = Field(default_factory=list)
 
 
-AnyScenario = Scenario | KafkaMockScenario
+# ---- kafka: real clusters (ZooKeeper mode, KRaft combined, KRaft with dedicated controllers) --
+
+KafkaOp = Literal[
+    "isolate",  # the node drops what every other node sends it (clients still reach it)
+    "partition",  # groups of node names cut apart both ways
+    "cut",  # from -> to dropped on arrival (both_ways: and back)
+    "cut-clients",
+    "cut-from-quorum",  # the target and the quorum (ZooKeeper or controllers) cut both ways
+    "degrade",  # from -> to: loss_pct, delay_ms (needs sch_netem), rate_kbit
+    "heal",
+    "kill",
+    "stop",
+    "start",
+    "restart",
+    "pause",
+    "resume",
+    "rolling-restart",  # each target in turn: stop, start, wait until it is back in every ISR
+    "elect",  # preferred or unclean leader election through the admin API
+    "leaders",  # record leader placement (K23); expect_balanced judges it
+]
+# A role resolved from live metadata when the step runs, "stopped" (nodes the nemesis has
+# down), "@label" (what an earlier step with that label resolved to), or node names.
+SELECTOR_ROLES = frozenset(
+    {"leader", "follower", "followers", "isr", "in-sync-followers", "out-of-sync", "replicas"}
+    | {"controller", "non-controller", "non-controllers", "quorum", "brokers", "stopped"}
+)
+Selector = str | list[str]
+_NEEDS_TARGET = {"isolate", "cut-clients", "cut-from-quorum", "kill", "stop", "start", "restart"}
+_NEEDS_TARGET |= {"pause", "resume"}
+
+
+class KafkaClusterSpec(Strict):
+    system: Literal["kafka"]
+    # The modes this row applies to (claims.md: both unless the row says otherwise); the first
+    # is the default, `harness run --mode` picks another.
+    modes: Annotated[list[Mode], Field(min_length=1)] = Field(
+        default_factory=lambda: ["zk", "kraft"]
+    )
+    brokers: Annotated[int, Field(ge=3, le=6)] = 3
+    topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "jepsen"
+    partitions: Annotated[int, Field(ge=1, le=64)] = 1
+    replication_factor: Annotated[int, Field(ge=1, le=6)] = 3
+    # Explicit replicas per partition, preferred leader first (rack placement, K21/K22).
+    replica_assignment: list[list[int]] | None = None
+    racks: dict[int, str] = Field(default_factory=dict)
+    min_insync_replicas: Annotated[int, Field(ge=1, le=6)] = 2
+    unclean_leader_election: bool = False
+    replica_lag_time_max_ms: Annotated[int, Field(ge=500, le=60_000)] = 5000
+    session_timeout_ms: Annotated[int, Field(ge=2000, le=60_000)] = 6000
+    auto_leader_rebalance: bool = False
+    leader_imbalance_check_interval_seconds: Annotated[int, Field(ge=1, le=3600)] = 300
+    flush_messages: Annotated[int, Field(ge=1)] | None = None
+    image: str | None = None
+    zookeeper_image: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KafkaClusterSpec:
+        if len(set(self.modes)) != len(self.modes):
+            raise ValueError("modes must not repeat")
+        if self.replication_factor > self.brokers:
+            raise ValueError("replication_factor exceeds the number of brokers")
+        ids = set(range(1, self.brokers + 1))
+        if self.replica_assignment is not None:
+            if len(self.replica_assignment) != self.partitions:
+                raise ValueError("replica_assignment needs one replica list per partition")
+            for replicas in self.replica_assignment:
+                if len(replicas) != self.replication_factor or len(set(replicas)) != len(replicas):
+                    raise ValueError("each replica list has replication_factor distinct brokers")
+                if not set(replicas) <= ids:
+                    raise ValueError(f"replica_assignment names a broker outside 1..{self.brokers}")
+        if not set(self.racks) <= ids:
+            raise ValueError(f"racks names a broker outside 1..{self.brokers}")
+        return self
+
+    def config(self, mode: Mode) -> _KafkaConfig:
+        """The compose layer's cluster configuration for one mode."""
+        return _KafkaConfig(
+            mode=mode,
+            brokers=self.brokers,
+            racks=dict(self.racks),
+            min_insync_replicas=self.min_insync_replicas,
+            unclean_leader_election=self.unclean_leader_election,
+            replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+            session_timeout_ms=self.session_timeout_ms,
+            auto_leader_rebalance=self.auto_leader_rebalance,
+            leader_imbalance_check_interval_seconds=self.leader_imbalance_check_interval_seconds,
+            flush_messages=self.flush_messages,
+            image=self.image,
+            zookeeper_image=self.zookeeper_image,
+        )
+
+    def node_names(self, mode: Mode) -> set[str]:
+        return {n.name for n in nodes_of(self.config(mode), "0.0.0")}
+
+
+class KafkaStep(Strict):
+    at: Annotated[float, Field(ge=0, le=3600)]
+    op: KafkaOp
+    target: Selector | None = None
+    from_: Selector | None = Field(default=None, alias="from")
+    to: Selector | None = None
+    both_ways: bool = False
+    groups: list[list[str]] = Field(default_factory=list)
+    partition: Annotated[int, Field(ge=0)] = 0  # whose leader/followers/ISR a role means
+    loss_pct: Annotated[float, Field(ge=0, le=100)] = 0.0
+    delay_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+    jitter_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+    rate_kbit: Annotated[int, Field(ge=0, le=10_000_000)] = 0
+    election: Literal["preferred", "unclean"] = "preferred"
+    within: Annotated[float, Field(gt=0, le=600)] = 60.0  # elect / rolling-restart: time bound
+    label: str = ""
+    expect_balanced: bool | None = None  # leaders: every partition led by its preferred replica
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _arguments(self) -> KafkaStep:
+        for sel in (self.target, self.from_, self.to):
+            if isinstance(sel, str) and sel not in SELECTOR_ROLES and not sel.startswith("@"):
+                roles = ", ".join(sorted(SELECTOR_ROLES))
+                raise ValueError(f"{sel!r} is not a role ({roles}), an @label or a node list")
+        if self.op in _NEEDS_TARGET and self.target is None:
+            raise ValueError(f"{self.op} needs a target (a role or node names)")
+        if self.op in ("cut", "degrade") and (self.from_ is None or self.to is None):
+            raise ValueError(f"{self.op} needs from and to")
+        if self.op == "degrade" and not (self.loss_pct or self.delay_ms or self.rate_kbit):
+            raise ValueError("degrade needs loss_pct, delay_ms or rate_kbit")
+        if self.op == "partition" and (len(self.groups) < 2 or any(not g for g in self.groups)):
+            raise ValueError("partition needs at least two non-empty groups")
+        return self
+
+    def named_nodes(self) -> list[str]:
+        names = [
+            n for sel in (self.target, self.from_, self.to) if isinstance(sel, list) for n in sel
+        ]
+        return names + [n for g in self.groups for n in g]
+
+
+class KafkaScenario(ScenarioBase):
+    claim: str | None = None  # row of shared/claims.md, e.g. "K4"
+    cluster: KafkaClusterSpec
+    workload: KafkaWorkload
+    nemesis: list[KafkaStep] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _nodes_exist_in_every_mode(self) -> KafkaScenario:
+        labels: set[str] = set()
+        for i, step in enumerate(self.nemesis):
+            for sel in (step.target, step.from_, step.to):
+                if isinstance(sel, str) and sel.startswith("@") and sel[1:] not in labels:
+                    raise ValueError(f"nemesis.{i}: {sel} names no earlier step's label")
+            if step.label:
+                labels.add(step.label)
+        for mode in self.cluster.modes:
+            known = self.cluster.node_names(mode)
+            for i, step in enumerate(self.nemesis):
+                unknown = [n for n in step.named_nodes() if n not in known]
+                if unknown:
+                    raise ValueError(
+                        f"nemesis.{i}: no node {unknown[0]!r} in mode {mode} "
+                        f"(nodes are {', '.join(sorted(known))})"
+                    )
+                if step.op == "cut-from-quorum" and mode == "kraft":
+                    raise ValueError(
+                        f"nemesis.{i}: cut-from-quorum needs a quorum apart from the brokers "
+                        "(modes zk or kraft-dedicated; in kraft every voter is a broker)"
+                    )
+        return self
+
+
+AnyScenario = Scenario | KafkaMockScenario | KafkaScenario
+MODE_NAMES: tuple[str, ...] = MODES
 
 
 def _check_nodes(names: list[str]) -> None:
@@ -252,9 +441,11 @@ def parse_scenario(text: str, source: str = "<scenario>") -> AnyScenario:
         raise ScenarioError(f"{source}: expected a mapping of scenario fields")
     cluster = data.get("cluster")
     system = cluster.get("system", "rabbitmq") if isinstance(cluster, dict) else "rabbitmq"
-    model: type[Scenario] | type[KafkaMockScenario] = (
-        KafkaMockScenario if system == "kafka-mock" else Scenario
-    )
+    models: dict[str, type[Scenario] | type[KafkaMockScenario] | type[KafkaScenario]] = {
+        "kafka-mock": KafkaMockScenario,
+        "kafka": KafkaScenario,
+    }
+    model = models.get(system, Scenario)
     try:
         return model.model_validate(data)
     except ValidationError as e:

@@ -55,12 +55,12 @@ class Nemesis:
     def isolate(self, nodes: Iterable[str]) -> None:
         nodes = list(nodes)
         cuts = network.isolate(nodes, self.topology.names)
-        self._logged("start-partition", {"op": "isolate", "nodes": nodes}, lambda: self._cut(cuts))
+        self.logged("start-partition", {"op": "isolate", "nodes": nodes}, lambda: self._cut(cuts))
 
     def partition(self, groups: Iterable[Iterable[str]]) -> None:
         groups = [list(g) for g in groups]
         cuts = network.partition(groups, self.topology.names)
-        self._logged(
+        self.logged(
             "start-partition", {"op": "partition", "groups": groups}, lambda: self._cut(cuts)
         )
 
@@ -68,38 +68,78 @@ class Nemesis:
         sources, destinations = list(sources), list(destinations)
         cuts = network.one_way(sources, destinations)
         value = {"op": "cut", "from": sources, "to": destinations}
-        self._logged("start-partition", value, lambda: self._cut(cuts))
+        self.logged("start-partition", value, lambda: self._cut(cuts))
 
     def cut_clients(self, nodes: Iterable[str]) -> None:
         nodes = list(nodes)
         cuts = network.cut_clients(nodes)
-        self._logged(
+        self.logged(
             "start-partition", {"op": "cut-clients", "nodes": nodes}, lambda: self._cut(cuts)
         )
+
+    def degrade(
+        self,
+        sources: Iterable[str],
+        destinations: Iterable[str],
+        loss_pct: float = 0.0,
+        delay_ms: int = 0,
+        jitter_ms: int = 0,
+        rate_kbit: int = 0,
+    ) -> None:
+        """Links from sources to destinations lose, delay or rate-limit what they carry."""
+        sources, destinations = list(sources), list(destinations)
+        links = network.degrade(sources, destinations, loss_pct, delay_ms, jitter_ms, rate_kbit)
+        value = {
+            "op": "degrade",
+            "from": sources,
+            "to": destinations,
+            "loss_pct": loss_pct,
+            "delay_ms": delay_ms,
+            "jitter_ms": jitter_ms,
+            "rate_kbit": rate_kbit,
+        }
+        self.logged("start-degrade", value, lambda: self._change(self.state.with_degraded(links)))
 
     def heal(self, nodes: Iterable[str] | None = None) -> None:
         names = list(nodes) if nodes else None
 
         def apply() -> dict[str, Any]:
-            before = self.state
-            self.state = self.state.healed(names)
-            touched = {dst for _, dst in before.cuts - self.state.cuts}
-            self._apply_rules(sorted(touched))
-            return {"remaining_cuts": _cut_list(self.state.cuts)}
+            self._change(self.state.healed(names))
+            return {
+                "remaining_cuts": _cut_list(self.state.cuts),
+                "remaining_degraded": len(self.state.degraded),
+            }
 
-        self._logged("stop-partition", {"op": "heal", "nodes": names or "all"}, apply)
+        self.logged("stop-partition", {"op": "heal", "nodes": names or "all"}, apply)
 
     def _cut(self, cuts: set[network.Cut]) -> dict[str, Any]:
-        self.state = self.state.with_cuts(cuts)
-        self._apply_rules(sorted({dst for _, dst in cuts}))
+        self._change(self.state.with_cuts(cuts))
         return {"cuts": _cut_list(cuts)}
+
+    def _change(self, new: NetworkState) -> None:
+        """Moves to `new`, rewriting the rules of every node whose rules differ."""
+        before, self.state = self.state, new
+
+        def rules(state: NetworkState, n: str) -> tuple[object, ...]:
+            return (state.rules_on(n), state.losses_on(n), state.shaped_from(n))
+
+        nodes = before.nodes_with_rules() | new.nodes_with_rules()
+        changed = sorted(n for n in nodes if rules(before, n) != rules(new, n))
+        try:
+            self._apply_rules(changed)
+        except NemesisError:
+            # A fault that could not be applied must not linger half-applied: back to before.
+            self.state = before
+            self._apply_rules(changed)
+            raise
 
     def _apply_rules(self, nodes: Iterable[str]) -> None:
         for name in nodes:
             if name in self.down:
                 continue  # a stopped node has no namespace; its rules go on when it starts
             script = network.iptables_restore_script(name, self.state, self.addresses)
-            self._in_namespace(name, network.apply_command(script))
+            shaping = network.tc_script(name, self.state, self.addresses)
+            self._in_namespace(name, f"{network.apply_command(script)} && {{ {shaping}; }}")
 
     def _in_namespace(self, name: str, command: str) -> None:
         node = self.topology.node(name)
@@ -115,7 +155,7 @@ class Nemesis:
             )
         except docker.errors.ContainerError as e:
             err = (e.stderr or b"").decode(errors="replace").strip().splitlines()
-            raise NemesisError(f"iptables on {name} failed: {err[-1] if err else e}") from None
+            raise NemesisError(f"network rules on {name} failed: {err[-1] if err else e}") from None
         except docker.errors.APIError as e:
             raise NemesisError(
                 f"cannot enter {name}'s network namespace: {e.explanation}"
@@ -170,7 +210,7 @@ class Nemesis:
         container.start()
         self.down.discard(name)
         # A restarted container has a new network namespace: the node's rules are gone.
-        if self.state.rules_on(name):
+        if name in self.state.nodes_with_rules():
             self._apply_rules([name])
 
     def _each(self, f: str, nodes: Iterable[str], act: Callable[[Container, str], None]) -> None:
@@ -181,7 +221,7 @@ class Nemesis:
                 container = self._container(name)
                 act(container, name)
 
-        self._logged(f, {"nodes": names}, apply)
+        self.logged(f, {"nodes": names}, apply)
 
     def _container(self, name: str) -> Container:
         try:
@@ -200,10 +240,11 @@ class Nemesis:
             self.resume(sorted(self.paused))
         if self.down:
             self.start(sorted(self.down))
-        if self.state.cuts:
+        if self.state.cuts or self.state.degraded:
             self.heal()
 
-    def _logged(self, f: str, value: dict[str, Any], act: Callable[[], Any]) -> None:
+    def logged(self, f: str, value: dict[str, Any], act: Callable[[], Any]) -> None:
+        """Runs `act` between an invoke and its ok (with what act returns) or fail."""
         if self.history:
             self.history.write("invoke", f, value=value)
         try:

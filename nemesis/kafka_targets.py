@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 Role = Literal[
     "leader",
+    "follower",  # one follower: the lowest broker id (stable within a run)
     "followers",
     "isr",
     "in-sync-followers",
@@ -20,6 +21,8 @@ Role = Literal[
     "controller",
     "quorum",
     "non-controllers",
+    "non-controller",  # one broker that is not the controller: the lowest id
+    "brokers",
 ]
 
 
@@ -56,8 +59,11 @@ def resolve(md: Metadata, role: Role, topic: str | None = None, partition: int =
         if md.controller is None or md.controller not in md.brokers:
             raise TargetError("no active controller in the metadata")
         return [md.brokers[md.controller]]
-    if role == "non-controllers":
-        return sorted(n for b, n in md.brokers.items() if b != md.controller)
+    if role in ("non-controllers", "non-controller"):
+        ids = sorted(b for b in md.brokers if b != md.controller)
+        return [md.brokers[b] for b in (ids[:1] if role == "non-controller" else ids)]
+    if role == "brokers":
+        return sorted(md.brokers.values())
     if role == "quorum":
         if not md.quorum:
             raise TargetError("the metadata names no quorum nodes")
@@ -69,8 +75,9 @@ def resolve(md: Metadata, role: Role, topic: str | None = None, partition: int =
         if p.leader < 0:
             raise TargetError(f"{topic}/{partition} has no leader")
         ids = [p.leader]
-    elif role == "followers":
-        ids = [r for r in p.replicas if r != p.leader]
+    elif role in ("followers", "follower"):
+        ids = sorted(r for r in p.replicas if r != p.leader)
+        ids = ids[:1] if role == "follower" else ids
     elif role == "isr":
         ids = list(p.isr)
     elif role == "in-sync-followers":

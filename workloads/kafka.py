@@ -29,6 +29,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
     KafkaError,
+    KafkaException,
     Message,
     Producer,
     TopicPartition,
@@ -153,8 +154,23 @@ def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWr
 class ReaderConfig:
     process: str
     topic: str
-    group: str  # the reader group the history records
+    group: str  # the reader group the history records (and the consumer group in group mode)
     deadline: float
+    mode: str = "assign"  # assign: every partition from the start; group: subscribe, commit
+    commit_every: int = 100  # group mode: a synchronous offset commit every N records
+
+
+# Commit errors after which the offsets may still have been written.
+_COMMIT_UNKNOWN = frozenset(
+    {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT}
+)
+
+
+def commit_outcome(err: KafkaError | None) -> tuple[EventType, str | None]:
+    """The history type and error text for one offset commit."""
+    if err is None or err.code() == KafkaError._NO_OFFSET:  # nothing new to commit
+        return "ok", None
+    return ("info" if err.code() in _COMMIT_UNKNOWN else "fail"), f"{err.name()}: {err.str()}"
 
 
 def read_all(
@@ -166,24 +182,34 @@ def read_all(
     """Reads every partition from the earliest offset; returns whether it caught up.
 
     Once `draining()` says so (the final drain), stops when every partition is read up to its
-    high-water mark; until then, and at the latest, reads until the deadline.
+    high-water mark; until then, and at the latest, reads until the deadline. In group mode the
+    reader is a consumer group member and commits its offsets every `commit_every` records.
     """
+    group_mode = cfg.mode == "group"
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap_servers,
-            "group.id": f"brokerjepsen-{cfg.process}",
+            "group.id": cfg.group if group_mode else f"brokerjepsen-{cfg.process}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10000,
             "log_level": 3,
         }
     )
+    uncommitted = 0
     try:
         metadata = consumer.list_topics(cfg.topic, timeout=10)
         partitions = sorted(metadata.topics[cfg.topic].partitions)
-        consumer.assign([TopicPartition(cfg.topic, p, OFFSET_BEGINNING) for p in partitions])
+        if group_mode:
+            consumer.subscribe([cfg.topic])
+        else:
+            consumer.assign([TopicPartition(cfg.topic, p, OFFSET_BEGINNING) for p in partitions])
         position = {p: 0 for p in partitions}
         while time.time() < cfg.deadline:
             msg = consumer.poll(0.2)
+            if group_mode and uncommitted >= cfg.commit_every:
+                uncommitted = 0
+                _commit(consumer, cfg, history)
             if msg is not None and msg.error() is None:
                 producer, seq = decode_body(msg.value() or b"")
                 offset = msg.offset()
@@ -199,12 +225,31 @@ def read_all(
                 )
                 if offset is not None:
                     position[msg.partition()] = offset + 1
+                uncommitted += 1
                 continue
             if draining() and _caught_up(consumer, cfg.topic, position):
+                if group_mode and uncommitted:
+                    _commit(consumer, cfg, history)
                 return True
         return False
     finally:
         consumer.close()
+
+
+def _commit(consumer: Consumer, cfg: ReaderConfig, history: HistoryWriter) -> None:
+    """A synchronous commit of the consumed offsets, its outcome in the history."""
+    history.write("invoke", "commit", stream=cfg.topic, group=cfg.group)
+    err: KafkaError | None = None
+    offsets: list[TopicPartition] = []
+    try:
+        offsets = consumer.commit(asynchronous=False) or []
+    except KafkaException as e:
+        err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+        if err is None:
+            raise
+    type_, error = commit_outcome(err)
+    value = {str(tp.partition): tp.offset for tp in offsets} if type_ == "ok" else None
+    history.write(type_, "commit", stream=cfg.topic, group=cfg.group, error=error, value=value)
 
 
 def _caught_up(consumer: Consumer, topic: str, position: dict[int, int]) -> bool:

@@ -3,53 +3,96 @@
 # but no registry (no image can be pulled). Idempotent: an image that exists is kept
 # unless FORCE=1. The Debian mirror is the one this machine's apt already uses, unless
 # DEBIAN_MIRROR says otherwise.
+#
+#   brokerjepsen/rabbitmq:3.10.8-debian    rabbitmq-server from Debian
+#   brokerjepsen/zookeeper:3.8.0-debian    zookeeper + OpenJDK 17 from Debian (also the JVM
+#                                          base of the Kafka image)
+#   brokerjepsen/kafka:<version>-debian    only with a Kafka release tarball: KAFKA_TARBALL, or
+#                                          compose/images/kafka-dist/kafka_*.tgz (Apache Kafka
+#                                          is in neither Debian nor PyPI)
 set -euo pipefail
 
 SUITE=${DEBIAN_SUITE:-bookworm}
 RABBITMQ_IMAGE=${LOCAL_RABBITMQ_IMAGE:-brokerjepsen/rabbitmq:3.10.8-debian}
+ZOOKEEPER_IMAGE=${LOCAL_ZOOKEEPER_IMAGE:-brokerjepsen/zookeeper:3.8.0-debian}
 here=$(cd "$(dirname "$0")" && pwd)
+TOOLS=iptables,iproute2,procps,iputils-ping,ca-certificates
 
-if [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$RABBITMQ_IMAGE" >/dev/null 2>&1; then
+present() { [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$1" >/dev/null 2>&1; }
+
+debian_mirror() {
+  local mirror=${DEBIAN_MIRROR:-}
+  if [[ -z "$mirror" ]]; then
+    # First non-security Debian URI from deb822 sources, then from the one-line format.
+    mirror=$(grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+               | awk '{print $2}' | grep -v security | grep -i debian | head -n1 || true)
+  fi
+  if [[ -z "$mirror" && -f /etc/apt/sources.list ]]; then
+    mirror=$(awk '$1=="deb" && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
+  fi
+  if [[ -z "$mirror" ]]; then
+    echo "build_local_images: no Debian mirror found in apt's sources; set DEBIAN_MIRROR" >&2
+    exit 2
+  fi
+  echo "$mirror"
+}
+
+# debootstrap_image IMAGE PACKAGES ENTRYPOINT_SCRIPT PREPARE_FUNCTION DOCKER_CHANGES...
+debootstrap_image() {
+  local image=$1 packages=$2 entrypoint=$3 prepare=$4
+  shift 4
+  command -v debootstrap >/dev/null || { echo "build_local_images: debootstrap is not installed" >&2; exit 2; }
+  local mirror work rootfs start
+  mirror=$(debian_mirror)
+  work=$(mktemp -d /tmp/brokerjepsen-rootfs.XXXXXX)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$work'" RETURN
+  rootfs="$work/rootfs"
+  echo "debootstrap $SUITE ($packages) for $image ..."
+  start=$(date +%s)
+  debootstrap --variant=minbase --include="$packages,$TOOLS" \
+    "$SUITE" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 || {
+      tail -n 20 "$work/debootstrap.log" >&2; echo "build_local_images: debootstrap failed" >&2; exit 1; }
+  install -m 0755 "$here/$entrypoint" "$rootfs/usr/local/bin/docker-entrypoint.sh"
+  "$prepare" "$rootfs"
+  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
+  tar -C "$rootfs" -c . | docker import \
+    --change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8' \
+    --change "LABEL org.brokerjepsen.base=debian-$SUITE" \
+    "$@" - "$image" >/dev/null
+  echo "built $image in $(( $(date +%s) - start )) s"
+}
+
+prepare_rabbitmq() {
+  local rootfs=$1 version
+  version=$(chroot "$rootfs" dpkg-query -W -f='${Version}' rabbitmq-server)
+  echo "$version" >"$rootfs/etc/brokerjepsen-version"
+  # The package's own node state must not leak into containers: each starts empty.
+  rm -rf "$rootfs"/var/lib/rabbitmq/mnesia "$rootfs"/var/lib/rabbitmq/.erlang.cookie
+}
+
+prepare_zookeeper() {
+  local rootfs=$1
+  chroot "$rootfs" dpkg-query -W -f='${Version}' libzookeeper-java >"$rootfs/etc/brokerjepsen-version"
+  rm -rf "$rootfs"/var/lib/zookeeper/version-2 "$rootfs"/var/lib/zookeeper/myid
+}
+
+if present "$RABBITMQ_IMAGE"; then
   echo "image $RABBITMQ_IMAGE present"
-  exit 0
+else
+  debootstrap_image "$RABBITMQ_IMAGE" rabbitmq-server rabbitmq-entrypoint.sh prepare_rabbitmq \
+    --change 'CMD ["rabbitmq-server"]' --change 'EXPOSE 5672 15672 25672 4369' \
+    --change "LABEL org.brokerjepsen.rabbitmq-version=3.10.8"
 fi
 
-mirror=${DEBIAN_MIRROR:-}
-if [[ -z "$mirror" ]]; then
-  # First non-security Debian URI from deb822 sources, then from the one-line format.
-  mirror=$(grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
-             | awk '{print $2}' | grep -v security | grep -i debian | head -n1 || true)
+if present "$ZOOKEEPER_IMAGE"; then
+  echo "image $ZOOKEEPER_IMAGE present"
+else
+  debootstrap_image "$ZOOKEEPER_IMAGE" libzookeeper-java,openjdk-17-jre-headless,bash \
+    zookeeper-entrypoint.sh prepare_zookeeper \
+    --change 'CMD ["zookeeper"]' --change 'EXPOSE 2181 2888 3888' \
+    --change "LABEL org.brokerjepsen.zookeeper-version=3.8.0"
 fi
-if [[ -z "$mirror" && -f /etc/apt/sources.list ]]; then
-  mirror=$(awk '$1=="deb" && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
-fi
-if [[ -z "$mirror" ]]; then
-  echo "build_local_images: no Debian mirror found in apt's sources; set DEBIAN_MIRROR" >&2
-  exit 2
-fi
-command -v debootstrap >/dev/null || { echo "build_local_images: debootstrap is not installed" >&2; exit 2; }
 
-work=$(mktemp -d /tmp/brokerjepsen-rootfs.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-rootfs="$work/rootfs"
-echo "debootstrap $SUITE (rabbitmq-server, iptables, iproute2, procps) ..."
-start=$(date +%s)
-debootstrap --variant=minbase \
-  --include=rabbitmq-server,iptables,iproute2,procps,iputils-ping,ca-certificates \
-  "$SUITE" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 || {
-    tail -n 20 "$work/debootstrap.log" >&2; echo "build_local_images: debootstrap failed" >&2; exit 1; }
-
-version=$(chroot "$rootfs" dpkg-query -W -f='${Version}' rabbitmq-server)
-install -m 0755 "$here/rabbitmq-entrypoint.sh" "$rootfs/usr/local/bin/docker-entrypoint.sh"
-rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
-# The package's own node state must not leak into containers: each starts empty.
-rm -rf "$rootfs"/var/lib/rabbitmq/mnesia "$rootfs"/var/lib/rabbitmq/.erlang.cookie
-
-tar -C "$rootfs" -c . | docker import \
-  --change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
-  --change 'CMD ["rabbitmq-server"]' \
-  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8' \
-  --change 'EXPOSE 5672 15672 25672 4369' \
-  --change "LABEL org.brokerjepsen.rabbitmq-version=$version org.brokerjepsen.base=debian-$SUITE" \
-  - "$RABBITMQ_IMAGE" >/dev/null
-echo "built $RABBITMQ_IMAGE (rabbitmq-server $version) in $(( $(date +%s) - start )) s"
+bash "$here/build_kafka_image.sh"

@@ -1,0 +1,560 @@
+"""Real Kafka clusters under Docker Compose, in three shapes:
+
+  zk               3 ZooKeeper nodes + N brokers (Kafka 3.x; 4.0 removed ZooKeeper)
+  kraft            N nodes, the first three broker+controller (combined)
+  kraft-dedicated  3 dedicated controllers + N brokers (the quorum apart from the data path)
+
+The compose file is rendered per run into the run directory (it is also what `harness compose`
+prints), with every setting a scenario depends on explicit: never an image's single-node
+default. Environment variables follow the convention of the official images (KAFKA_FOO_BAR ->
+foo.bar, ZOOKEEPER_*), which our local images implement too, so the same file runs official
+images and images built here from a Kafka release tarball.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+import socket
+import subprocess
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import docker
+import docker.errors
+import yaml
+
+from compose.cli import ComposeError, compose
+from compose.rabbitmq import PROJECT_PREFIX
+from harness.topology import NodeHandle, Topology
+
+Mode = Literal["zk", "kraft", "kraft-dedicated"]
+MODES: tuple[Mode, ...] = ("zk", "kraft", "kraft-dedicated")
+
+INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 19092, 2181
+CONTROLLER_ID_BASE = 100  # dedicated controller i has node id 100 + i
+LOCAL_ZOOKEEPER_IMAGE = "brokerjepsen/zookeeper:3.8.0-debian"
+LOCAL_KAFKA_REPO = "brokerjepsen/kafka"
+KAFKA_VERSION_LABEL = "org.brokerjepsen.kafka-version"
+# Official images, in the order they are preferred when present (none can be pulled here).
+OFFICIAL_KAFKA = {
+    "zk": ("confluentinc/cp-kafka",),
+    "kraft": ("apache/kafka", "confluentinc/cp-kafka"),
+}
+OFFICIAL_ZOOKEEPER = ("confluentinc/cp-zookeeper",)
+HOW_TO_GET_KAFKA = (
+    "supply a Kafka release tarball (KAFKA_TARBALL=/path/kafka_2.13-3.9.1.tgz make kafka-image, "
+    "or put it in compose/images/kafka-dist/ and run make setup), or docker pull "
+    "apache/kafka:3.9.1 (KRaft) / confluentinc/cp-kafka:7.9.1 + confluentinc/cp-zookeeper:7.9.1 "
+    "(ZooKeeper mode)"
+)
+
+
+class KafkaUnavailable(ComposeError):
+    """No Kafka image for the mode: one line saying what is missing and how to supply it."""
+
+
+@dataclass(frozen=True)
+class KafkaClusterConfig:
+    mode: Mode
+    brokers: int = 3
+    racks: dict[int, str] = field(default_factory=dict)  # broker id -> rack (a "DC")
+    min_insync_replicas: int = 2
+    unclean_leader_election: bool = False
+    replica_lag_time_max_ms: int = 5000
+    session_timeout_ms: int = 6000  # zookeeper.session.timeout.ms / broker.session.timeout.ms
+    auto_leader_rebalance: bool = False
+    leader_imbalance_check_interval_seconds: int = 300
+    flush_messages: int | None = None  # log.flush.interval.messages; None: the OS decides
+    image: str | None = None
+    zookeeper_image: str | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    role: Literal["zookeeper", "controller", "broker", "combined"]
+    node_id: int  # broker / KRaft node id; ZooKeeper myid
+    address: str
+
+
+def nodes_of(cfg: KafkaClusterConfig, net_prefix: str) -> list[Node]:
+    """Every container of the cluster, with its fixed address on the cluster network."""
+    out: list[Node] = []
+    if cfg.mode == "zk":
+        out += [Node(f"zk{i}", "zookeeper", i, f"{net_prefix}.{30 + i}") for i in (1, 2, 3)]
+    if cfg.mode == "kraft-dedicated":
+        out += [
+            Node(f"controller{i}", "controller", CONTROLLER_ID_BASE + i, f"{net_prefix}.{40 + i}")
+            for i in (1, 2, 3)
+        ]
+    for i in range(1, cfg.brokers + 1):
+        role: Literal["broker", "combined"] = (
+            "combined" if cfg.mode == "kraft" and i <= 3 else "broker"
+        )
+        out.append(Node(f"kafka{i}", role, i, f"{net_prefix}.{20 + i}"))
+    return out
+
+
+def quorum_nodes(cfg: KafkaClusterConfig) -> tuple[str, ...]:
+    """The control plane's quorum: the ZooKeeper ensemble or the KRaft voters."""
+    return tuple(n.name for n in nodes_of(cfg, "0.0.0") if n.role != "broker")
+
+
+def _broker_settings(cfg: KafkaClusterConfig) -> dict[str, str]:
+    """Cluster-wide settings every broker (and KRaft controller) gets, all explicit."""
+    rf = str(min(3, cfg.brokers))
+    s = {
+        "KAFKA_MIN_INSYNC_REPLICAS": str(cfg.min_insync_replicas),
+        "KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE": str(cfg.unclean_leader_election).lower(),
+        "KAFKA_REPLICA_LAG_TIME_MAX_MS": str(cfg.replica_lag_time_max_ms),
+        "KAFKA_AUTO_LEADER_REBALANCE_ENABLE": str(cfg.auto_leader_rebalance).lower(),
+        "KAFKA_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS": str(
+            cfg.leader_imbalance_check_interval_seconds
+        ),
+        "KAFKA_DEFAULT_REPLICATION_FACTOR": rf,
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": rf,
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": rf,
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": str(min(cfg.min_insync_replicas, int(rf))),
+        "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        "KAFKA_LOG_DIRS": "/var/lib/kafka/data",
+        "KAFKA_HEAP_OPTS": "-Xms384m -Xmx768m",
+    }
+    if cfg.flush_messages is not None:
+        s["KAFKA_LOG_FLUSH_INTERVAL_MESSAGES"] = str(cfg.flush_messages)
+    return s
+
+
+def node_environment(
+    cfg: KafkaClusterConfig, node: Node, host_port: int | None, cluster_id: str
+) -> dict[str, str]:
+    """The environment of one container, in the official images' convention."""
+    if node.role == "zookeeper":
+        servers = ";".join(f"zk{i}:2888:3888" for i in (1, 2, 3))
+        return {
+            "ZOOKEEPER_SERVER_ID": str(node.node_id),
+            "ZOOKEEPER_CLIENT_PORT": str(ZK_CLIENT_PORT),
+            "ZOOKEEPER_TICK_TIME": "500",
+            "ZOOKEEPER_INIT_LIMIT": "20",
+            "ZOOKEEPER_SYNC_LIMIT": "4",
+            "ZOOKEEPER_SERVERS": servers,
+            "KAFKA_OPTS": "-Dzookeeper.4lw.commands.whitelist=*",
+            "KAFKA_HEAP_OPTS": "-Xms128m -Xmx256m",
+        }
+    env = _broker_settings(cfg)
+    protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    listeners: list[str] = []
+    if node.role in ("broker", "combined"):
+        listeners += [f"INTERNAL://0.0.0.0:{INTERNAL_PORT}", f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT}"]
+        env["KAFKA_ADVERTISED_LISTENERS"] = (
+            f"INTERNAL://{node.name}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{host_port}"
+        )
+        env["KAFKA_INTER_BROKER_LISTENER_NAME"] = "INTERNAL"
+        if rack := cfg.racks.get(node.node_id):
+            env["KAFKA_BROKER_RACK"] = rack
+    if node.role in ("controller", "combined"):
+        listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
+    env["KAFKA_LISTENERS"] = ",".join(listeners)
+    env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = protocols
+    if cfg.mode == "zk":
+        env["KAFKA_BROKER_ID"] = str(node.node_id)
+        env["KAFKA_ZOOKEEPER_CONNECT"] = ",".join(f"zk{i}:{ZK_CLIENT_PORT}" for i in (1, 2, 3))
+        env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"] = str(cfg.session_timeout_ms)
+        # Brokers may start before the ensemble has a leader: wait rather than exit.
+        env["KAFKA_ZOOKEEPER_CONNECTION_TIMEOUT_MS"] = "120000"
+        return env
+    voters = [n for n in nodes_of(cfg, "0.0.0") if n.role in ("controller", "combined")]
+    env.update(
+        {
+            "CLUSTER_ID": cluster_id,
+            "KAFKA_NODE_ID": str(node.node_id),
+            "KAFKA_PROCESS_ROLES": {
+                "broker": "broker",
+                "controller": "controller",
+                "combined": "broker,controller",
+            }[node.role],
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": ",".join(
+                f"{v.node_id}@{v.name}:{CONTROLLER_PORT}" for v in voters
+            ),
+            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+            "KAFKA_BROKER_SESSION_TIMEOUT_MS": str(cfg.session_timeout_ms),
+            "KAFKA_BROKER_HEARTBEAT_INTERVAL_MS": str(max(500, cfg.session_timeout_ms // 6)),
+        }
+    )
+    return env
+
+
+def render_compose(
+    cfg: KafkaClusterConfig,
+    project: str,
+    images: dict[str, str],
+    host_ports: dict[int, int],
+    net_prefix: str,
+    cluster_id: str,
+) -> dict[str, Any]:
+    """The compose file (as data) for one cluster."""
+    services: dict[str, Any] = {}
+    nodes = nodes_of(cfg, net_prefix)
+    first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller")]
+    for node in nodes:
+        service: dict[str, Any] = {
+            "image": images["zookeeper" if node.role == "zookeeper" else "kafka"],
+            "hostname": node.name,
+            "environment": node_environment(cfg, node, host_ports.get(node.node_id), cluster_id),
+            "networks": {"cluster": {"ipv4_address": node.address}},
+            "labels": {"org.brokerjepsen.role": f"kafka-{node.role}"},
+            "stop_grace_period": "30s",
+        }
+        if node.role in ("broker", "combined"):
+            service["ports"] = [f"127.0.0.1:{host_ports[node.node_id]}:{EXTERNAL_PORT}"]
+            if first_up:
+                service["depends_on"] = {n: {"condition": "service_started"} for n in first_up}
+        services[node.name] = service
+    return {
+        "name": project,
+        "services": services,
+        "networks": {"cluster": {"ipam": {"config": [{"subnet": f"{net_prefix}.0/24"}]}}},
+    }
+
+
+# ---- images ----------------------------------------------------------------------------------
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+
+
+def kafka_version_of_image(image: Any) -> str | None:
+    """Kafka's version as the image says it: our label, or an official image's tag."""
+    labels = (image.attrs.get("Config") or {}).get("Labels") or {}
+    if version := labels.get(KAFKA_VERSION_LABEL):
+        return str(version)
+    for tag in image.tags:
+        repo, _, ver = tag.rpartition(":")
+        if repo.endswith("apache/kafka") and re.match(r"^\d+\.\d+", ver):
+            return ver
+        if repo.endswith("confluentinc/cp-kafka") and (m := re.match(r"^(\d+)\.(\d+)", ver)):
+            # Confluent Platform 7.x carries Kafka 3.(x): 7.9 -> 3.9, 7.4 -> 3.4.
+            major, minor = int(m.group(1)), int(m.group(2))
+            if major == 7:
+                return f"3.{minor}"
+            if major == 8:
+                return f"4.{minor}"
+    return None
+
+
+def supports_mode(kafka_version: str | None, mode: Mode) -> bool:
+    v = _version_tuple(kafka_version or "0")
+    if mode == "zk":
+        return v < (4,)  # 4.0 removed ZooKeeper mode
+    return v >= (3, 3) or kafka_version is None  # KRaft production-ready from 3.3
+
+
+def choose_kafka_image(requested: str | None, mode: Mode, client: docker.DockerClient) -> str:
+    """The scenario's image, else the newest local build that runs `mode`, else an official one."""
+    if requested:
+        try:
+            client.images.get(requested)
+        except docker.errors.ImageNotFound:
+            raise KafkaUnavailable(
+                f"Kafka image {requested!r} is not present: {HOW_TO_GET_KAFKA}"
+            ) from None
+        return requested
+    candidates: list[tuple[tuple[int, ...], int, str]] = []
+    official = OFFICIAL_KAFKA["zk" if mode == "zk" else "kraft"]
+    for image in client.images.list():
+        version = kafka_version_of_image(image)
+        for tag in image.tags:
+            repo = tag.rpartition(":")[0]
+            if repo == LOCAL_KAFKA_REPO:
+                rank = 2
+            elif repo in official:
+                rank = 1 if official.index(repo) == 0 else 0
+            else:
+                continue
+            if supports_mode(version, mode):
+                candidates.append((_version_tuple(version or "0"), rank, tag))
+    if not candidates:
+        raise KafkaUnavailable(f"no Kafka image that runs mode {mode}: {HOW_TO_GET_KAFKA}")
+    # Local builds first (they carry iptables and our entrypoint), then the newest version.
+    return max(candidates, key=lambda c: (c[1], c[0]))[2]
+
+
+def choose_zookeeper_image(requested: str | None, client: docker.DockerClient) -> str:
+    names = [requested] if requested else [LOCAL_ZOOKEEPER_IMAGE]
+    if not requested:
+        names += [
+            t for i in client.images.list() for t in i.tags if t.startswith(OFFICIAL_ZOOKEEPER)
+        ]
+    for name in names:
+        try:
+            client.images.get(name)
+            return name
+        except docker.errors.ImageNotFound:
+            continue
+    raise KafkaUnavailable(
+        f"no ZooKeeper image: run make setup (builds {LOCAL_ZOOKEEPER_IMAGE} from Debian's "
+        "zookeeper package) or docker pull confluentinc/cp-zookeeper:7.9.1"
+    )
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free on 127.0.0.1 now (the advertised listeners must name them up front)."""
+    socks, ports = [], []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+# ---- a running cluster -----------------------------------------------------------------------
+
+
+class KafkaCluster:
+    """Brings a Kafka cluster up and down and tells where its nodes are."""
+
+    def __init__(
+        self,
+        config: KafkaClusterConfig,
+        workdir: Path,
+        project: str,
+        net_prefix: str = "172.29.57",
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        self.config = config
+        self.workdir = workdir
+        self.project = project if project.startswith(PROJECT_PREFIX) else PROJECT_PREFIX + project
+        self.net_prefix = net_prefix
+        self.docker = client or docker.from_env()
+        self.images = {"kafka": choose_kafka_image(config.image, config.mode, self.docker)}
+        if config.mode == "zk":
+            self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
+        self.nodes = nodes_of(config, net_prefix)
+        brokers = [n for n in self.nodes if n.role in ("broker", "combined")]
+        self.host_ports = dict(
+            zip([b.node_id for b in brokers], free_ports(len(brokers)), strict=True)
+        )
+        self.node_of = {b.node_id: b.name for b in brokers}
+        self.compose_file = workdir / "docker-compose.yml"
+        # KRaft cluster ids are 16 random bytes, base64url without padding (kafka-storage random-uuid).
+        self.cluster_id = _kraft_cluster_id()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.host_ports.values())
+
+    @property
+    def quorum(self) -> tuple[str, ...]:
+        return quorum_nodes(self.config)
+
+    def render(self) -> dict[str, Any]:
+        return render_compose(
+            self.config,
+            self.project,
+            self.images,
+            self.host_ports,
+            self.net_prefix,
+            self.cluster_id,
+        )
+
+    def up(self, timeout: float, registered: Any) -> None:
+        """Starts every container, then waits until `registered()` (every broker known)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
+        compose(self.compose_file, ["up", "-d"], {}, timeout=timeout)
+        from harness.wait import wait_until
+
+        if not wait_until(registered, timeout, interval=2):
+            stopped = [n for n, c in self.containers().items() if c.status != "running"]
+            detail = f"; containers not running: {', '.join(sorted(stopped))}" if stopped else ""
+            raise ComposeError(
+                f"Kafka brokers did not all register within {timeout:.0f} s{detail} "
+                f"(see {self.workdir.parent / 'logs'})"
+            )
+
+    def down(self, timeout: float = 180) -> None:
+        if self.compose_file.exists():
+            compose(self.compose_file, ["down", "-v", "--remove-orphans", "-t", "5"], {}, timeout)
+
+    def containers(self) -> dict[str, Any]:
+        found = self.docker.containers.list(
+            all=True, filters={"label": f"com.docker.compose.project={self.project}"}
+        )
+        return {c.labels.get("com.docker.compose.service"): c for c in found}
+
+    def topology(self) -> Topology:
+        containers = self.containers()
+        handles, gateway = [], ""
+        for node in self.nodes:
+            c = containers[node.name]
+            (net,) = c.attrs["NetworkSettings"]["Networks"].values()
+            handles.append(NodeHandle(node.name, c.id, net["IPAddress"] or node.address))
+            gateway = net["Gateway"] or gateway
+        return Topology(tuple(handles), client_address=gateway)
+
+    def exec(self, node: str, command: str, timeout: float = 60) -> str:
+        container = self.containers()[node]
+        try:
+            result = subprocess.run(
+                ["docker", "exec", container.id, "sh", "-c", command],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            raise ComposeError(f"command on {node} timed out") from None
+        if result.returncode != 0:
+            lines = (result.stderr or result.stdout).strip().splitlines()
+            raise ComposeError(f"command on {node} failed: {lines[-1] if lines else '?'}")
+        return result.stdout
+
+    def active_controller(self, candidates: list[str]) -> str | None:
+        """KRaft's active controller, from the quorum's own status (brokers' metadata names a
+        random broker there), asked through the first of `candidates` that answers."""
+        tool = (
+            "for t in kafka-metadata-quorum.sh /opt/kafka/bin/kafka-metadata-quorum.sh "
+            "kafka-metadata-quorum; do if command -v $t >/dev/null 2>&1; then "
+            f"exec $t --bootstrap-server localhost:{INTERNAL_PORT} describe --status; fi; done; "
+            "echo 'no kafka-metadata-quorum tool in the image' >&2; exit 127"
+        )
+        for node in candidates:
+            try:
+                out = self.exec(node, tool, timeout=30)
+            except ComposeError:
+                continue
+            if m := re.search(r"LeaderId:\s*(-?\d+)", out):
+                leader = int(m.group(1))
+                return next((n.name for n in self.nodes if n.node_id == leader), None)
+        return None
+
+    def kafka_version(self) -> str:
+        """The version of the Kafka jar the brokers run (whatever the image's tag says)."""
+        probe = (
+            "ls /opt/kafka/libs /usr/share/java/kafka 2>/dev/null "
+            "| grep -m1 -E '^kafka_[0-9.]+-[0-9][0-9A-Za-z.-]*\\.jar$'"
+        )
+        try:
+            jar = self.exec("kafka1", probe, timeout=30).strip()
+        except ComposeError:
+            return "unknown"
+        m = re.match(r"kafka_[0-9.]+-(.+)\.jar$", jar)
+        return m.group(1) if m else "unknown"
+
+    def image_info(self) -> dict[str, dict[str, Any]]:
+        info = {}
+        for role, name in self.images.items():
+            image = self.docker.images.get(name)
+            info[role] = {"name": name, "id": image.id}
+            if role == "kafka":
+                info[role]["image_version"] = kafka_version_of_image(image)
+        return info
+
+    def save_logs(self, dest: Path) -> None:
+        dest.mkdir(parents=True, exist_ok=True)
+        for name, c in self.containers().items():
+            try:
+                (dest / f"{name}.log").write_bytes(c.logs(timestamps=True))
+            except docker.errors.APIError:
+                continue
+
+
+def _kraft_cluster_id() -> str:
+    return base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
+
+
+class KafkaAdmin:
+    """The admin-API side of a running cluster: metadata, topics, elections (KafkaControl)."""
+
+    def __init__(self, cluster: KafkaCluster, topic: str) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.cluster = cluster
+        self.topic = topic
+        self.admin = AdminClient(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "log_level": 3,
+                "socket.timeout.ms": 5000,
+            }
+        )
+
+    def metadata(self, need_controller: bool = False) -> Any:
+        from nemesis.kafka_targets import from_cluster_metadata
+
+        md = from_cluster_metadata(
+            self.admin.list_topics(self.topic, timeout=10),
+            self.cluster.node_of,
+            self.cluster.quorum,
+        )
+        if need_controller and self.cluster.config.mode != "zk":
+            # Brokers' metadata names a random broker as controller in KRaft: ask the quorum.
+            name = self.cluster.active_controller(sorted(md.brokers.values()))
+            ids = {n.name: n.node_id for n in self.cluster.nodes}
+            md = replace(md, controller=ids.get(name) if name else None)
+            if name and md.controller not in md.brokers:
+                md = replace(md, brokers={**md.brokers, ids[name]: name})
+        return md
+
+    def registered_brokers(self) -> set[int]:
+        try:
+            return set(self.admin.list_topics(timeout=5).brokers)
+        except Exception:  # noqa: BLE001 - not up yet
+            return set()
+
+    def create_topic(
+        self,
+        partitions: int,
+        replication_factor: int,
+        assignment: list[list[int]] | None,
+        config: dict[str, str],
+        timeout: float,
+    ) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        if assignment:
+            new = NewTopic(self.topic, replica_assignment=assignment, config=config)
+        else:
+            new = NewTopic(self.topic, partitions, replication_factor, config=config)
+        future = self.admin.create_topics([new], request_timeout=timeout)[self.topic]
+        try:
+            future.result(timeout=timeout)
+        except Exception as e:  # noqa: BLE001 - KafkaException: say it in one line
+            raise ComposeError(f"cannot create topic {self.topic}: {e}") from None
+
+    def fully_in_sync(self, topics: tuple[str, ...] = ()) -> bool:
+        """Every partition of the topic (and of `topics`) has a leader and its full ISR."""
+        try:
+            for topic in (self.topic, *topics):
+                md = self.admin.list_topics(topic, timeout=5)
+                tm = md.topics.get(topic)
+                if tm is None or tm.error is not None or not tm.partitions:
+                    return False
+                for pm in tm.partitions.values():
+                    if pm.leader < 0 or set(pm.isrs) != set(pm.replicas):
+                        return False
+        except Exception:  # noqa: BLE001 - a broker still starting
+            return False
+        return True
+
+    def elect(self, election: str, partitions: list[int]) -> dict[str, str]:
+        from confluent_kafka import ElectionType, TopicPartition
+
+        kind = ElectionType.UNCLEAN if election == "unclean" else ElectionType.PREFERRED
+        tps = [TopicPartition(self.topic, p) for p in partitions]
+        result = self.admin.elect_leaders(kind, tps, request_timeout=10).result(timeout=15)
+        out = {}
+        for tp, exc in result.items():
+            err = exc.args[0] if exc is not None and exc.args else exc
+            out[str(tp.partition)] = (
+                "ok" if err is None else getattr(err, "name", lambda: str(err))()
+            )
+        return out

@@ -1,0 +1,117 @@
+"""A Kafka scenario on a real cluster under Docker Compose: ZooKeeper mode, KRaft combined, or
+KRaft with dedicated controllers (the run's mode: the scenario's first, or --mode)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from compose.kafka import KafkaAdmin, KafkaCluster
+from harness.history import HistoryWriter
+from harness.kafka_common import KafkaClientsRun
+from harness.results import write_manifest
+from harness.runner import RunOptions
+from harness.scenario import KafkaScenario, KafkaStep, ScenarioError
+from harness.wait import wait_until
+from nemesis.faults import Nemesis
+from nemesis.kafka import KafkaNemesis
+
+log = logging.getLogger("harness")
+
+
+def run_mode(scenario: KafkaScenario, requested: str | None) -> str:
+    modes = scenario.cluster.modes
+    if requested is None:
+        return modes[0]
+    if requested not in modes:
+        raise ScenarioError(
+            f"{scenario.id} does not apply to mode {requested} (its modes: {', '.join(modes)})"
+        )
+    return requested
+
+
+class KafkaRun(KafkaClientsRun):
+    scenario: KafkaScenario
+    nemesis: KafkaNemesis | None
+    tier = "real-cluster"
+
+    def __init__(
+        self, scenario: KafkaScenario, scenario_file: Path | None, opts: RunOptions
+    ) -> None:
+        self.mode = run_mode(scenario, opts.kafka_mode)
+        super().__init__(scenario, scenario_file, opts)
+        self.manifest["kafka_mode"] = self.mode
+        self.cluster: KafkaCluster | None = None
+        self.admin: KafkaAdmin | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        assert self.cluster is not None
+        return self.cluster.bootstrap_servers
+
+    def _cluster_up(self) -> None:
+        c, t = self.scenario.cluster, self.scenario.timeouts
+        self.cluster = KafkaCluster(
+            c.config(self.mode),  # type: ignore[arg-type]
+            workdir=self.run_dir / "cluster",
+            project=f"{self.scenario.id}-{self.mode}-{self.run_id}".lower(),
+            net_prefix=self.opts.net_prefix,
+        )
+        cluster = self.cluster
+        self.manifest["images"] = cluster.image_info()
+        self.manifest["compose_project"] = cluster.project
+        self.manifest["bootstrap_servers"] = cluster.bootstrap_servers
+        write_manifest(self.run_dir, self.manifest)
+        self.admin = admin = KafkaAdmin(cluster, c.topic)
+        expected = set(cluster.node_of)
+        cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected)
+        self.manifest["images"]["kafka"]["version"] = cluster.kafka_version()
+        topic_config = {
+            "min.insync.replicas": str(c.min_insync_replicas),
+            "unclean.leader.election.enable": str(c.unclean_leader_election).lower(),
+        }
+        if c.flush_messages is not None:
+            topic_config["flush.messages"] = str(c.flush_messages)
+        admin.create_topic(
+            c.partitions, c.replication_factor, c.replica_assignment, topic_config, t.cluster_up
+        )
+        if not wait_until(admin.fully_in_sync, t.cluster_up, interval=1):
+            raise ScenarioError(f"topic {c.topic} never had a leader and full ISR everywhere")
+        self.manifest["topic_config"] = topic_config
+        net = Nemesis(
+            cluster.topology(),
+            self.opts.tools_image,
+            HistoryWriter(self.history_dir, "nemesis", "kafka"),
+        )
+        self.nemesis = KafkaNemesis(net, admin, c.topic, c.partitions)
+        self.manifest["topology"] = {
+            "nodes": [n.__dict__ for n in cluster.nodes],
+            "quorum": list(cluster.quorum),
+        }
+
+    def _apply(self, step: KafkaStep) -> None:
+        assert self.nemesis is not None
+        self.nemesis.apply(step)
+
+    def _recover(self) -> None:
+        """Final heal, then wait until every broker is back and every replica in sync."""
+        assert self.nemesis is not None and self.admin is not None and self.cluster is not None
+        self.nemesis.heal_all()
+        admin, expected = self.admin, set(self.cluster.node_of)
+        ok = wait_until(
+            lambda: admin.registered_brokers() >= expected and admin.fully_in_sync(),
+            self.scenario.timeouts.recovery,
+            interval=2,
+        )
+        self.manifest["cluster_recovered"] = ok
+        if not ok:
+            log.warning(
+                "cluster not whole and in sync after %.0f s", self.scenario.timeouts.recovery
+            )
+
+    def _cluster_down(self) -> None:
+        if self.cluster is None:
+            return
+        self.cluster.save_logs(self.run_dir / "logs")
+        if not self.opts.keep_cluster:
+            self.cluster.down()
