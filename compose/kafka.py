@@ -345,7 +345,7 @@ class KafkaCluster:
         )
         self.node_of = {b.node_id: b.name for b in brokers}
         self.compose_file = workdir / "docker-compose.yml"
-        # KRaft cluster ids are 16 random bytes, base64url without padding (kafka-storage random-uuid).
+        # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
         self.cluster_id = _kraft_cluster_id()
 
     @property
@@ -554,7 +554,8 @@ class KafkaAdmin:
         out = {}
         for tp, exc in result.items():
             err = exc.args[0] if exc is not None and exc.args else exc
-            out[str(tp.partition)] = (
-                "ok" if err is None else getattr(err, "name", lambda: str(err))()
-            )
+            if err is None:
+                out[str(tp.partition)] = "ok"
+            else:
+                out[str(tp.partition)] = err.name() if hasattr(err, "name") else str(err)
         return out

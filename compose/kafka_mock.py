@@ -111,9 +111,13 @@ class MockKafkaCluster:
 
     def push_produce_errors(self, errors: list[int]) -> None:
         """The next Produce requests fail with these error codes, in order."""
+        self.push_request_errors(self.PRODUCE_API_KEY, errors)
+
+    def push_request_errors(self, api_key: int, errors: list[int]) -> None:
+        """The next requests of this Kafka API fail with these error codes, in order."""
         array = (ctypes.c_int * len(errors))(*errors)
         self._lib.rd_kafka_mock_push_request_errors_array(
-            self._mcluster, self.PRODUCE_API_KEY, len(errors), array
+            self._mcluster, api_key, len(errors), array
         )
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from nemesis.faults import clean_container
 def heal_everything(
     tools_image: str = LOCAL_IMAGE, remove: bool = True, say: Callable[[str], None] = print
 ) -> int:
-    """Heals every node of every brokerjepsen cluster, then removes the clusters.
+    """Heals every node of every brokerjepsen cluster (RabbitMQ or Kafka), then removes them.
 
     Returns the number of clusters found. Idempotent.
     """
@@ -34,11 +34,16 @@ def heal_everything(
             say(f"could not heal {c.name}: {e}")
     if remove:
         for project in sorted(projects):
+            # Any project's containers are orphans of this file: --remove-orphans takes them.
             compose(
                 COMPOSE_FILE,
                 ["down", "-v", "--remove-orphans", "-t", "5"],
                 {"BJ_PROJECT": project},
                 timeout=180,
             )
+            # A Kafka cluster's network has another name than the RabbitMQ file's.
+            label = f"com.docker.compose.project={project}"
+            for net in client.networks.list(filters={"label": label}):
+                net.remove()
             say(f"removed {project}")
     return len(projects)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from compose.kafka import MODES, Mode, nodes_of
 from compose.kafka import KafkaClusterConfig as _KafkaConfig
 from compose.rabbitmq import NODE_NAMES
+from nemesis.network import CLIENTS
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 
@@ -278,7 +279,7 @@ class KafkaClusterSpec(Strict):
     # The modes this row applies to (claims.md: both unless the row says otherwise); the first
     # is the default, `harness run --mode` picks another.
     modes: Annotated[list[Mode], Field(min_length=1)] = Field(
-        default_factory=lambda: ["zk", "kraft"]
+        default_factory=lambda: list[Mode](("zk", "kraft"))
     )
     brokers: Annotated[int, Field(ge=3, le=6)] = 3
     topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "jepsen"
@@ -396,7 +397,7 @@ class KafkaScenario(ScenarioBase):
             if step.label:
                 labels.add(step.label)
         for mode in self.cluster.modes:
-            known = self.cluster.node_names(mode)
+            known = self.cluster.node_names(mode) | {CLIENTS}
             for i, step in enumerate(self.nemesis):
                 unknown = [n for n in step.named_nodes() if n not in known]
                 if unknown:

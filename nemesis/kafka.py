@@ -9,6 +9,7 @@ namespace, Docker for processes); what Kafka adds comes through `KafkaControl`.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Protocol
 
@@ -144,7 +145,7 @@ class KafkaNemesis:
         ISR of every partition it replicates before the next: the way operators patch."""
         for name in nodes:
             self.net.restart([name])
-            back = wait_until(lambda name=name: self._in_every_isr(name), within, interval=1)
+            back = wait_until(functools.partial(self._in_every_isr, name), within, interval=1)
             if self.history:
                 self.history.write(
                     "info", "rejoined", value={"node": name, "in_sync": back, "within": within}

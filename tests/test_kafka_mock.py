@@ -130,3 +130,50 @@ def test_mock_tier_end_to_end_through_the_checker(spark: Any, tmp_path: Path) ->
     }
     assert not read_ids & {e["msg_id"] for e in rejected}
     assert "kafka-mock" in (run / "summary.txt").read_text()
+
+
+@pytest.mark.spark
+def test_group_reader_records_commits_and_the_checker_counts_their_failures(
+    spark: Any, tmp_path: Path
+) -> None:
+    """K25's plumbing on the mock tier: a consumer-group reader commits every N records; commits
+    the coordinator refuses are history lines (f: commit, fail) that expect_errors can demand."""
+    run = tmp_path / "run"
+    history = run / "history"
+    offset_commit_api = 8
+    with MockKafkaCluster(brokers=3) as cluster:
+        cluster.create_topic("jepsen", partitions=2, replication_factor=3)
+        cfg = ProducerConfig(process="P", topic="jepsen", count=300, deadline=time.time() + 60)
+        with HistoryWriter(history, "P", "kafka") as w:
+            run_producer(cfg, cluster.bootstrap_servers, w)
+        # The first two commits are refused as if __consumer_offsets were under its min ISR
+        # (librdkafka tries a commit three times: six refusals fail two commits).
+        cluster.push_request_errors(offset_commit_api, [KafkaError.NOT_ENOUGH_REPLICAS] * 6)
+        with HistoryWriter(history, "group-reader", "kafka") as w:
+            reader = ReaderConfig(
+                process="group-reader",
+                topic="jepsen",
+                group="group-reader",
+                deadline=time.time() + 60,
+                mode="group",
+                commit_every=50,
+            )
+            assert read_all(reader, cluster.bootstrap_servers, w, lambda: True)
+    spec = {"expect_errors": [{"f": "commit", "error": "NOT_ENOUGH_REPLICAS"}]}
+    manifest = {"tier": TIER, "groups": ["group-reader"], "expect": "safe", "scenario_spec": spec}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+    events = [json.loads(x) for x in (history / "group-reader.jsonl").read_text().splitlines()]
+    commits = [e for e in events if e["f"] == "commit" and e["type"] != "invoke"]
+    assert [e["type"] for e in commits[:2]] == ["fail", "fail"]
+    assert all("NOT_ENOUGH_REPLICAS" in e["error"] for e in commits[:2])
+    assert commits[-1]["type"] == "ok" and commits[-1]["value"]  # offsets committed at the end
+    verdict = check_run(run, spark=spark)
+    assert verdict["errors"]["commit"] == {"NOT_ENOUGH_REPLICAS": 2}
+    assert verdict["groups"]["group-reader"]["lost"] == 0
+    assert verdict["matched"], verdict["reason"]
+    # Demanding an error nobody saw makes the verdict a mismatch.
+    spec["expect_errors"].append({"f": "send", "error": "NOT_ENOUGH_REPLICAS"})
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    again = check_run(run, spark=spark)
+    assert not again["matched"] and "no send failed with NOT_ENOUGH_REPLICAS" in again["reason"]

@@ -1,0 +1,329 @@
+"""Real-Kafka layer without a Kafka broker: compose rendering for the three modes, image choice,
+scenario files for every K-claim row, role-aimed nemesis steps, verdicts on client errors."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+
+from checkers.verdict import judge, missing_errors, placement_mismatches, with_client_expectations
+from compose.cli import compose_command
+from compose.kafka import (
+    KafkaClusterConfig,
+    KafkaUnavailable,
+    choose_kafka_image,
+    nodes_of,
+    quorum_nodes,
+    render_compose,
+)
+from harness.scenario import KafkaScenario, ScenarioError, load_scenario, parse_scenario
+from nemesis.kafka import KafkaNemesis
+from nemesis.kafka_targets import Metadata, PartitionState
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGES = {"kafka": "apache/kafka:3.9.1", "zookeeper": "brokerjepsen/zookeeper:3.8.0-debian"}
+
+
+def rendered(mode: str, brokers: int = 3, **settings: Any) -> dict[str, Any]:
+    cfg = KafkaClusterConfig(mode=mode, brokers=brokers, **settings)  # type: ignore[arg-type]
+    ports = {i: 40000 + i for i in range(1, brokers + 1)}
+    return render_compose(
+        cfg, "brokerjepsen-t", IMAGES, ports, "172.29.60", "AAAAAAAAAAAAAAAAAAAAAA"
+    )
+
+
+def test_zookeeper_mode_has_an_ensemble_and_no_kraft_settings() -> None:
+    services = rendered("zk")["services"]
+    assert sorted(services) == ["kafka1", "kafka2", "kafka3", "zk1", "zk2", "zk3"]
+    env = services["kafka2"]["environment"]
+    assert env["KAFKA_BROKER_ID"] == "2"
+    assert env["KAFKA_ZOOKEEPER_CONNECT"] == "zk1:2181,zk2:2181,zk3:2181"
+    assert "KAFKA_PROCESS_ROLES" not in env and "CLUSTER_ID" not in env
+    assert env["KAFKA_ADVERTISED_LISTENERS"] == "INTERNAL://kafka2:9092,EXTERNAL://127.0.0.1:40002"
+    assert services["kafka2"]["ports"] == ["127.0.0.1:40002:19092"]
+    assert services["zk3"]["environment"]["ZOOKEEPER_SERVER_ID"] == "3"
+    assert set(services["kafka1"]["depends_on"]) == {"zk1", "zk2", "zk3"}
+
+
+def test_kraft_combined_voters_are_the_first_three_brokers() -> None:
+    services = rendered("kraft", brokers=4)["services"]
+    assert sorted(services) == ["kafka1", "kafka2", "kafka3", "kafka4"]
+    env1, env4 = services["kafka1"]["environment"], services["kafka4"]["environment"]
+    assert env1["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    assert env4["KAFKA_PROCESS_ROLES"] == "broker"  # a fourth broker is not a voter
+    voters = "1@kafka1:9093,2@kafka2:9093,3@kafka3:9093"
+    assert (
+        env1["KAFKA_CONTROLLER_QUORUM_VOTERS"] == env4["KAFKA_CONTROLLER_QUORUM_VOTERS"] == voters
+    )
+    assert "CONTROLLER://0.0.0.0:9093" in env1["KAFKA_LISTENERS"]
+    assert "CONTROLLER" not in env4["KAFKA_LISTENERS"]
+    assert quorum_nodes(KafkaClusterConfig(mode="kraft")) == ("kafka1", "kafka2", "kafka3")
+
+
+def test_kraft_dedicated_controllers_are_apart_from_the_data_path() -> None:
+    services = rendered("kraft-dedicated")["services"]
+    controller = services["controller2"]["environment"]
+    assert controller["KAFKA_PROCESS_ROLES"] == "controller"
+    assert controller["KAFKA_NODE_ID"] == "102"
+    assert "ports" not in services["controller2"]  # clients never reach the quorum
+    assert "ADVERTISED" not in " ".join(controller)
+    broker = services["kafka1"]["environment"]
+    assert broker["KAFKA_PROCESS_ROLES"] == "broker"
+    assert broker["KAFKA_CONTROLLER_QUORUM_VOTERS"].startswith("101@controller1:9093")
+    assert quorum_nodes(KafkaClusterConfig(mode="kraft-dedicated")) == (
+        "controller1",
+        "controller2",
+        "controller3",
+    )
+
+
+@pytest.mark.parametrize("mode", ["zk", "kraft", "kraft-dedicated"])
+def test_every_setting_a_scenario_depends_on_is_explicit(mode: str) -> None:
+    services = rendered(
+        mode,
+        min_insync_replicas=3,
+        unclean_leader_election=True,
+        replica_lag_time_max_ms=4000,
+        session_timeout_ms=7000,
+        flush_messages=1,
+        racks={1: "dc1"},
+    )["services"]
+    env = services["kafka1"]["environment"]
+    assert env["KAFKA_MIN_INSYNC_REPLICAS"] == "3"
+    assert env["KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE"] == "true"
+    assert env["KAFKA_REPLICA_LAG_TIME_MAX_MS"] == "4000"
+    assert env["KAFKA_LOG_FLUSH_INTERVAL_MESSAGES"] == "1"
+    assert env["KAFKA_BROKER_RACK"] == "dc1"
+    assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "3"
+    assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == "3"
+    assert env["KAFKA_AUTO_LEADER_REBALANCE_ENABLE"] == "false"
+    session = (
+        "KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS" if mode == "zk" else "KAFKA_BROKER_SESSION_TIMEOUT_MS"
+    )
+    assert env[session] == "7000"
+    addresses = [s["networks"]["cluster"]["ipv4_address"] for s in services.values()]
+    assert len(set(addresses)) == len(addresses)
+
+
+@pytest.mark.parametrize("mode", ["zk", "kraft", "kraft-dedicated"])
+def test_rendered_files_are_valid_compose(mode: str, tmp_path: Path) -> None:
+    path = tmp_path / "docker-compose.yml"
+    path.write_text(yaml.safe_dump(rendered(mode, brokers=4)))
+    result = subprocess.run(
+        [*compose_command(), "-f", str(path), "config", "--quiet"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+
+
+class FakeImage:
+    def __init__(self, tag: str, version: str | None = None) -> None:
+        self.tags = [tag]
+        labels = {"org.brokerjepsen.kafka-version": version} if version else {}
+        self.attrs = {"Config": {"Labels": labels}}
+
+
+class FakeDocker:
+    def __init__(self, *images: FakeImage) -> None:
+        self._images = images
+        self.images = SimpleNamespace(list=lambda: list(self._images), get=self._get)
+
+    def _get(self, name: str) -> FakeImage:
+        import docker.errors
+
+        for i in self._images:
+            if name in i.tags:
+                return i
+        raise docker.errors.ImageNotFound(name)
+
+
+def test_image_choice_prefers_local_builds_and_respects_zookeepers_removal() -> None:
+    client = FakeDocker(
+        FakeImage("apache/kafka:3.9.1"),
+        FakeImage("brokerjepsen/kafka:4.1.0-debian", "4.1.0"),
+        FakeImage("brokerjepsen/kafka:3.9.1-debian", "3.9.1"),
+        FakeImage("confluentinc/cp-kafka:7.9.1"),
+    )
+    assert choose_kafka_image(None, "kraft", client) == "brokerjepsen/kafka:4.1.0-debian"  # type: ignore[arg-type]
+    assert choose_kafka_image(None, "zk", client) == "brokerjepsen/kafka:3.9.1-debian"  # type: ignore[arg-type]
+    only_4 = FakeDocker(FakeImage("brokerjepsen/kafka:4.1.0-debian", "4.1.0"))
+    with pytest.raises(KafkaUnavailable, match="no Kafka image that runs mode zk: supply"):
+        choose_kafka_image(None, "zk", only_4)  # type: ignore[arg-type]
+    official = FakeDocker(FakeImage("confluentinc/cp-kafka:7.9.1"))
+    assert choose_kafka_image(None, "zk", official) == "confluentinc/cp-kafka:7.9.1"  # type: ignore[arg-type]
+    with pytest.raises(KafkaUnavailable, match="KAFKA_TARBALL"):
+        choose_kafka_image(None, "kraft", FakeDocker())  # type: ignore[arg-type]
+
+
+# ---- scenarios -------------------------------------------------------------------------------
+
+KAFKA_SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("K*.yaml"))
+
+
+def test_every_kafka_claim_row_has_a_scenario() -> None:
+    claims = {load_scenario(p).claim for p in KAFKA_SCENARIOS}
+    rows = {f"K{i}" for i in range(1, 26)} - {"K17", "K18"}  # K17/K18: power loss, not here
+    assert rows <= claims, sorted(rows - claims)
+
+
+@pytest.mark.parametrize("path", KAFKA_SCENARIOS, ids=lambda p: p.stem)
+def test_kafka_scenarios_are_valid_for_each_of_their_modes(path: Path) -> None:
+    s = load_scenario(path)
+    assert isinstance(s, KafkaScenario) and s.claim and re.fullmatch(r"K\d+", s.claim)
+    assert s.id == path.stem
+    if s.expect == "loss":  # built to lose: a fault aimed at the leader
+        assert any(
+            step.target == "leader"
+            or step.from_ == "leader"
+            or step.to == "leader"
+            or step.op == "cut"
+            and "leader" in (step.from_, step.to)
+            or step.op == "rolling-restart"
+            for step in s.nemesis
+        ), s.id
+
+
+BASE = """
+id: x
+expect: safe
+cluster: {system: kafka, modes: [zk, kraft]}
+workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
+"""
+
+
+@pytest.mark.parametrize(
+    ("nemesis", "message"),
+    [
+        ("[{at: 1, op: kill, target: leaderr}]", "'leaderr' is not a role"),
+        ("[{at: 1, op: kill}]", "kill needs a target"),
+        ("[{at: 1, op: cut, from: leader}]", "cut needs from and to"),
+        ("[{at: 1, op: degrade, from: leader, to: followers}]", "degrade needs loss_pct"),
+        ("[{at: 1, op: start, target: '@old'}]", "@old names no earlier step's label"),
+        ("[{at: 1, op: isolate, target: [zk1]}]", "no node 'zk1' in mode kraft"),
+        ("[{at: 1, op: cut-from-quorum, target: leader}]", "cut-from-quorum needs a quorum apart"),
+    ],
+)
+def test_bad_kafka_steps_are_one_line(nemesis: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        parse_scenario(BASE + f"nemesis: {nemesis}\n", "x.yaml")
+
+
+def test_bad_cluster_settings_are_one_line() -> None:
+    bad = BASE.replace("modes: [zk, kraft]}", "modes: [zk], replica_assignment: [[1, 2]]}")
+    with pytest.raises(ScenarioError, match="replication_factor distinct brokers"):
+        parse_scenario(bad, "x.yaml")
+
+
+# ---- the nemesis aims at roles when the fault starts ----------------------------------------
+
+
+class FakeNet:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.down: set[str] = set()
+        self.history = None
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args: self.calls.append((name, *args))
+
+    def logged(self, f: str, value: dict[str, Any], act: Any) -> None:
+        self.calls.append((f, value, act()))
+
+
+class FakeControl:
+    def __init__(self, leaders: list[int]) -> None:
+        self.leaders = leaders  # the leader of partition 0 at each successive metadata call
+        self.elections: list[dict[str, str]] = []
+
+    def metadata(self, need_controller: bool = False) -> Metadata:
+        leader = self.leaders.pop(0) if len(self.leaders) > 1 else self.leaders[0]
+        isr = (leader, 1 + leader % 3)
+        return Metadata(
+            {1: "kafka1", 2: "kafka2", 3: "kafka3"},
+            2,
+            (PartitionState("t", 0, leader, (1, 2, 3), isr),),
+            ("zk1", "zk2", "zk3"),
+        )
+
+    def elect(self, election: str, partitions: list[int]) -> dict[str, str]:
+        return self.elections.pop(0) if self.elections else {"0": "ok"}
+
+
+def step(**kw: Any) -> Any:
+    fields = {"target": None, "from_": None, "to": None, "both_ways": False, "partition": 0}
+    fields |= {"label": "", "groups": [], "within": 5.0, "election": "preferred"}
+    return SimpleNamespace(**(fields | kw))
+
+
+def test_roles_are_resolved_when_each_fault_starts_and_labels_remember() -> None:
+    net, control = FakeNet(), FakeControl(leaders=[1, 2, 2, 2])
+    n = KafkaNemesis(net, control, "t", 1)  # type: ignore[arg-type]
+    n.apply(step(op="kill", target="leader", label="old-leader"))
+    n.apply(step(op="cut", from_="followers", to="leader", both_ways=True))  # leader moved to 2
+    n.apply(step(op="cut-from-quorum", target="follower"))
+    n.apply(step(op="start", target="@old-leader"))
+    assert net.calls == [
+        ("kill", ["kafka1"]),
+        ("cut", ["kafka1", "kafka3"], ["kafka2"]),
+        ("cut", ["kafka2"], ["kafka1", "kafka3"]),
+        ("cut", ["kafka1"], ["zk1", "zk2", "zk3"]),
+        ("cut", ["zk1", "zk2", "zk3"], ["kafka1"]),
+        ("start", ["kafka1"]),
+    ]
+
+
+def test_election_retries_until_it_takes() -> None:
+    net, control = FakeNet(), FakeControl(leaders=[1])
+    control.elections = [{"0": "ELIGIBLE_LEADERS_NOT_AVAILABLE"}, {"0": "ok"}]
+    KafkaNemesis(net, control, "t", 1).apply(step(op="elect", election="unclean"))  # type: ignore[arg-type]
+    assert net.calls[-1][0] == "elect" and net.calls[-1][2] == {"results": {"0": "ok"}}
+
+
+def test_leader_placement_snapshot() -> None:
+    net, control = FakeNet(), FakeControl(leaders=[2])
+    n = KafkaNemesis(net, control, "t", 1)  # type: ignore[arg-type]
+    n.apply(step(op="leaders", label="after", expect_balanced=True))
+    f, value, snap = net.calls[-1]
+    assert (f, value["label"], value["expect_balanced"]) == ("leaders", "after", True)
+    assert snap["leaders"] == {"0": "kafka2"} and snap["preferred"] == {"0": "kafka1"}
+    assert snap["balanced"] is False and snap["per_broker"]["kafka2"] == 1
+
+
+# ---- verdicts on what clients must see ------------------------------------------------------
+
+G = {"acked": 10, "received": 10, "lost": 0, "duplicated": 0, "reordered": 0, "unexpected": 0}
+
+
+def test_duplicate_expectations() -> None:
+    dup = {"g": G | {"duplicated": 3}}
+    assert judge(dup, {"ok": 10}, "duplicates").matched
+    assert not judge({"g": G}, {"ok": 10}, "duplicates").matched
+    assert not judge(dup, {"ok": 10}, "no-duplicates").matched
+    assert judge({"g": G}, {"ok": 10}, "no-duplicates").matched
+    lost = {"g": G | {"lost": 1, "duplicated": 3}}
+    assert judge(lost, {"ok": 10}, "duplicates").outcome == "loss"
+
+
+def test_expected_client_errors_and_placement() -> None:
+    errors = {"send": {"NOT_ENOUGH_REPLICAS": 4, "_MSG_TIMED_OUT": 1}}
+    want = [{"f": "send", "error": "NOT_ENOUGH_REPLICAS"}, {"f": "commit", "error": ""}]
+    assert missing_errors(want, errors) == ["no commit failed"]
+    assert missing_errors(want[:1], errors) == []
+    snaps = [{"label": "after", "expect_balanced": True, "balanced": False, "per_broker": {}}]
+    problems = placement_mismatches(snaps)
+    assert problems and "after" in problems[0]
+    j = judge({"g": G}, {"ok": 10, "fail": 4}, "unavailable")
+    assert j.matched
+    assert not with_client_expectations(j, ["no commit failed"], []).matched
+    assert with_client_expectations(j, [], []).matched
+
+
+def test_nodes_of_give_fixed_distinct_addresses() -> None:
+    nodes = nodes_of(KafkaClusterConfig(mode="kraft-dedicated", brokers=4), "10.1.2")
+    assert [n.name for n in nodes][:3] == ["controller1", "controller2", "controller3"]
+    assert len({n.address for n in nodes}) == len(nodes) == 7
