@@ -27,8 +27,8 @@ import docker.errors
 import yaml
 
 from compose.cli import ComposeError, compose
-from compose.rabbitmq import PROJECT_PREFIX
-from harness.topology import NodeHandle, Topology
+from compose.cluster import ComposeCluster
+from harness.topology import Topology
 
 Mode = Literal["zk", "kraft", "kraft-dedicated"]
 MODES: tuple[Mode, ...] = ("zk", "kraft", "kraft-dedicated")
@@ -319,7 +319,7 @@ def free_ports(count: int) -> list[int]:
 # ---- a running cluster -----------------------------------------------------------------------
 
 
-class KafkaCluster:
+class KafkaCluster(ComposeCluster):
     """Brings a Kafka cluster up and down and tells where its nodes are."""
 
     def __init__(
@@ -330,11 +330,8 @@ class KafkaCluster:
         net_prefix: str = "172.29.57",
         client: docker.DockerClient | None = None,
     ) -> None:
+        super().__init__(workdir, project, net_prefix, client)
         self.config = config
-        self.workdir = workdir
-        self.project = project if project.startswith(PROJECT_PREFIX) else PROJECT_PREFIX + project
-        self.net_prefix = net_prefix
-        self.docker = client or docker.from_env()
         self.images = {"kafka": choose_kafka_image(config.image, config.mode, self.docker)}
         if config.mode == "zk":
             self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
@@ -385,21 +382,8 @@ class KafkaCluster:
         if self.compose_file.exists():
             compose(self.compose_file, ["down", "-v", "--remove-orphans", "-t", "5"], {}, timeout)
 
-    def containers(self) -> dict[str, Any]:
-        found = self.docker.containers.list(
-            all=True, filters={"label": f"com.docker.compose.project={self.project}"}
-        )
-        return {c.labels.get("com.docker.compose.service"): c for c in found}
-
     def topology(self) -> Topology:
-        containers = self.containers()
-        handles, gateway = [], ""
-        for node in self.nodes:
-            c = containers[node.name]
-            (net,) = c.attrs["NetworkSettings"]["Networks"].values()
-            handles.append(NodeHandle(node.name, c.id, net["IPAddress"] or node.address))
-            gateway = net["Gateway"] or gateway
-        return Topology(tuple(handles), client_address=gateway)
+        return self.topology_of(n.name for n in self.nodes)
 
     def exec(self, node: str, command: str, timeout: float = 60) -> str:
         container = self.containers()[node]
@@ -457,14 +441,6 @@ class KafkaCluster:
             if role == "kafka":
                 info[role]["image_version"] = kafka_version_of_image(image)
         return info
-
-    def save_logs(self, dest: Path) -> None:
-        dest.mkdir(parents=True, exist_ok=True)
-        for name, c in self.containers().items():
-            try:
-                (dest / f"{name}.log").write_bytes(c.logs(timestamps=True))
-            except docker.errors.APIError:
-                continue
 
 
 def _kraft_cluster_id() -> str:

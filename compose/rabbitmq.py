@@ -13,13 +13,13 @@ import docker
 import docker.errors
 
 from compose.cli import ComposeError, compose
-from harness.topology import Endpoint, NodeHandle, Topology
+from compose.cluster import ComposeCluster
+from harness.topology import Endpoint, Topology
 
 COMPOSE_FILE = Path(__file__).parent / "rabbitmq" / "docker-compose.yml"
 NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
 OFFICIAL_IMAGE = "rabbitmq:3.13-management"
 LOCAL_IMAGE = "brokerjepsen/rabbitmq:3.10.8-debian"
-PROJECT_PREFIX = "brokerjepsen-"
 AMQP_PORT = 5672
 
 
@@ -72,7 +72,7 @@ def choose_image(requested: str | None, client: docker.DockerClient) -> str:
     )
 
 
-class RabbitMQCluster:
+class RabbitMQCluster(ComposeCluster):
     """Brings a cluster up and down and tells where its nodes are."""
 
     def __init__(
@@ -83,11 +83,8 @@ class RabbitMQCluster:
         net_prefix: str = "172.29.57",
         client: docker.DockerClient | None = None,
     ) -> None:
+        super().__init__(workdir, project, net_prefix, client)
         self.config = config
-        self.workdir = workdir
-        self.project = project if project.startswith(PROJECT_PREFIX) else PROJECT_PREFIX + project
-        self.net_prefix = net_prefix
-        self.docker = client or docker.from_env()
         self.image = choose_image(config.image, self.docker)
         self._env: dict[str, str] = {}
 
@@ -114,22 +111,8 @@ class RabbitMQCluster:
         env = self._env or {"BJ_PROJECT": self.project}
         compose(COMPOSE_FILE, ["down", "-v", "--remove-orphans", "-t", "5"], env, timeout)
 
-    def containers(self) -> dict[str, Any]:
-        found = self.docker.containers.list(
-            all=True, filters={"label": f"com.docker.compose.project={self.project}"}
-        )
-        return {c.labels.get("com.docker.compose.service"): c for c in found}
-
     def topology(self) -> Topology:
-        containers = self.containers()
-        handles = []
-        gateway = ""
-        for name in NODE_NAMES:
-            c = containers[name]
-            (net,) = c.attrs["NetworkSettings"]["Networks"].values()
-            handles.append(NodeHandle(name, c.id, net["IPAddress"]))
-            gateway = net["Gateway"]
-        return Topology(tuple(handles), client_address=gateway)
+        return self.topology_of(NODE_NAMES)
 
     def endpoints(self) -> list[Endpoint]:
         out = []
@@ -200,11 +183,3 @@ class RabbitMQCluster:
     def image_info(self) -> dict[str, str]:
         image = self.docker.images.get(self.image)
         return {"name": self.image, "id": image.id}
-
-    def save_logs(self, dest: Path) -> None:
-        dest.mkdir(parents=True, exist_ok=True)
-        for name, c in self.containers().items():
-            try:
-                (dest / f"{name}.log").write_bytes(c.logs(timestamps=True))
-            except docker.errors.APIError:
-                continue

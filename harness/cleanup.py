@@ -8,7 +8,8 @@ import docker
 import docker.errors
 
 from compose.cli import compose
-from compose.rabbitmq import COMPOSE_FILE, LOCAL_IMAGE, PROJECT_PREFIX
+from compose.cluster import PROJECT_PREFIX
+from compose.rabbitmq import COMPOSE_FILE, LOCAL_IMAGE
 from nemesis.faults import clean_container
 
 

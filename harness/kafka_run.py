@@ -108,10 +108,3 @@ class KafkaRun(KafkaClientsRun):
             log.warning(
                 "cluster not whole and in sync after %.0f s", self.scenario.timeouts.recovery
             )
-
-    def _cluster_down(self) -> None:
-        if self.cluster is None:
-            return
-        self.cluster.save_logs(self.run_dir / "logs")
-        if not self.opts.keep_cluster:
-            self.cluster.down()

@@ -201,10 +201,3 @@ class RabbitMQRun(ScenarioRun):
 
     def _endpoints_for(self, nodes: list[str]) -> list[dict[str, Any]]:
         return [asdict(self.endpoints[n]) for n in nodes]
-
-    def _cluster_down(self) -> None:
-        if self.cluster is None:
-            return
-        self.cluster.save_logs(self.run_dir / "logs")
-        if not self.opts.keep_cluster:
-            self.cluster.down()

@@ -73,6 +73,7 @@ class ScenarioRun:
         self.history_dir = self.run_dir / "history"
         self.clients: dict[str, subprocess.Popen[bytes]] = {}
         self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
+        self.cluster: Any = None  # the system's cluster: save_logs() and down()
         self.manifest: dict[str, Any] = {
             "scenario": scenario.id,
             "claim": scenario.claim,
@@ -130,7 +131,12 @@ class ScenarioRun:
                     self.nemesis.history.close()
 
     def _cluster_down(self) -> None:
-        raise NotImplementedError
+        """Keeps the nodes' logs, then removes the cluster (unless --keep)."""
+        if self.cluster is None:
+            return
+        self.cluster.save_logs(self.run_dir / "logs")
+        if not self.opts.keep_cluster:
+            self.cluster.down()
 
     # ---- the skeleton --------------------------------------------------------------------
 

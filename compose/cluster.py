@@ -1,0 +1,54 @@
+"""What every cluster under Docker Compose shares: its project, containers, topology, logs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from harness.topology import NodeHandle, Topology
+
+PROJECT_PREFIX = "brokerjepsen-"  # every project we start; `harness heal` looks for it
+
+
+class ComposeCluster:
+    def __init__(
+        self,
+        workdir: Path,
+        project: str,
+        net_prefix: str = "172.29.57",
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        self.workdir = workdir
+        self.project = project if project.startswith(PROJECT_PREFIX) else PROJECT_PREFIX + project
+        self.net_prefix = net_prefix
+        self.docker = client or docker.from_env()
+
+    def containers(self) -> dict[str, Any]:
+        """The project's containers by compose service name."""
+        found = self.docker.containers.list(
+            all=True, filters={"label": f"com.docker.compose.project={self.project}"}
+        )
+        return {c.labels.get("com.docker.compose.service"): c for c in found}
+
+    def topology_of(self, names: Iterable[str]) -> Topology:
+        """Where the named nodes are on the cluster network, and where clients come from."""
+        containers = self.containers()
+        handles, gateway = [], ""
+        for name in names:
+            c = containers[name]
+            (net,) = c.attrs["NetworkSettings"]["Networks"].values()
+            handles.append(NodeHandle(name, c.id, net["IPAddress"]))
+            gateway = net["Gateway"] or gateway
+        return Topology(tuple(handles), client_address=gateway)
+
+    def save_logs(self, dest: Path) -> None:
+        dest.mkdir(parents=True, exist_ok=True)
+        for name, c in self.containers().items():
+            try:
+                (dest / f"{name}.log").write_bytes(c.logs(timestamps=True))
+            except docker.errors.APIError:
+                continue
