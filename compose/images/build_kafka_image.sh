@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Builds brokerjepsen/kafka:<version>-debian from a Kafka release tarball on the local JVM base
 # (brokerjepsen/zookeeper:3.8.0-debian: Debian, OpenJDK 17, iptables, iproute2). Nothing is
-# downloaded. The tarball: KAFKA_TARBALL, else the newest compose/images/kafka-dist/kafka_*.tgz.
+# downloaded. The tarball: KAFKA_TARBALL, else the newest kafka_*.tgz in compose/images/kafka-dist/
+# or ../shared/kafka/.
 # Without one it says so in one line and exits 0: Kafka scenarios then say what is missing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BASE=${LOCAL_ZOOKEEPER_IMAGE:-brokerjepsen/zookeeper:3.8.0-debian}
 
 tarball=${KAFKA_TARBALL:-}
+# The drop folder, then ../shared/kafka/ beside the checkout (where CI finds shared files).
+shared=$(cd "$here/../../.." && pwd)/shared/kafka
 if [[ -z "$tarball" ]]; then
-  tarball=$(ls -1 "$here"/kafka-dist/kafka_*.tgz "$here"/kafka-dist/kafka_*.tar.gz 2>/dev/null \
+  tarball=$(ls -1 "$here"/kafka-dist/kafka_*.tgz "$here"/kafka-dist/kafka_*.tar.gz \
+              "$shared"/kafka_*.tgz "$shared"/kafka_*.tar.gz 2>/dev/null \
               | sort -V | tail -n1 || true)
 fi
 if [[ -z "$tarball" ]]; then
-  echo "no Kafka tarball (KAFKA_TARBALL or compose/images/kafka-dist/kafka_*.tgz): Kafka image not built"
+  echo "no Kafka tarball (KAFKA_TARBALL, compose/images/kafka-dist/ or ../shared/kafka/): Kafka image not built"
   exit 0
 fi
 if [[ ! -f "$tarball" ]]; then
