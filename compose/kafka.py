@@ -4,9 +4,9 @@
   kraft            N nodes, the first three broker+controller (combined)
   kraft-dedicated  3 dedicated controllers + N brokers (the quorum apart from the data path)
 
-The compose file is rendered per run into the run directory (it is also what `harness compose`
-prints), with every setting a scenario depends on explicit: never an image's single-node
-default. Environment variables follow the convention of the official images (KAFKA_FOO_BAR ->
+The compose file is rendered per run into the run directory (`cluster/docker-compose.yml`,
+usable on its own with `docker compose -f ... up`), with every setting a scenario depends on
+explicit: never an image's single-node default. Environment variables follow the convention of the official images (KAFKA_FOO_BAR ->
 foo.bar, ZOOKEEPER_*), which our local images implement too, so the same file runs official
 images and images built here from a Kafka release tarball.
 """

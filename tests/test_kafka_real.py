@@ -121,11 +121,14 @@ class QuorumOnly:
         raise AssertionError("no election without brokers")
 
 
-def test_cut_from_quorum_takes_a_zookeeper_node_out_and_heal_brings_it_back(
+def test_cut_from_quorum_takes_the_zookeeper_leader_out_and_heal_brings_it_back(
     ensemble: Topology, docker_client: Any, tmp_path: Path
 ) -> None:
     from harness.history import HistoryWriter
 
+    # Cut the ensemble's own leader: the other two must elect a new one and serve on.
+    (leader,) = [z for z in ZK if srvr(docker_client, z) == "leader"]
+    others = [z for z in ZK if z != leader]
     with HistoryWriter(tmp_path, "nemesis", "kafka") as history:
         net = Nemesis(ensemble, TOOLS_IMAGE, history)
         kafka = KafkaNemesis(net, QuorumOnly(), "t", 1)  # type: ignore[arg-type]
@@ -134,34 +137,27 @@ def test_cut_from_quorum_takes_a_zookeeper_node_out_and_heal_brings_it_back(
             (),
             {
                 "op": "cut-from-quorum",
-                "target": ["zk3"],
+                "target": [leader],
                 "from_": None,
                 "to": None,
                 "partition": 0,
                 "label": "",
             },
         )()
-        kafka.apply(step)
-        assert wait_until(lambda: srvr(docker_client, "zk3") == "not serving", 30, interval=1)
-        assert sorted(srvr(docker_client, z) for z in ("zk1", "zk2")) == ["follower", "leader"]
-        net.heal_all()
-        assert wait_until(lambda: srvr(docker_client, "zk3") in ("follower", "leader"), 60, 1)
+        try:
+            kafka.apply(step)
+            assert wait_until(lambda: srvr(docker_client, leader) == "not serving", 30, 1)
+            majority = lambda: sorted(srvr(docker_client, z) for z in others)  # noqa: E731
+            assert wait_until(lambda: majority() == ["follower", "leader"], 60, 1), majority()
+        finally:
+            net.heal_all()
+        assert wait_until(lambda: srvr(docker_client, leader) == "follower", 60, 1)
     events = [json.loads(x) for x in (tmp_path / "nemesis.jsonl").read_text().splitlines()]
     cuts = [e["value"] for e in events if e["type"] == "ok" and e["f"] == "start-partition"]
-    assert cuts == [
-        {
-            "op": "cut",
-            "from": ["zk3"],
-            "to": ["zk1", "zk2"],
-            "cuts": [["zk3", "zk1"], ["zk3", "zk2"]],
-        },
-        {
-            "op": "cut",
-            "from": ["zk1", "zk2"],
-            "to": ["zk3"],
-            "cuts": [["zk1", "zk3"], ["zk2", "zk3"]],
-        },
-    ]
+    assert [(c["from"], c["to"]) for c in cuts] == [([leader], others), (others, [leader])]
+    assert sorted(map(tuple, cuts[0]["cuts"] + cuts[1]["cuts"])) == sorted(
+        [(leader, o) for o in others] + [(o, leader) for o in others]
+    )
 
 
 def _ping(topology: Topology, src: str, dst: str, args: str) -> str:
@@ -173,6 +169,17 @@ def _ping(topology: Topology, src: str, dst: str, args: str) -> str:
 
 def test_degraded_links_rate_limit_and_lose_then_heal_clean(ensemble: Topology) -> None:
     net = Nemesis(ensemble, TOOLS_IMAGE)
+    try:
+        _degrade_and_measure(ensemble, net)
+    finally:
+        net.heal_all()
+    for z in ZK:
+        shown = in_namespace(ensemble.node(z).container, "tc qdisc show; iptables -S BJ-NEMESIS")
+        assert "htb" not in shown.stdout and "DROP" not in shown.stdout, shown.stdout
+    assert " 0% packet loss" in _ping(ensemble, "zk1", "zk3", "-c 2 -W 1")
+
+
+def _degrade_and_measure(ensemble: Topology, net: Nemesis) -> None:
     many = "-c 40 -i 0.01 -s 1400 -W 5"  # 40 x 1.4 kB in 0.4 s: 1.1 Mbit/s offered
     fast = _ping(ensemble, "zk1", "zk2", many)
     net.degrade(["zk1"], ["zk2"], rate_kbit=128)
@@ -192,11 +199,6 @@ def test_degraded_links_rate_limit_and_lose_then_heal_clean(ensemble: Topology) 
         assert (
             float(re.search(r"= ([\d.]+)/", _ping(ensemble, "zk2", "zk1", "-c 3")).group(1)) >= 200
         )
-    net.heal_all()
-    for z in ZK:
-        shown = in_namespace(ensemble.node(z).container, "tc qdisc show; iptables -S BJ-NEMESIS")
-        assert "htb" not in shown.stdout and "DROP" not in shown.stdout, shown.stdout
-    assert " 0% packet loss" in _ping(ensemble, "zk1", "zk3", "-c 2 -W 1")
 
 
 # ---- real Kafka: needs a Kafka image -------------------------------------------------------
