@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import docker
 import docker.errors
 
+from compose.cli import ComposeError
 from harness.topology import NodeHandle, Topology
 
 PROJECT_PREFIX = "brokerjepsen-"  # every project we start; `harness heal` looks for it
@@ -33,6 +35,24 @@ class ComposeCluster:
             all=True, filters={"label": f"com.docker.compose.project={self.project}"}
         )
         return {c.labels.get("com.docker.compose.service"): c for c in found}
+
+    def run_in(self, node: str, argv: list[str], what: str, timeout: float, line: int = -1) -> str:
+        """`docker exec` in a node; a failure is one ComposeError line naming `what`, with the
+        error output's line `line` (its first or its last)."""
+        container = self.containers()[node]
+        try:
+            result = subprocess.run(
+                ["docker", "exec", container.id, *argv],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            raise ComposeError(f"{what} on {node} timed out") from None
+        if result.returncode != 0:
+            lines = (result.stderr or result.stdout).strip().splitlines()
+            raise ComposeError(f"{what} on {node}: {lines[line] if lines else '?'}")
+        return result.stdout
 
     def topology_of(self, names: Iterable[str]) -> Topology:
         """Where the named nodes are on the cluster network, and where clients come from."""

@@ -6,9 +6,10 @@
 
 The compose file is rendered per run into the run directory (`cluster/docker-compose.yml`,
 usable on its own with `docker compose -f ... up`), with every setting a scenario depends on
-explicit: never an image's single-node default. Environment variables follow the convention of the official images (KAFKA_FOO_BAR ->
-foo.bar, ZOOKEEPER_*), which our local images implement too, so the same file runs official
-images and images built here from a Kafka release tarball.
+explicit: never an image's single-node default. Environment variables follow the convention
+of the official images (KAFKA_FOO_BAR -> foo.bar, ZOOKEEPER_*), which our local images
+implement too, so the same file runs official images and images built here from a Kafka
+release tarball.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import base64
 import re
 import secrets
 import socket
-import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -386,20 +386,7 @@ class KafkaCluster(ComposeCluster):
         return self.topology_of(n.name for n in self.nodes)
 
     def exec(self, node: str, command: str, timeout: float = 60) -> str:
-        container = self.containers()[node]
-        try:
-            result = subprocess.run(
-                ["docker", "exec", container.id, "sh", "-c", command],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            raise ComposeError(f"command on {node} timed out") from None
-        if result.returncode != 0:
-            lines = (result.stderr or result.stdout).strip().splitlines()
-            raise ComposeError(f"command on {node} failed: {lines[-1] if lines else '?'}")
-        return result.stdout
+        return self.run_in(node, ["sh", "-c", command], "command", timeout)
 
     def active_controller(self, candidates: list[str]) -> str | None:
         """KRaft's active controller, from the quorum's own status (brokers' metadata names a

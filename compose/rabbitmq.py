@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,20 +123,8 @@ class RabbitMQCluster(ComposeCluster):
         return out
 
     def rabbitmqctl(self, node: str, *args: str, timeout: float = 60) -> str:
-        container = self.containers()[node]
-        try:
-            result = subprocess.run(
-                ["docker", "exec", container.id, "rabbitmqctl", *args],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            raise ComposeError(f"rabbitmqctl {args[0]} on {node} timed out") from None
-        if result.returncode != 0:
-            lines = (result.stderr or result.stdout).strip().splitlines()
-            raise ComposeError(f"rabbitmqctl {args[0]} on {node}: {lines[0] if lines else '?'}")
-        return result.stdout
+        what = f"rabbitmqctl {args[0]}"
+        return self.run_in(node, ["rabbitmqctl", *args], what, timeout, line=0)
 
     def cluster_status(self, node: str) -> dict[str, Any]:
         out = self.rabbitmqctl(node, "cluster_status", "--formatter", "json", timeout=30)
