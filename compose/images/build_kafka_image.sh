@@ -1,57 +1,123 @@
 #!/usr/bin/env bash
-# Builds brokerjepsen/kafka:<version>-debian from a Kafka release tarball on the local JVM base
-# (brokerjepsen/zookeeper:3.8.0-debian: Debian, OpenJDK 17, iptables, iproute2). Nothing is
-# downloaded. The tarball: KAFKA_TARBALL, else the newest kafka_*.tgz in compose/images/kafka-dist/
-# or ../shared/kafka/.
-# Without one it says so in one line and exits 0: Kafka scenarios then say what is missing.
+# Builds the local Kafka images on the Debian JVM base (brokerjepsen/zookeeper:3.8.0-debian:
+# Debian, OpenJDK 17, iptables, iproute2):
+#
+#   brokerjepsen/kafka:<version>-debian   for each pinned line in KAFKA_LINES (default "3.9 4.1"),
+#                                         from the broker and tool jars on Maven Central
+#                                         (kafka-maven/pom.xml pins the versions);
+#                                         and, when a release tarball is supplied (KAFKA_TARBALL,
+#                                         compose/images/kafka-dist/ or ../shared/kafka/), from it.
+#
+# Idempotent: an image that exists is kept unless FORCE=1. Maven's local repository (~/.m2) keeps
+# the jars, so a rebuild downloads nothing. Where Maven is missing or cannot reach its registry,
+# one line says so and the script exits 3 (make setup carries on: RabbitMQ still runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BASE=${LOCAL_ZOOKEEPER_IMAGE:-brokerjepsen/zookeeper:3.8.0-debian}
+LINES=${KAFKA_LINES:-3.9 4.1}
+TOOLS="kafka-server-start kafka-storage kafka-topics kafka-metadata-quorum kafka-leader-election
+  kafka-consumer-groups kafka-features kafka-get-offsets kafka-run-class"
 
+present() { [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$1" >/dev/null 2>&1; }
+
+need_base() {
+  docker image inspect "$BASE" >/dev/null 2>&1 || {
+    echo "build_kafka_image: the JVM base $BASE is missing (make setup builds it)" >&2; exit 2; }
+}
+
+# The version a line's Maven profile pins (kafka-maven/pom.xml, profile kafka-<line>).
+pinned_version() {
+  awk -v id="<id>kafka-$1</id>" '
+    index($0, id) { inside = 1 }
+    inside && /<kafka.version>/ { gsub(/.*<kafka.version>|<\/kafka.version>.*/, ""); print; exit }
+  ' "$here/kafka-maven/pom.xml"
+}
+
+from_maven() {
+  local line=$1 version image ctx start
+  version=$(pinned_version "$line")
+  [[ -n "$version" ]] || { echo "build_kafka_image: no Maven profile kafka-$line" >&2; exit 2; }
+  image=brokerjepsen/kafka:$version-debian
+  if present "$image"; then echo "image $image present"; return; fi
+  command -v mvn >/dev/null || {
+    echo "build_kafka_image: mvn is not installed (apt-get install maven): Kafka $version image not built" >&2
+    exit 3; }
+  need_base
+  ctx=$(mktemp -d /tmp/brokerjepsen-kafka.XXXXXX)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$ctx'" RETURN
+  start=$(date +%s)
+  if ! mvn -q -B -f "$here/kafka-maven/pom.xml" -P "kafka-$line" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$ctx/libs" >"$ctx/mvn.log" 2>&1; then
+    grep -m1 -E 'ERROR' "$ctx/mvn.log" >&2 || tail -n 3 "$ctx/mvn.log" >&2
+    echo "build_kafka_image: Maven could not resolve Kafka $version: image not built" >&2
+    exit 3
+  fi
+  mkdir -p "$ctx/config"
+  if [[ "$line" == 3.* ]]; then
+    cp "$here"/kafka-config/log4j-*.properties "$ctx/config/"
+  else
+    cp "$here"/kafka-config/log4j2-*.properties "$ctx/config/"
+  fi
+  install -m 0755 "$here/kafka-launcher.sh" "$ctx/kafka-launcher.sh"
+  install -m 0755 "$here/kafka-entrypoint.sh" "$ctx/kafka-entrypoint.sh"
+  cat >"$ctx/Dockerfile" <<DOCKERFILE
+FROM $BASE
+COPY libs/ /opt/kafka/libs/
+COPY config/ /opt/kafka/config/
+COPY kafka-launcher.sh /opt/kafka/bin/kafka-launcher.sh
+RUN cd /opt/kafka/bin && for t in $(echo $TOOLS); do ln -s kafka-launcher.sh \$t.sh; done \
+ && mkdir -p /var/lib/kafka/data /var/log/kafka
+COPY kafka-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
+ENV PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+LABEL org.brokerjepsen.kafka-version=$version org.brokerjepsen.kafka-source=maven-central
+EXPOSE 9092 9093 19092
+CMD ["kafka"]
+DOCKERFILE
+  docker build -q -t "$image" "$ctx" >/dev/null
+  echo "built $image from Maven Central in $(( $(date +%s) - start )) s"
+}
+
+from_tarball() {
+  local tarball=$1 name version image ctx start
+  [[ -f "$tarball" ]] || { echo "build_kafka_image: KAFKA_TARBALL=$tarball does not exist" >&2; exit 2; }
+  name=$(basename "$tarball")
+  if [[ ! "$name" =~ ^kafka_[0-9.]+-([0-9][0-9A-Za-z.-]*)\.(tgz|tar\.gz)$ ]]; then
+    echo "build_kafka_image: $name is not named like a Kafka release (kafka_2.13-3.9.1.tgz)" >&2
+    exit 2
+  fi
+  version=${BASH_REMATCH[1]}
+  image=brokerjepsen/kafka:$version-debian
+  if present "$image"; then echo "image $image present"; return; fi
+  need_base
+  ctx=$(mktemp -d /tmp/brokerjepsen-kafka.XXXXXX)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$ctx'" RETURN
+  cp "$tarball" "$ctx/kafka.tgz"
+  install -m 0755 "$here/kafka-entrypoint.sh" "$ctx/kafka-entrypoint.sh"
+  cat >"$ctx/Dockerfile" <<DOCKERFILE
+FROM $BASE
+ADD kafka.tgz /opt/
+RUN mv /opt/kafka_* /opt/kafka && mkdir -p /var/lib/kafka/data
+COPY kafka-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
+ENV PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+LABEL org.brokerjepsen.kafka-version=$version org.brokerjepsen.kafka-source=release-tarball
+EXPOSE 9092 9093 19092
+CMD ["kafka"]
+DOCKERFILE
+  start=$(date +%s)
+  docker build -q -t "$image" "$ctx" >/dev/null
+  echo "built $image from $name in $(( $(date +%s) - start )) s"
+}
+
+for line in $LINES; do from_maven "$line"; done
+
+# A release tarball, where the user supplies one: the drop folder, then ../shared/kafka/.
 tarball=${KAFKA_TARBALL:-}
-# The drop folder, then ../shared/kafka/ beside the checkout (where CI finds shared files).
 shared=$(cd "$here/../../.." && pwd)/shared/kafka
 if [[ -z "$tarball" ]]; then
   tarball=$(ls -1 "$here"/kafka-dist/kafka_*.tgz "$here"/kafka-dist/kafka_*.tar.gz \
               "$shared"/kafka_*.tgz "$shared"/kafka_*.tar.gz 2>/dev/null \
               | sort -V | tail -n1 || true)
 fi
-if [[ -z "$tarball" ]]; then
-  echo "no Kafka tarball (KAFKA_TARBALL, compose/images/kafka-dist/ or ../shared/kafka/): Kafka image not built"
-  exit 0
-fi
-if [[ ! -f "$tarball" ]]; then
-  echo "build_kafka_image: KAFKA_TARBALL=$tarball does not exist" >&2
-  exit 2
-fi
-name=$(basename "$tarball")
-if [[ ! "$name" =~ ^kafka_[0-9.]+-([0-9][0-9A-Za-z.-]*)\.(tgz|tar\.gz)$ ]]; then
-  echo "build_kafka_image: $name is not named like a Kafka release (kafka_2.13-3.9.1.tgz)" >&2
-  exit 2
-fi
-version=${BASH_REMATCH[1]}
-image=brokerjepsen/kafka:$version-debian
-if [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$image" >/dev/null 2>&1; then
-  echo "image $image present"
-  exit 0
-fi
-docker image inspect "$BASE" >/dev/null 2>&1 || {
-  echo "build_kafka_image: the JVM base $BASE is missing (make setup builds it)" >&2; exit 2; }
-
-ctx=$(mktemp -d /tmp/brokerjepsen-kafka.XXXXXX)
-trap 'rm -rf "$ctx"' EXIT
-cp "$tarball" "$ctx/kafka.tgz"
-install -m 0755 "$here/kafka-entrypoint.sh" "$ctx/kafka-entrypoint.sh"
-cat >"$ctx/Dockerfile" <<DOCKERFILE
-FROM $BASE
-ADD kafka.tgz /opt/
-RUN mv /opt/kafka_* /opt/kafka && mkdir -p /var/lib/kafka/data
-COPY kafka-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
-ENV PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-LABEL org.brokerjepsen.kafka-version=$version
-EXPOSE 9092 9093 19092
-CMD ["kafka"]
-DOCKERFILE
-start=$(date +%s)
-docker build -q -t "$image" "$ctx" >/dev/null
-echo "built $image from $name in $(( $(date +%s) - start )) s"
+if [[ -n "$tarball" ]]; then from_tarball "$tarball"; fi
