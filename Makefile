@@ -21,9 +21,10 @@ test-cluster:
 	$(PY) -m pytest -m cluster
 
 # One scenario end to end; exit 0 when the verdict matches the claim the scenario tests.
-# Kafka scenarios: MODE=zk|kraft|kraft-dedicated picks the mode (default: the scenario's first).
+# Kafka scenarios: MODE=zk|kraft|kraft-dedicated picks the mode (default: the scenario's first),
+# KAFKA=3.9|4.1 the release line (default 3.9; 4.1 has no zk mode).
 test-scenario:
-	$(VENV)/bin/harness run $(SCENARIO) $(if $(MODE),--mode $(MODE))
+	$(VENV)/bin/harness run $(SCENARIO) $(if $(MODE),--mode $(MODE)) $(if $(KAFKA),--kafka $(KAFKA))
 
 # The local Kafka image from a release tarball (KAFKA_TARBALL=... or compose/images/kafka-dist/).
 kafka-image:

@@ -44,11 +44,13 @@ OFFICIAL_KAFKA = {
     "kraft": ("apache/kafka", "confluentinc/cp-kafka"),
 }
 OFFICIAL_ZOOKEEPER = ("confluentinc/cp-zookeeper",)
+# The release lines the harness runs: 3.9 (the last with ZooKeeper mode) and 4.1 (KRaft only).
+KAFKA_LINES = ("3.9", "4.1")
+DEFAULT_KAFKA_LINE = "3.9"
 HOW_TO_GET_KAFKA = (
-    "supply a Kafka release tarball (KAFKA_TARBALL=/path/kafka_2.13-3.9.1.tgz make kafka-image, "
-    "or put it in compose/images/kafka-dist/ and run make setup), or docker pull "
-    "apache/kafka:3.9.1 (KRaft) / confluentinc/cp-kafka:7.9.1 + confluentinc/cp-zookeeper:7.9.1 "
-    "(ZooKeeper mode)"
+    "run make setup (builds brokerjepsen/kafka 3.9 and 4.1 from Maven Central), or supply a "
+    "release tarball (KAFKA_TARBALL=/path/kafka_2.13-3.9.2.tgz make kafka-image), or docker pull "
+    "apache/kafka (KRaft) / confluentinc/cp-kafka + cp-zookeeper (ZooKeeper mode)"
 )
 
 
@@ -68,6 +70,7 @@ class KafkaClusterConfig:
     auto_leader_rebalance: bool = False
     leader_imbalance_check_interval_seconds: int = 300
     flush_messages: int | None = None  # log.flush.interval.messages; None: the OS decides
+    kafka_line: str = DEFAULT_KAFKA_LINE  # "3.9" or "4.1": which release line the brokers run
     image: str | None = None
     zookeeper_image: str | None = None
 
@@ -121,7 +124,8 @@ def _broker_settings(cfg: KafkaClusterConfig) -> dict[str, str]:
         "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
         "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
         "KAFKA_LOG_DIRS": "/var/lib/kafka/data",
-        "KAFKA_HEAP_OPTS": "-Xms384m -Xmx768m",
+        # Explicit heaps: three brokers and their quorum fit in 4 GiB.
+        "KAFKA_HEAP_OPTS": "-Xms512m -Xmx512m",
     }
     if cfg.flush_messages is not None:
         s["KAFKA_LOG_FLUSH_INTERVAL_MESSAGES"] = str(cfg.flush_messages)
@@ -253,8 +257,27 @@ def supports_mode(kafka_version: str | None, mode: Mode) -> bool:
     return v >= (3, 3) or kafka_version is None  # KRaft production-ready from 3.3
 
 
-def choose_kafka_image(requested: str | None, mode: Mode, client: docker.DockerClient) -> str:
-    """The scenario's image, else the newest local build that runs `mode`, else an official one."""
+def on_line(kafka_version: str | None, line: str | None) -> bool:
+    """Whether an image's Kafka version belongs to a release line ("3.9" holds 3.9.2)."""
+    if line is None:
+        return True
+    return kafka_version is not None and _version_tuple(kafka_version)[:2] == _version_tuple(line)
+
+
+def mode_refusal(line: str, mode: str) -> str | None:
+    """One line when a release line cannot run a mode (4.x has no ZooKeeper mode), else None."""
+    if not supports_mode(line, mode):  # type: ignore[arg-type]
+        return (
+            f"Kafka {line} has no {mode} mode (4.0 removed ZooKeeper): use kraft or kraft-dedicated"
+        )
+    return None
+
+
+def choose_kafka_image(
+    requested: str | None, mode: Mode, client: docker.DockerClient, line: str | None = None
+) -> str:
+    """The scenario's image, else the newest local build of `line` that runs `mode`, else an
+    official one of that line."""
     if requested:
         try:
             client.images.get(requested)
@@ -275,10 +298,11 @@ def choose_kafka_image(requested: str | None, mode: Mode, client: docker.DockerC
                 rank = 1 if official.index(repo) == 0 else 0
             else:
                 continue
-            if supports_mode(version, mode):
+            if supports_mode(version, mode) and on_line(version, line):
                 candidates.append((_version_tuple(version or "0"), rank, tag))
     if not candidates:
-        raise KafkaUnavailable(f"no Kafka image that runs mode {mode}: {HOW_TO_GET_KAFKA}")
+        which = f"Kafka {line} image" if line else "Kafka image"
+        raise KafkaUnavailable(f"no {which} that runs mode {mode}: {HOW_TO_GET_KAFKA}")
     # Local builds first (they carry iptables and our entrypoint), then the newest version.
     return max(candidates, key=lambda c: (c[1], c[0]))[2]
 
@@ -332,7 +356,9 @@ class KafkaCluster(ComposeCluster):
     ) -> None:
         super().__init__(workdir, project, net_prefix, client)
         self.config = config
-        self.images = {"kafka": choose_kafka_image(config.image, config.mode, self.docker)}
+        self.images = {
+            "kafka": choose_kafka_image(config.image, config.mode, self.docker, config.kafka_line)
+        }
         if config.mode == "zk":
             self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
         self.nodes = nodes_of(config, net_prefix)

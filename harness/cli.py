@@ -17,6 +17,7 @@ from rich.console import Console
 from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
 from compose.cli import ComposeError
+from compose.kafka import KAFKA_LINES
 from harness.results import DEFAULT_ROOT
 from harness.scenario import (
     MODE_NAMES,
@@ -66,6 +67,9 @@ def run(
         str | None,
         typer.Option(help="Kafka: zk | kraft | kraft-dedicated (default: the scenario's first)"),
     ] = None,
+    kafka: Annotated[
+        str | None, typer.Option(help="Kafka release line: 3.9 | 4.1 (default 3.9)")
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = True,
 ) -> None:
     """Run one scenario end to end and print its verdict."""
@@ -80,8 +84,16 @@ def run(
             raise ScenarioError(f"--mode must be one of {', '.join(MODE_NAMES)}, not {mode!r}")
         if mode is not None and not isinstance(spec, KafkaScenario):
             raise ScenarioError(f"--mode is for Kafka scenarios; {spec.id} is not one")
+        if kafka is not None and kafka not in KAFKA_LINES:
+            raise ScenarioError(f"--kafka must be one of {', '.join(KAFKA_LINES)}, not {kafka!r}")
+        if kafka is not None and not isinstance(spec, KafkaScenario):
+            raise ScenarioError(f"--kafka is for Kafka scenarios; {spec.id} is not one")
         opts = RunOptions(
-            results_root=results, keep_cluster=keep, spark_master=master, kafka_mode=mode
+            results_root=results,
+            keep_cluster=keep,
+            spark_master=master,
+            kafka_mode=mode,
+            kafka_line=kafka,
         )
         runner = make_run(spec, path, opts)
         err.print(f"run {spec.id} -> {runner.run_dir}", markup=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from compose.kafka import KafkaAdmin, KafkaCluster
+from compose.kafka import DEFAULT_KAFKA_LINE, KafkaAdmin, KafkaCluster, mode_refusal
 from harness.history import HistoryWriter
 from harness.kafka_common import KafkaClientsRun
 from harness.results import write_manifest
@@ -19,14 +19,22 @@ from nemesis.kafka import KafkaNemesis
 log = logging.getLogger("harness")
 
 
-def run_mode(scenario: KafkaScenario, requested: str | None) -> str:
+def run_mode(scenario: KafkaScenario, requested: str | None, line: str) -> str:
+    """The mode a run uses: the requested one, else the scenario's first that `line` runs."""
     modes = scenario.cluster.modes
     if requested is None:
-        return modes[0]
+        runnable = [m for m in modes if mode_refusal(line, m) is None]
+        if not runnable:
+            raise ScenarioError(
+                f"{scenario.id} runs only in {', '.join(modes)}: {mode_refusal(line, modes[0])}"
+            )
+        return runnable[0]
     if requested not in modes:
         raise ScenarioError(
             f"{scenario.id} does not apply to mode {requested} (its modes: {', '.join(modes)})"
         )
+    if refusal := mode_refusal(line, requested):
+        raise ScenarioError(refusal)
     return requested
 
 
@@ -38,9 +46,11 @@ class KafkaRun(KafkaClientsRun):
     def __init__(
         self, scenario: KafkaScenario, scenario_file: Path | None, opts: RunOptions
     ) -> None:
-        self.mode = run_mode(scenario, opts.kafka_mode)
+        self.kafka_line = opts.kafka_line or DEFAULT_KAFKA_LINE
+        self.mode = run_mode(scenario, opts.kafka_mode, self.kafka_line)
         super().__init__(scenario, scenario_file, opts)
         self.manifest["kafka_mode"] = self.mode
+        self.manifest["kafka_line"] = self.kafka_line
         self.cluster: KafkaCluster | None = None
         self.admin: KafkaAdmin | None = None
 
@@ -52,9 +62,9 @@ class KafkaRun(KafkaClientsRun):
     def _cluster_up(self) -> None:
         c, t = self.scenario.cluster, self.scenario.timeouts
         self.cluster = KafkaCluster(
-            c.config(self.mode),  # type: ignore[arg-type]
+            c.config(self.mode, self.kafka_line),  # type: ignore[arg-type]
             workdir=self.run_dir / "cluster",
-            project=f"{self.scenario.id}-{self.mode}-{self.run_id}".lower(),
+            project=f"{self.scenario.id}-{self.mode}-{self.run_id}".lower().replace(".", "-"),
             net_prefix=self.opts.net_prefix,
         )
         cluster = self.cluster

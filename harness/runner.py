@@ -41,6 +41,7 @@ class RunOptions:
     net_prefix: str = os.environ.get("BJ_NET_PREFIX", "172.29.57")
     tools_image: str = os.environ.get("BJ_TOOLS_IMAGE", LOCAL_IMAGE)
     kafka_mode: str | None = None  # zk | kraft | kraft-dedicated; None: the scenario's first
+    kafka_line: str | None = None  # "3.9" | "4.1"; None: the default line (3.9)
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from compose.kafka import MODES, Mode, nodes_of
+from compose.kafka import DEFAULT_KAFKA_LINE, MODES, Mode, nodes_of
 from compose.kafka import KafkaClusterConfig as _KafkaConfig
 from compose.rabbitmq import NODE_NAMES
 from nemesis.network import CLIENTS
@@ -317,10 +317,11 @@ class KafkaClusterSpec(Strict):
             raise ValueError(f"racks names a broker outside 1..{self.brokers}")
         return self
 
-    def config(self, mode: Mode) -> _KafkaConfig:
-        """The compose layer's cluster configuration for one mode."""
+    def config(self, mode: Mode, kafka_line: str = DEFAULT_KAFKA_LINE) -> _KafkaConfig:
+        """The compose layer's cluster configuration for one mode and Kafka release line."""
         return _KafkaConfig(
             mode=mode,
+            kafka_line=kafka_line,
             brokers=self.brokers,
             racks=dict(self.racks),
             min_insync_replicas=self.min_insync_replicas,
