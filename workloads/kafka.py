@@ -198,8 +198,7 @@ def read_all(
     )
     uncommitted = 0
     try:
-        metadata = consumer.list_topics(cfg.topic, timeout=10)
-        partitions = sorted(metadata.topics[cfg.topic].partitions)
+        partitions = partitions_of(consumer, cfg.topic, min(cfg.deadline, time.time() + 60))
         if group_mode:
             consumer.subscribe([cfg.topic])
         else:
@@ -252,15 +251,42 @@ def _commit(consumer: Consumer, cfg: ReaderConfig, history: HistoryWriter) -> No
     history.write(type_, "commit", stream=cfg.topic, group=cfg.group, error=error, value=value)
 
 
+class TopicNotFound(Exception):
+    """The topic never showed partitions in this client's metadata."""
+
+
+def partitions_of(consumer: Consumer, topic: str, deadline: float) -> list[int]:
+    """The topic's partitions, asked until some broker's metadata holds them: a KRaft broker
+    applies a new topic a moment after the one the harness asked, and a reader that took
+    "no partitions" for an answer would read nothing and call itself caught up."""
+    while True:
+        try:
+            tm = consumer.list_topics(topic, timeout=10).topics.get(topic)
+            if tm is not None and tm.error is None and tm.partitions:
+                return sorted(tm.partitions)
+        except KafkaException as e:
+            log.warning("metadata for %s: %s", topic, e)
+        if time.time() >= deadline:
+            raise TopicNotFound(f"topic {topic} has no partitions in the brokers' metadata")
+        time.sleep(0.5)
+
+
 def _caught_up(consumer: Consumer, topic: str, position: dict[int, int]) -> bool:
+    """Every partition read up to its high-water mark, as its leader tells it now."""
+    if not position:
+        return False
     for partition, pos in position.items():
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5)
-        if pos < high:
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5)
+        except KafkaException:  # no leader now, or it did not answer: not known to be caught up
+            return False
+        if high < 0 or pos < high:
             return False
     return True
 
 
 READER_NOT_CAUGHT_UP = 3  # exit code: the drain did not reach every high-water mark
+READER_NO_TOPIC = 4  # exit code: the topic never showed partitions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,7 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     drain = {"now": False}
     signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))
     with HistoryWriter(history_dir, rcfg.process, "kafka") as history:
-        caught_up = read_all(rcfg, bootstrap, history, lambda: drain["now"])
+        try:
+            caught_up = read_all(rcfg, bootstrap, history, lambda: drain["now"])
+        except TopicNotFound as e:
+            log.error("%s", e)
+            return READER_NO_TOPIC
     return 0 if caught_up else READER_NOT_CAUGHT_UP
 
 
