@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 
-.PHONY: setup test test-unit test-cluster test-scenario kafka-image heal lint format bench clean
+.PHONY: setup test test-unit test-cluster test-scenario claims kafka-image heal lint format bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -29,6 +29,13 @@ test-scenario:
 # The local Kafka image from a release tarball (KAFKA_TARBALL=... or compose/images/kafka-dist/).
 kafka-image:
 	@bash compose/images/build_kafka_image.sh
+
+# The nightly claims matrix (not part of make test): every claim scenario x mode x Kafka line,
+# RUNS times (loss rows: 3), resumable; CLAIMS=K1,K4 MODES=kraft KAFKA=4.1 filter.
+# Writes docs/claims-results.md (and .json, the measured cells).
+claims:
+	$(VENV)/bin/harness claims --runs $(or $(RUNS),1) $(if $(CLAIMS),--claims $(CLAIMS)) \
+	  $(if $(MODES),--modes $(MODES)) $(if $(KAFKA),--kafka $(KAFKA)) $(if $(AGAIN),--again)
 
 # Heal every fault and remove every cluster a killed run left behind.
 heal:

@@ -10,6 +10,7 @@ from typing import Any
 
 from checkers.spark import METRIC_IDS, CheckResult, HistoryError, check_history, spark_session
 from checkers.verdict import (
+    claim_word,
     judge,
     missing_errors,
     placement_mismatches,
@@ -78,6 +79,7 @@ def check_run(
         "tier": manifest.get("tier", "unknown"),
         "counts_toward_claim": manifest.get("tier") == "real-cluster",
         "outcome": judgement.outcome,
+        "claim_verdict": "",  # filled below, from the whole verdict
         "matched": judgement.matched,
         "reason": judgement.reason,
         "groups": result.groups,
@@ -93,6 +95,7 @@ def check_run(
         "ids_dir": "ids",
         "checker": {"engine": "pyspark", "master": master, "seconds": 0.0},
     }
+    verdict["claim_verdict"] = claim_word(verdict) if verdict["claim"] else None
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
     _write_ids(run_dir / "ids", result)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2) + "\n")

@@ -118,11 +118,37 @@ def with_client_expectations(j: Judgement, missing: list[str], placement: list[s
     return Judgement(j.outcome, False, f"{j.reason}; but {'; '.join(problems)}")
 
 
+CLAIM_WORDS = ("reproduced", "not reproduced", "refuted", "inconclusive")
+
+
+def claim_word(verdict: dict[str, Any]) -> str:
+    """What a run says of its claim, in one of CLAIM_WORDS.
+
+    reproduced: the run showed what the claim says (the loss, the refusal, or, for a safe
+    claim, no loss under the fault); refuted: it showed the opposite of a guarantee (an
+    acknowledged message lost, or duplicated, where the claim says none is); not reproduced:
+    the claimed effect did not appear (nothing lost where loss was claimed, or the error the
+    claim names never seen); inconclusive: the run cannot say (nothing acknowledged, or the
+    drain could not read everything)."""
+    if verdict["outcome"] == "inconclusive":
+        return "inconclusive"
+    if verdict["matched"]:
+        return "reproduced"
+    guaranteed_no_loss = verdict.get("expect") in ("safe", "unavailable", "no-duplicates")
+    lost = sum(g.get("lost", 0) for g in verdict["groups"].values())
+    if (guaranteed_no_loss and lost) or verdict["outcome"] == "anomalies":
+        return "refuted"
+    if verdict.get("expect") == "no-duplicates" and verdict["outcome"] == "duplicates":
+        return "refuted"
+    return "not reproduced"
+
+
 def summary_lines(verdict: dict[str, Any]) -> list[str]:
     """A short human summary of a verdict.json."""
     lines = [
         f"verdict: {verdict['outcome']} ({'matches' if verdict['matched'] else 'does not match'}"
         f" the expectation {verdict.get('expect') or 'none'}): {verdict['reason']}",
+        f"claim {verdict.get('claim') or '-'}: {claim_word(verdict)}",
         "sends: " + ", ".join(f"{k} {v}" for k, v in sorted(verdict["sends"].items())),
     ]
     if verdict.get("cluster_recovered") is False:

@@ -446,6 +446,17 @@ class KafkaCluster(ComposeCluster):
         m = re.match(r"kafka_[0-9.]+-(.+)\.jar$", jar)
         return m.group(1) if m else "unknown"
 
+    def feature_levels(self) -> dict[str, str]:
+        """The finalized feature levels (metadata.version; on 4.x also kraft.version,
+        eligible.leader.replicas.version, ...), as `kafka-features describe` reports them: what
+        the cluster was formatted with decides what min ISR and unclean election mean (KIP-966)."""
+        command = f"kafka-features.sh --bootstrap-server localhost:{INTERNAL_PORT} describe"
+        try:
+            out = self.exec("kafka1", command, timeout=60)
+        except ComposeError:
+            return {}
+        return dict(re.findall(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)", out))
+
     def image_info(self) -> dict[str, dict[str, Any]]:
         info = {}
         for role, name in self.images.items():
@@ -510,13 +521,17 @@ class KafkaAdmin:
         from confluent_kafka.admin import NewTopic
 
         if assignment:
-            new = NewTopic(self.topic, replica_assignment=assignment, config=config)
+            # librdkafka wants the partition count to match the assignment, and no
+            # replication factor (-1): the assignment says it.
+            new = NewTopic(
+                self.topic, len(assignment), -1, replica_assignment=assignment, config=config
+            )
         else:
             new = NewTopic(self.topic, partitions, replication_factor, config=config)
-        future = self.admin.create_topics([new], request_timeout=timeout)[self.topic]
         try:
+            future = self.admin.create_topics([new], request_timeout=timeout)[self.topic]
             future.result(timeout=timeout)
-        except Exception as e:  # noqa: BLE001 - KafkaException: say it in one line
+        except Exception as e:  # noqa: BLE001 - KafkaException, ValueError: one line
             raise ComposeError(f"cannot create topic {self.topic}: {e}") from None
 
     def fully_in_sync(self, topics: tuple[str, ...] = ()) -> bool:

@@ -169,6 +169,67 @@ def list_scenarios() -> None:
             out.print(f"{path.stem:12} invalid: {e}", markup=False)
 
 
+def _csv(value: str | None) -> set[str] | None:
+    return {v.strip() for v in value.split(",") if v.strip()} if value else None
+
+
+@app.command()
+def claims(
+    only: Annotated[
+        str | None, typer.Option("--claims", help="claims or scenario ids, e.g. K1,K4,R1")
+    ] = None,
+    modes: Annotated[str | None, typer.Option(help="Kafka modes, e.g. kraft,zk")] = None,
+    kafka: Annotated[str | None, typer.Option(help="Kafka lines, e.g. 3.9,4.1")] = None,
+    runs: Annotated[int, typer.Option(min=1, max=10, help="runs per cell (loss rows: 3)")] = 1,
+    again: Annotated[bool, typer.Option(help="measure the selected cells anew")] = False,
+    budget_minutes: Annotated[float, typer.Option(min=1, help="stop starting runs after")] = 240,
+    run_timeout: Annotated[float, typer.Option(min=60, help="seconds one run may take")] = 1200,
+    results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    dry_run: Annotated[bool, typer.Option(help="list the cells, run nothing")] = False,
+) -> None:
+    """The claims matrix (claim scenario x mode x Kafka line); writes docs/claims-results.md."""
+    from harness.claims import (
+        DOCS,
+        cells_of,
+        claim_scenarios,
+        load_measured,
+        machine_line,
+        render_table,
+        run_matrix,
+        select,
+    )
+
+    wanted_lines = _csv(kafka)
+    if wanted_lines and not wanted_lines <= set(KAFKA_LINES):
+        raise _fail(f"--kafka takes {', '.join(KAFKA_LINES)}, not {kafka!r}")
+    wanted_modes = _csv(modes)
+    if wanted_modes and not wanted_modes <= set(MODE_NAMES):
+        raise _fail(f"--modes takes {', '.join(MODE_NAMES)}, not {modes!r}")
+    every = [c for s in claim_scenarios(SCENARIOS_DIR) for c in cells_of(s, runs)]
+    chosen = select(every, _csv(only), wanted_modes, wanted_lines)
+    if not chosen:
+        raise _fail("no claim scenario matches that selection")
+    measured_file = DOCS / "claims-results.json"
+    if dry_run:
+        measured = load_measured(measured_file)
+        for c in chosen:
+            have = len(measured.get(c.key, []))
+            out.print(f"{c.key:32} {c.expect:12} runs {have}/{c.runs}", markup=False)
+        return
+    measured = run_matrix(
+        chosen,
+        measured_file,
+        results,
+        again,
+        budget_minutes * 60,
+        run_timeout,
+        lambda s: out.print(s, markup=False),
+    )
+    table = render_table(every, measured, machine_line())
+    (DOCS / "claims-results.md").write_text(table)
+    out.print(f"table: {DOCS / 'claims-results.md'}", markup=False)
+
+
 @app.command("show")
 def show(run_dir: Annotated[Path, typer.Argument()]) -> None:
     """Print a run's verdict.json."""

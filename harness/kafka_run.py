@@ -76,6 +76,7 @@ class KafkaRun(KafkaClientsRun):
         expected = set(cluster.node_of)
         cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected)
         self.manifest["images"]["kafka"]["version"] = cluster.kafka_version()
+        self.manifest["kafka_features"] = cluster.feature_levels()
         topic_config = {
             "min.insync.replicas": str(c.min_insync_replicas),
             "unclean.leader.election.enable": str(c.unclean_leader_election).lower(),

@@ -1,0 +1,284 @@
+"""The claims matrix (`make claims`): every claim scenario x mode x Kafka line, N runs each.
+
+The measured cells live in `docs/claims-results.json` (committed, so the matrix fills in over
+several sittings and machines) and are rendered to `docs/claims-results.md`. A cell already
+measured is kept unless asked again; each run is one `harness run` subprocess, bounded in time,
+and the whole matrix stops starting runs once its time budget is spent.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from compose.kafka import KAFKA_LINES, mode_refusal
+from harness.scenario import KafkaScenario, Scenario, ScenarioError, load_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+LOSS_RUNS = 3  # a "loss" row must show its loss in at least 2 of 3 runs on one mode
+
+
+@dataclass(frozen=True)
+class Cell:
+    scenario: str
+    claim: str
+    expect: str
+    mode: str  # Kafka mode, or "rabbitmq"
+    kafka: str  # Kafka release line, "" for RabbitMQ
+    runs: int  # how many runs the matrix asks of this cell
+
+    @property
+    def key(self) -> str:
+        return "/".join(x for x in (self.scenario, self.mode, self.kafka) if x)
+
+
+@dataclass
+class RunRecord:
+    run_dir: str
+    finished: str  # UTC
+    seconds: float
+    word: str  # reproduced | not reproduced | refuted | inconclusive | error
+    kafka_version: str | None = None
+    acked: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    unavailable_s: float | None = None
+    reason: str = ""
+
+
+def claim_scenarios(scenarios_dir: Path) -> list[Scenario | KafkaScenario]:
+    """The shipped scenarios that test a claim on a real cluster (mock tier excluded)."""
+    out: list[Scenario | KafkaScenario] = []
+    for path in sorted(scenarios_dir.glob("*.yaml")):
+        try:
+            spec = load_scenario(path)
+        except ScenarioError:
+            continue
+        if spec.claim and isinstance(spec, (Scenario, KafkaScenario)):
+            out.append(spec)
+    return out
+
+
+def cells_of(spec: Scenario | KafkaScenario, runs: int) -> list[Cell]:
+    """The cells of one scenario: every mode on every Kafka line that runs it. A loss row gets
+    LOSS_RUNS runs on its first mode of the default line, so "2 of 3" can be judged."""
+    claim = spec.claim or ""
+    if not isinstance(spec, KafkaScenario):
+        want = max(runs, LOSS_RUNS) if spec.expect == "loss" else runs
+        return [Cell(spec.id, claim, spec.expect, "rabbitmq", "", want)]
+    cells = []
+    for line in KAFKA_LINES:
+        for i, mode in enumerate(m for m in spec.cluster.modes if mode_refusal(line, m) is None):
+            first = i == 0 and line == KAFKA_LINES[0]
+            want = max(runs, LOSS_RUNS) if spec.expect == "loss" and first else runs
+            cells.append(Cell(spec.id, claim, spec.expect, mode, line, want))
+    return cells
+
+
+def select(
+    cells: Iterable[Cell],
+    claims: set[str] | None,
+    modes: set[str] | None,
+    kafka: set[str] | None,
+) -> list[Cell]:
+    """Cells filtered by claim or scenario id, mode and Kafka line (None: all)."""
+    return [
+        c
+        for c in cells
+        if (not claims or c.claim in claims or c.scenario in claims)
+        and (not modes or c.mode in modes or c.mode == "rabbitmq")
+        and (not kafka or c.kafka in kafka or not c.kafka)
+    ]
+
+
+# ---- the measured cells ------------------------------------------------------------------------
+
+
+def load_measured(path: Path) -> dict[str, list[RunRecord]]:
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    return {k: [RunRecord(**r) for r in v] for k, v in data.get("cells", {}).items()}
+
+
+def save_measured(path: Path, measured: dict[str, list[RunRecord]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "machine": machine_line(),
+        "cells": {k: [asdict(r) for r in v] for k, v in sorted(measured.items())},
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def machine_line() -> str:
+    cores = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip() or "?"
+    python = platform.python_version()
+    return f"{platform.system()} {platform.release()}, {cores} cores, Python {python}"
+
+
+def record_of(run_dir: Path, seconds: float, failure: str | None) -> RunRecord:
+    """What one run measured, from its verdict.json (or why it has none)."""
+    finished = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+    verdict_file = run_dir / "verdict.json"
+    if failure or not verdict_file.exists():
+        return RunRecord(str(run_dir), finished, seconds, "error", reason=failure or "no verdict")
+    v = json.loads(verdict_file.read_text())
+    groups = v["groups"].values()
+    errors: dict[str, int] = {}
+    for names in (v.get("errors") or {}).values():
+        for name, count in names.items():
+            errors[name] = errors.get(name, 0) + count
+    window = v.get("refused_window") or {}
+    return RunRecord(
+        run_dir=str(run_dir),
+        finished=finished,
+        seconds=round(seconds, 1),
+        word=v.get("claim_verdict") or "inconclusive",
+        kafka_version=v.get("kafka_version"),
+        acked=v["sends"].get("ok", 0),
+        lost=max((g["lost"] for g in groups), default=0),
+        duplicated=max((g["duplicated"] for g in groups), default=0),
+        errors=errors,
+        unavailable_s=window.get("seconds"),
+        reason=v.get("reason", ""),
+    )
+
+
+# ---- running ----------------------------------------------------------------------------------
+
+
+def run_cell_once(cell: Cell, results: Path, timeout: float) -> RunRecord:
+    """One `harness run` of the cell in its own process, bounded by `timeout`."""
+    argv = [sys.executable, "-m", "harness.cli", "run", cell.scenario, "--results", str(results)]
+    if cell.kafka:
+        argv += ["--mode", cell.mode, "--kafka", cell.kafka]
+    before = (
+        set((results / cell.scenario).glob("*")) if (results / cell.scenario).exists() else set()
+    )
+    started = time.monotonic()
+    failure = None
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        if proc.returncode not in (0, 1):
+            lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+            failure = lines[-1] if lines else f"harness run exited {proc.returncode}"
+    except subprocess.TimeoutExpired:
+        failure = f"the run did not finish in {timeout:.0f} s"
+        subprocess.run([sys.executable, "-m", "harness.cli", "heal"], cwd=ROOT, timeout=300)
+    made = sorted(set((results / cell.scenario).glob("*")) - before)
+    run_dir = made[-1] if made else results / cell.scenario  # none: it failed before starting
+    return record_of(run_dir, time.monotonic() - started, failure)
+
+
+def run_matrix(
+    cells: list[Cell],
+    measured_file: Path,
+    results: Path,
+    again: bool,
+    budget_s: float,
+    run_timeout: float,
+    say: Callable[[str], None],
+) -> dict[str, list[RunRecord]]:
+    """Runs what each cell still lacks, until the budget is spent; saves after every run."""
+    measured = load_measured(measured_file)
+    if again:
+        for c in cells:
+            measured.pop(c.key, None)
+    deadline = time.monotonic() + budget_s
+    for c in cells:
+        have = measured.setdefault(c.key, [])
+        while len(have) < c.runs:
+            if time.monotonic() + run_timeout / 2 > deadline:
+                say(f"budget spent: {c.key} and later cells left for another sitting")
+                save_measured(measured_file, measured)
+                return measured
+            say(f"{c.key}: run {len(have) + 1} of {c.runs}")
+            record = run_cell_once(c, results, run_timeout)
+            have.append(record)
+            say(
+                f"{c.key}: {record.word} (acked {record.acked}, lost {record.lost}) {record.reason}"
+            )
+            save_measured(measured_file, measured)
+    return measured
+
+
+# ---- the table ----------------------------------------------------------------------------------
+
+
+def cell_word(cell: Cell, runs: list[RunRecord]) -> str:
+    """The cell's verdict over its runs. Safe claims: any refuting run refutes. Loss claims:
+    reproduced in at least 2 of 3 runs (or every run, when fewer were asked)."""
+    words = [r.word for r in runs]
+    decisive = [w for w in words if w in ("reproduced", "not reproduced", "refuted")]
+    if not decisive:
+        return "inconclusive" if words else "not run"
+    if "refuted" in decisive:
+        return "refuted"
+    hits = decisive.count("reproduced")
+    if cell.expect == "loss":
+        need = 2 if len(decisive) >= LOSS_RUNS else len(decisive)
+        word = "reproduced" if hits >= need else "not reproduced"
+        return f"{word} ({hits}/{len(decisive)})"
+    return "reproduced" if hits == len(decisive) else f"not reproduced ({hits}/{len(decisive)})"
+
+
+def _per_run(runs: list[RunRecord], figure: Callable[[RunRecord], object]) -> str:
+    return " / ".join(str(figure(r)) for r in runs) or "-"
+
+
+def render_table(cells: list[Cell], measured: dict[str, list[RunRecord]], machine: str) -> str:
+    lines = [
+        "# Claims: what the tool found",
+        "",
+        f"Generated by `make claims` on {time.strftime('%Y-%m-%d', time.gmtime())}; machine: "
+        f"{machine}. Real clusters only (the kafka-mock tier never counts). Each row is one "
+        "scenario in one mode on one Kafka release line; numbers are per run (acked; lost and "
+        "duplicated in the group that lost most), errors summed over the row's runs. Verdicts: "
+        "reproduced (the run showed what the claim says), not reproduced, refuted (a guarantee "
+        "broken), inconclusive. A loss row needs its loss in 2 of 3 runs.",
+        "",
+        "| claim | scenario | mode | Kafka | runs | acked | lost | duplicated | errors seen "
+        "| unavailable (s) | verdict | runs behind it |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in cells:
+        runs = measured.get(c.key, [])
+        versions = sorted({r.kafka_version for r in runs if r.kafka_version})
+        errors: dict[str, int] = {}
+        for r in runs:
+            for name, n in r.errors.items():
+                errors[name] = errors.get(name, 0) + n
+        per_run = functools.partial(_per_run, runs)
+        window = per_run(lambda r: "-" if r.unavailable_s is None else f"{r.unavailable_s:.0f}")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    c.claim,
+                    c.scenario,
+                    c.mode,
+                    ", ".join(versions) or c.kafka or "-",
+                    str(len(runs)),
+                    per_run(lambda r: r.acked),
+                    per_run(lambda r: r.lost),
+                    per_run(lambda r: r.duplicated),
+                    ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "-",
+                    window,
+                    cell_word(c, runs),
+                    " ".join(f"`{Path(r.run_dir).name}`" for r in runs) or "-",
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
