@@ -18,6 +18,7 @@ import base64
 import re
 import secrets
 import socket
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -491,9 +492,7 @@ class KafkaAdmin:
         from nemesis.kafka_targets import from_cluster_metadata
 
         md = from_cluster_metadata(
-            self.admin.list_topics(self.topic, timeout=10),
-            self.cluster.node_of,
-            self.cluster.quorum,
+            self._topic_metadata(), self.cluster.node_of, self.cluster.quorum
         )
         if need_controller and self.cluster.config.mode != "zk":
             # Brokers' metadata names a random broker as controller in KRaft: ask the quorum.
@@ -503,6 +502,20 @@ class KafkaAdmin:
             if name and md.controller not in md.brokers:
                 md = replace(md, brokers={**md.brokers, ids[name]: name})
         return md
+
+    def _topic_metadata(self, within: float = 15) -> Any:
+        """The topic's metadata from a broker that knows it: a KRaft broker applies a new topic
+        a moment after the one that created it, and one answer of "no partitions" would aim a
+        fault at nothing."""
+        deadline = time.monotonic() + within
+        while True:
+            cm = self.admin.list_topics(self.topic, timeout=10)
+            tm = cm.topics.get(self.topic)
+            if (tm is not None and tm.error is None and tm.partitions) or (
+                time.monotonic() >= deadline
+            ):
+                return cm
+            time.sleep(0.5)
 
     def registered_brokers(self) -> set[int]:
         try:

@@ -18,6 +18,7 @@ from compose.kafka import (
     KafkaClusterConfig,
     KafkaUnavailable,
     choose_kafka_image,
+    mode_refusal,
     nodes_of,
     quorum_nodes,
     render_compose,
@@ -152,12 +153,26 @@ def test_image_choice_prefers_local_builds_and_respects_zookeepers_removal() -> 
     assert choose_kafka_image(None, "kraft", client) == "brokerjepsen/kafka:4.1.0-debian"  # type: ignore[arg-type]
     assert choose_kafka_image(None, "zk", client) == "brokerjepsen/kafka:3.9.1-debian"  # type: ignore[arg-type]
     only_4 = FakeDocker(FakeImage("brokerjepsen/kafka:4.1.0-debian", "4.1.0"))
-    with pytest.raises(KafkaUnavailable, match="no Kafka image that runs mode zk: supply"):
+    with pytest.raises(KafkaUnavailable, match="no Kafka image that runs mode zk: run make setup"):
         choose_kafka_image(None, "zk", only_4)  # type: ignore[arg-type]
     official = FakeDocker(FakeImage("confluentinc/cp-kafka:7.9.1"))
     assert choose_kafka_image(None, "zk", official) == "confluentinc/cp-kafka:7.9.1"  # type: ignore[arg-type]
-    with pytest.raises(KafkaUnavailable, match="KAFKA_TARBALL"):
+    with pytest.raises(KafkaUnavailable, match="Maven Central"):
         choose_kafka_image(None, "kraft", FakeDocker())  # type: ignore[arg-type]
+
+
+def test_image_choice_by_release_line() -> None:
+    client = FakeDocker(
+        FakeImage("brokerjepsen/kafka:4.1.2-debian", "4.1.2"),
+        FakeImage("brokerjepsen/kafka:3.9.2-debian", "3.9.2"),
+        FakeImage("apache/kafka:3.9.1"),
+    )
+    assert choose_kafka_image(None, "kraft", client, "3.9") == "brokerjepsen/kafka:3.9.2-debian"  # type: ignore[arg-type]
+    assert choose_kafka_image(None, "kraft", client, "4.1") == "brokerjepsen/kafka:4.1.2-debian"  # type: ignore[arg-type]
+    with pytest.raises(KafkaUnavailable, match="no Kafka 4.1 image that runs mode zk"):
+        choose_kafka_image(None, "zk", client, "4.1")  # type: ignore[arg-type]
+    assert mode_refusal("4.1", "zk") is not None and mode_refusal("3.9", "zk") is None
+    assert mode_refusal("4.1", "kraft-dedicated") is None
 
 
 # ---- scenarios -------------------------------------------------------------------------------
