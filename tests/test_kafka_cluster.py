@@ -342,3 +342,52 @@ def test_nodes_of_give_fixed_distinct_addresses() -> None:
     nodes = nodes_of(KafkaClusterConfig(mode="kraft-dedicated", brokers=4), "10.1.2")
     assert [n.name for n in nodes][:3] == ["controller1", "controller2", "controller3"]
     assert len({n.address for n in nodes}) == len(nodes) == 7
+
+
+# ---- compose and clients: what the first real runs found ---------------------------------
+
+
+def test_an_up_that_printed_an_error_is_a_failure_even_with_exit_0() -> None:
+    from compose.cli import _silent_failure
+
+    network_error = (
+        " Network p_cluster  Creating\n Network p_cluster  Error\n"
+        "failed to create network p_cluster: Error response from daemon: Pool overlaps\n"
+    )
+    assert "Pool overlaps" in (_silent_failure(network_error) or "")
+    assert "no such file" in (_silent_failure("open /x/docker-compose.yml: no such file") or "")
+    fine = " Network p_cluster  Created\n Container p-kafka1-1  Started\n"
+    assert _silent_failure(fine) is None
+
+
+def test_compose_never_runs_through_the_wrapper_that_loses_exit_codes(tmp_path: Path) -> None:
+    from compose.cli import _is_python_wrapper, compose_command
+
+    wrapper = tmp_path / "docker-compose"
+    wrapper.write_text("#!/usr/bin/python3\nfrom compose import docker_compose\n")
+    assert _is_python_wrapper(wrapper)
+    assert not any(_is_python_wrapper(Path(part)) for part in compose_command() if "/" in part)
+
+
+class FakeReaderConsumer:
+    """Answers list_topics with no partitions `empty` times, then with one partition."""
+
+    def __init__(self, empty: int) -> None:
+        self.empty = empty
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        partitions = {} if self.empty > 0 else {0: object()}
+        self.empty -= 1
+        tm = SimpleNamespace(error=None, partitions=partitions)
+        return SimpleNamespace(topics={topic: tm})
+
+
+def test_reader_waits_for_the_topic_and_never_calls_nothing_caught_up() -> None:
+    import time
+
+    from workloads.kafka import TopicNotFound, _caught_up, partitions_of
+
+    assert partitions_of(FakeReaderConsumer(2), "t", time.time() + 10) == [0]  # type: ignore[arg-type]
+    with pytest.raises(TopicNotFound):
+        partitions_of(FakeReaderConsumer(100), "t", time.time() + 1)  # type: ignore[arg-type]
+    assert _caught_up(None, "t", {}) is False  # type: ignore[arg-type]

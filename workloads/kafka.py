@@ -222,8 +222,8 @@ def read_all(
                     partition=msg.partition(),
                     offset=offset,
                 )
-                if offset is not None:
-                    position[msg.partition()] = offset + 1
+                if offset is not None and (partition := msg.partition()) is not None:
+                    position[partition] = offset + 1
                 uncommitted += 1
                 continue
             if draining() and _caught_up(consumer, cfg.topic, position):
