@@ -26,6 +26,24 @@ need_base() {
 }
 
 # The version a line's Maven profile pins (kafka-maven/pom.xml, profile kafka-<line>).
+# The Dockerfile lines every Kafka image ends with: our entrypoint, PATH, labels, ports.
+image_tail() {
+  cat <<TAIL
+COPY kafka-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
+ENV PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+LABEL org.brokerjepsen.kafka-version=$1 org.brokerjepsen.kafka-source=$2
+EXPOSE 9092 9093 19092
+CMD ["kafka"]
+TAIL
+}
+
+# docker build, its output kept out of setup's unless it fails (the CLI warns about the
+# legacy builder on every build).
+build_image() {
+  docker build -q -t "$1" "$2" >"$2/build.log" 2>&1 || {
+    tail -n 20 "$2/build.log" >&2; echo "build_kafka_image: docker build of $1 failed" >&2; exit 1; }
+}
+
 pinned_version() {
   awk -v id="<id>kafka-$1</id>" '
     index($0, id) { inside = 1 }
@@ -68,13 +86,9 @@ COPY config/ /opt/kafka/config/
 COPY kafka-launcher.sh /opt/kafka/bin/kafka-launcher.sh
 RUN cd /opt/kafka/bin && for t in $(echo $TOOLS); do ln -s kafka-launcher.sh \$t.sh; done \
  && mkdir -p /var/lib/kafka/data /var/log/kafka
-COPY kafka-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
-ENV PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-LABEL org.brokerjepsen.kafka-version=$version org.brokerjepsen.kafka-source=maven-central
-EXPOSE 9092 9093 19092
-CMD ["kafka"]
 DOCKERFILE
-  docker build -q -t "$image" "$ctx" >/dev/null
+  image_tail "$version" maven-central >>"$ctx/Dockerfile"
+  build_image "$image" "$ctx"
   echo "built $image from Maven Central in $(( $(date +%s) - start )) s"
 }
 
@@ -99,14 +113,10 @@ from_tarball() {
 FROM $BASE
 ADD kafka.tgz /opt/
 RUN mv /opt/kafka_* /opt/kafka && mkdir -p /var/lib/kafka/data
-COPY kafka-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
-ENV PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-LABEL org.brokerjepsen.kafka-version=$version org.brokerjepsen.kafka-source=release-tarball
-EXPOSE 9092 9093 19092
-CMD ["kafka"]
 DOCKERFILE
+  image_tail "$version" release-tarball >>"$ctx/Dockerfile"
   start=$(date +%s)
-  docker build -q -t "$image" "$ctx" >/dev/null
+  build_image "$image" "$ctx"
   echo "built $image from $name in $(( $(date +%s) - start )) s"
 }
 
