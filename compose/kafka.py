@@ -472,6 +472,22 @@ def _kraft_cluster_id() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
 
 
+def new_topic(
+    topic: str,
+    partitions: int,
+    replication_factor: int,
+    assignment: list[list[int]] | None,
+    config: dict[str, str],
+) -> Any:
+    """The NewTopic to create. With an explicit assignment librdkafka wants the partition count
+    to match it and no replication factor (-1): the assignment says it."""
+    from confluent_kafka.admin import NewTopic
+
+    if assignment:
+        return NewTopic(topic, len(assignment), -1, replica_assignment=assignment, config=config)
+    return NewTopic(topic, partitions, replication_factor, config=config)
+
+
 class KafkaAdmin:
     """The admin-API side of a running cluster: metadata, topics, elections (KafkaControl)."""
 
@@ -531,16 +547,7 @@ class KafkaAdmin:
         config: dict[str, str],
         timeout: float,
     ) -> None:
-        from confluent_kafka.admin import NewTopic
-
-        if assignment:
-            # librdkafka wants the partition count to match the assignment, and no
-            # replication factor (-1): the assignment says it.
-            new = NewTopic(
-                self.topic, len(assignment), -1, replica_assignment=assignment, config=config
-            )
-        else:
-            new = NewTopic(self.topic, partitions, replication_factor, config=config)
+        new = new_topic(self.topic, partitions, replication_factor, assignment, config)
         try:
             future = self.admin.create_topics([new], request_timeout=timeout)[self.topic]
             future.result(timeout=timeout)

@@ -391,3 +391,16 @@ def test_reader_waits_for_the_topic_and_never_calls_nothing_caught_up() -> None:
     with pytest.raises(TopicNotFound):
         partitions_of(FakeReaderConsumer(100), "t", time.time() + 1)  # type: ignore[arg-type]
     assert _caught_up(None, "t", {}) is False  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("assignment", [None, [[2, 3, 4]], [[1, 2, 3], [2, 3, 1]]])
+def test_the_topic_request_passes_the_clients_own_checks(assignment: Any) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    from compose.kafka import new_topic
+
+    # No broker answers port 1: only the client's validation of the request runs.
+    admin = AdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    topic = new_topic("t", 1, 3, assignment, {"min.insync.replicas": "2"})
+    futures = admin.create_topics([topic], request_timeout=1)  # raises ValueError if malformed
+    assert set(futures) == {"t"}
