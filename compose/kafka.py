@@ -569,12 +569,14 @@ class KafkaAdmin:
             return False
         return True
 
-    def elect(self, election: str, partitions: list[int]) -> dict[str, str]:
+    def elect(self, election: str, partitions: list[int], wait: float = 15) -> dict[str, str]:
         from confluent_kafka import ElectionType, TopicPartition
 
         kind = ElectionType.UNCLEAN if election == "unclean" else ElectionType.PREFERRED
         tps = [TopicPartition(self.topic, p) for p in partitions]
-        result = self.admin.elect_leaders(kind, tps, request_timeout=10).result(timeout=15)
+        # No request_timeout: confluent-kafka 2.16's elect_leaders raises SystemError on any
+        # timeout keyword (a format bug in its C binding); the future's wait bounds it instead.
+        result = self.admin.elect_leaders(kind, tps).result(timeout=wait)
         out = {}
         for tp, exc in result.items():
             err = exc.args[0] if exc is not None and exc.args else exc

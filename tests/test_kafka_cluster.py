@@ -404,3 +404,19 @@ def test_the_topic_request_passes_the_clients_own_checks(assignment: Any) -> Non
     topic = new_topic("t", 1, 3, assignment, {"min.insync.replicas": "2"})
     futures = admin.create_topics([topic], request_timeout=1)  # raises ValueError if malformed
     assert set(futures) == {"t"}
+
+
+def test_an_election_request_is_sent_not_refused_by_the_client() -> None:
+    """The first real K13 run: elect_leaders(..., request_timeout=10) raised SystemError in
+    confluent-kafka's binding. The request must reach the wire; with no broker it times out."""
+    import concurrent.futures
+
+    from confluent_kafka.admin import AdminClient
+
+    from compose.kafka import KafkaAdmin
+
+    admin = KafkaAdmin.__new__(KafkaAdmin)
+    admin.topic = "t"
+    admin.admin = AdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    with pytest.raises((concurrent.futures.TimeoutError, TimeoutError)):
+        admin.elect("unclean", [0], wait=1)
