@@ -222,6 +222,8 @@ def cell_word(cell: Cell, runs: list[RunRecord]) -> str:
     words = [r.word for r in runs]
     decisive = [w for w in words if w in ("reproduced", "not reproduced", "refuted")]
     if not decisive:
+        if words and all(w == "error" for w in words):
+            return "no verdict (the run failed)"
         return "inconclusive" if words else "not run"
     if "refuted" in decisive:
         return "refuted"

@@ -84,6 +84,7 @@ def run(word: str, lost: int = 0) -> RunRecord:
         ("safe", ["reproduced", "refuted", "reproduced"], "refuted"),
         ("safe", ["reproduced", "reproduced"], "reproduced"),
         ("safe", ["inconclusive", "error"], "inconclusive"),
+        ("safe", ["error"], "no verdict (the run failed)"),
         ("safe", [], "not run"),
     ],
 )
