@@ -128,3 +128,32 @@ def test_a_run_without_a_verdict_is_recorded_as_an_error(tmp_path: Path) -> None
         {"NOT_ENOUGH_REPLICAS": 3, "X": 1},
         4.5,
     )
+
+
+def test_the_matrix_resumes_and_stops_at_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.claims as claims
+
+    ran: list[str] = []
+
+    def fake_run(cell: Cell, results: Path, timeout: float) -> RunRecord:
+        ran.append(cell.key)
+        return run("reproduced")
+
+    monkeypatch.setattr(claims, "run_cell_once", fake_run)
+    measured_file = tmp_path / "m.json"
+    cells = [Cell("K1", "K1", "loss", "zk", "3.9", 3), Cell("K4", "K4", "safe", "kraft", "3.9", 1)]
+    save_measured(measured_file, {"K1/zk/3.9": [run("reproduced")]})
+    said: list[str] = []
+    claims.run_matrix(cells, measured_file, tmp_path, False, 60, 100, said.append)
+    assert ran == ["K1/zk/3.9", "K1/zk/3.9", "K4/kraft/3.9"]  # the measured run is kept
+    assert {k: len(v) for k, v in load_measured(measured_file).items()} == {
+        "K1/zk/3.9": 3,
+        "K4/kraft/3.9": 1,
+    }
+    ran.clear()
+    claims.run_matrix(cells, measured_file, tmp_path, False, 60, 100, said.append)
+    assert ran == []  # nothing left to measure
+    claims.run_matrix(cells[1:], measured_file, tmp_path, True, 0, 100, said.append)
+    assert ran == [] and "budget spent" in said[-1]  # asked again, but no budget left
