@@ -472,6 +472,16 @@ def _kraft_cluster_id() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
 
 
+def election_outcome(err: Any) -> str:
+    """One partition's election result: "ok", or the error's name. confluent-kafka 2.16 gives a
+    KafkaError (or None) per partition; a KafkaException carries its KafkaError in args."""
+    if err is None:
+        return "ok"
+    if not hasattr(err, "name") and getattr(err, "args", None):
+        err = err.args[0]
+    return str(err.name()) if hasattr(err, "name") else str(err)
+
+
 def new_topic(
     topic: str,
     partitions: int,
@@ -577,11 +587,4 @@ class KafkaAdmin:
         # No request_timeout: confluent-kafka 2.16's elect_leaders raises SystemError on any
         # timeout keyword (a format bug in its C binding); the future's wait bounds it instead.
         result = self.admin.elect_leaders(kind, tps).result(timeout=wait)
-        out = {}
-        for tp, exc in result.items():
-            err = exc.args[0] if exc is not None and exc.args else exc
-            if err is None:
-                out[str(tp.partition)] = "ok"
-            else:
-                out[str(tp.partition)] = err.name() if hasattr(err, "name") else str(err)
-        return out
+        return {str(tp.partition): election_outcome(err) for tp, err in result.items()}

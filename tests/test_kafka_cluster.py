@@ -420,3 +420,15 @@ def test_an_election_request_is_sent_not_refused_by_the_client() -> None:
     admin.admin = AdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
     with pytest.raises((concurrent.futures.TimeoutError, TimeoutError)):
         admin.elect("unclean", [0], wait=1)
+
+
+def test_election_outcomes_as_the_client_reports_them() -> None:
+    """K2's first real run: per-partition results are KafkaError objects, which have no args."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from compose.kafka import election_outcome
+
+    assert election_outcome(None) == "ok"
+    assert election_outcome(KafkaError(KafkaError.ELECTION_NOT_NEEDED)) == "ELECTION_NOT_NEEDED"
+    wrapped = KafkaException(KafkaError(KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE))
+    assert election_outcome(wrapped) == "ELIGIBLE_LEADERS_NOT_AVAILABLE"
