@@ -482,6 +482,20 @@ def election_outcome(err: Any) -> str:
     return str(err.name()) if hasattr(err, "name") else str(err)
 
 
+def election_tool_outcome(text: str) -> str:
+    """kafka-leader-election's answer for one partition, in the admin API's words."""
+    if "Successfully completed leader election" in text:
+        return "ok"
+    if "Valid replica already elected" in text or "ELECTION_NOT_NEEDED" in text:
+        return "ELECTION_NOT_NEEDED"
+    if m := re.search(r"(ELIGIBLE_LEADERS_NOT_AVAILABLE|PREFERRED_LEADER_NOT_AVAILABLE)", text):
+        return m.group(1)
+    if m := re.search(r"(\w+(?:Exception|Error)): ([^\n]{0,160})", text):
+        return f"{m.group(1)}: {m.group(2)}"
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else "no answer"
+
+
 def new_topic(
     topic: str,
     partitions: int,
@@ -564,6 +578,23 @@ class KafkaAdmin:
         except Exception as e:  # noqa: BLE001 - KafkaException, ValueError: one line
             raise ComposeError(f"cannot create topic {self.topic}: {e}") from None
 
+    def _elect_via(
+        self, node: str, election: str, partitions: list[int], wait: float
+    ) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for p in partitions:
+            command = (
+                f"kafka-leader-election.sh --bootstrap-server localhost:{INTERNAL_PORT} "
+                f"--election-type {election.upper()} --topic {self.topic} --partition {p}"
+            )
+            try:
+                # The tool exits 1 on a failed election: its text says why, so read it anyway.
+                text = self.cluster.exec(node, command + " 2>&1; true", timeout=wait + 30)
+            except ComposeError as e:
+                text = str(e)
+            out[str(p)] = election_tool_outcome(text)
+        return out
+
     def fully_in_sync(self, topics: tuple[str, ...] = ()) -> bool:
         """Every partition of the topic (and of `topics`) has a leader and its full ISR."""
         try:
@@ -579,7 +610,14 @@ class KafkaAdmin:
             return False
         return True
 
-    def elect(self, election: str, partitions: list[int], wait: float = 15) -> dict[str, str]:
+    def elect(
+        self, election: str, partitions: list[int], via: str | None = None, wait: float = 15
+    ) -> dict[str, str]:
+        """Per partition: "ok" or the error's name. With `via`, Kafka's own election tool runs
+        inside that broker, bootstrapped on itself: its view of who leads the quorum is that of
+        a broker the nemesis has not cut."""
+        if via is not None:
+            return self._elect_via(via, election, partitions, wait)
         from confluent_kafka import ElectionType, TopicPartition
 
         kind = ElectionType.UNCLEAN if election == "unclean" else ElectionType.PREFERRED

@@ -26,8 +26,9 @@ class KafkaControl(Protocol):
 
     def metadata(self, need_controller: bool = False) -> Metadata: ...
 
-    def elect(self, election: str, partitions: list[int]) -> dict[str, str]:
-        """Per partition: "ok", or the error's name (ELECTION_NOT_NEEDED, ...)."""
+    def elect(self, election: str, partitions: list[int], via: str | None = None) -> dict[str, str]:
+        """Per partition: "ok", or the error's name (ELECTION_NOT_NEEDED, ...). `via`: a broker
+        the nemesis has not cut, to ask from inside the cluster."""
         ...
 
 
@@ -170,7 +171,7 @@ class KafkaNemesis:
             deadline, results = time.monotonic() + within, {}
             while True:
                 try:
-                    results = self.control.elect(election, partitions)
+                    results = self.control.elect(election, partitions, self._uncut_broker())
                 except Exception as e:  # noqa: BLE001 - no controller yet: try again
                     results = {"*": f"{type(e).__name__}: {e}"}
                 if all(r in ("ok", "ELECTION_NOT_NEEDED") for r in results.values()):
@@ -183,6 +184,16 @@ class KafkaNemesis:
             return {"results": results}
 
         self.net.logged("elect", value, attempt)
+
+    def _uncut_broker(self) -> str | None:
+        """A running broker no cut touches: a client's election request may land on a broker
+        the nemesis isolated (KRaft brokers name a random one as controller), and time out."""
+        try:
+            brokers = sorted(self.control.metadata().brokers.values())
+        except Exception:  # noqa: BLE001 - no metadata now: let the control choose
+            return None
+        touched = {n for cut in self.net.state.cuts for n in cut}
+        return next((b for b in brokers if b not in touched and b not in self.net.down), None)
 
     def record_leaders(self, label: str, expect_balanced: bool | None) -> None:
         """Leader placement now: each partition's leader, preferred replica and ISR."""

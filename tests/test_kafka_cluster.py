@@ -26,6 +26,7 @@ from compose.kafka import (
 from harness.scenario import KafkaScenario, ScenarioError, load_scenario, parse_scenario
 from nemesis.kafka import KafkaNemesis
 from nemesis.kafka_targets import Metadata, PartitionState
+from nemesis.network import NetworkState
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = {"kafka": "apache/kafka:3.9.1", "zookeeper": "brokerjepsen/zookeeper:3.8.0-debian"}
@@ -242,6 +243,7 @@ class FakeNet:
         self.calls: list[tuple[Any, ...]] = []
         self.down: set[str] = set()
         self.history = None
+        self.state = NetworkState()
 
     def __getattr__(self, name: str) -> Any:
         return lambda *args: self.calls.append((name, *args))
@@ -254,6 +256,7 @@ class FakeControl:
     def __init__(self, leaders: list[int]) -> None:
         self.leaders = leaders  # the leader of partition 0 at each successive metadata call
         self.elections: list[dict[str, str]] = []
+        self.asked_via: list[str | None] = []
 
     def metadata(self, need_controller: bool = False) -> Metadata:
         leader = self.leaders.pop(0) if len(self.leaders) > 1 else self.leaders[0]
@@ -265,7 +268,8 @@ class FakeControl:
             ("zk1", "zk2", "zk3"),
         )
 
-    def elect(self, election: str, partitions: list[int]) -> dict[str, str]:
+    def elect(self, election: str, partitions: list[int], via: str | None = None) -> dict[str, str]:
+        self.asked_via.append(via)
         return self.elections.pop(0) if self.elections else {"0": "ok"}
 
 
@@ -297,6 +301,37 @@ def test_election_retries_until_it_takes() -> None:
     control.elections = [{"0": "ELIGIBLE_LEADERS_NOT_AVAILABLE"}, {"0": "ok"}]
     KafkaNemesis(net, control, "t", 1).apply(step(op="elect", election="unclean"))  # type: ignore[arg-type]
     assert net.calls[-1][0] == "elect" and net.calls[-1][2] == {"results": {"0": "ok"}}
+
+
+def test_an_election_is_asked_through_a_broker_no_fault_touches() -> None:
+    """K13's KRaft run: requests landing on the isolated leader timed out for 60 s."""
+    net, control = FakeNet(), FakeControl(leaders=[1])
+    net.state = NetworkState().with_cuts({("kafka2", "kafka1"), ("kafka1", "kafka2")})
+    net.down = {"kafka3"}
+    KafkaNemesis(net, control, "t", 1).apply(step(op="elect", election="unclean"))  # type: ignore[arg-type]
+    assert control.asked_via == [None]  # every broker is cut or down: the client decides
+    net.down = set()
+    KafkaNemesis(net, control, "t", 1).apply(step(op="elect", election="unclean"))  # type: ignore[arg-type]
+    assert control.asked_via[-1] == "kafka3"
+
+
+@pytest.mark.parametrize(
+    ("text", "outcome"),
+    [
+        ("Successfully completed leader election (UNCLEAN) for partitions jepsen-0", "ok"),
+        ("Valid replica already elected for partitions jepsen-0", "ELECTION_NOT_NEEDED"),
+        (
+            "Error completing leader election (UNCLEAN) for partition: jepsen-0: "
+            "org.apache.kafka.common.errors.EligibleLeadersNotAvailableException: none alive",
+            "org.apache.kafka.common.errors.EligibleLeadersNotAvailableException: none alive",
+        ),
+        ("", "no answer"),
+    ],
+)
+def test_the_election_tools_answers(text: str, outcome: str) -> None:
+    from compose.kafka import election_tool_outcome
+
+    assert election_tool_outcome(text).endswith(outcome.rsplit(".", 1)[-1])
 
 
 def test_leader_placement_snapshot() -> None:

@@ -121,7 +121,7 @@ class QuorumOnly:
     def metadata(self, need_controller: bool = False) -> Metadata:
         return Metadata({}, None, (), ZK)
 
-    def elect(self, election: str, partitions: list[int]) -> dict[str, str]:
+    def elect(self, election: str, partitions: list[int], via: str | None = None) -> dict[str, str]:
         raise AssertionError("no election without brokers")
 
 
