@@ -186,14 +186,18 @@ class KafkaNemesis:
         self.net.logged("elect", value, attempt)
 
     def _uncut_broker(self) -> str | None:
-        """A running broker no cut touches: a client's election request may land on a broker
-        the nemesis isolated (KRaft brokers name a random one as controller), and time out."""
+        """The running broker fewest cuts touch: a client's election request may land on a
+        broker the nemesis isolated (KRaft brokers name a random one as controller) and time
+        out. An isolated leader is touched by a cut to every node; a follower cut from that
+        leader only by the two between them."""
         try:
             brokers = sorted(self.control.metadata().brokers.values())
         except Exception:  # noqa: BLE001 - no metadata now: let the control choose
             return None
-        touched = {n for cut in self.net.state.cuts for n in cut}
-        return next((b for b in brokers if b not in touched and b not in self.net.down), None)
+        running = [b for b in brokers if b not in self.net.down]
+        cuts = self.net.state.cuts
+        touches = {b: sum(b in cut for cut in cuts) for b in running}
+        return min(running, key=lambda b: (touches[b], b)) if running else None
 
     def record_leaders(self, label: str, expect_balanced: bool | None) -> None:
         """Leader placement now: each partition's leader, preferred replica and ISR."""
