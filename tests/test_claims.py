@@ -159,3 +159,11 @@ def test_the_matrix_resumes_and_stops_at_its_budget(
     assert ran == []  # nothing left to measure
     claims.run_matrix(cells[1:], measured_file, tmp_path, True, 0, 100, said.append)
     assert ran == [] and "budget spent" in said[-1]  # asked again, but no budget left
+
+
+def test_cells_measured_in_a_mode_the_scenario_left_stay_in_the_table() -> None:
+    measured = {"K2/kraft/4.1": [run("not reproduced")], "K4/kraft/3.9": [run("reproduced")]}
+    table = render_table([Cell("K4", "K4", "safe", "kraft", "3.9", 1)], measured, "m")
+    current, retired = table.split("no longer runs in")
+    assert "| K4 | K4 | kraft |" in current and "K2" not in current
+    assert "| K2 | K2 | kraft | 3.9.2 | 1 |" in retired and "| not reproduced |" in retired
