@@ -144,21 +144,30 @@ class KafkaNemesis:
     def rolling_restart(self, nodes: list[str], within: float) -> None:
         """Restarts each node in turn (graceful stop, start), waiting until it is back in the
         ISR of every partition it replicates before the next: the way operators patch."""
+        # Broker ids taken before any restart: a broker that is down or still starting is
+        # missing from the metadata, and a check by name alone would find it "in every ISR".
+        broker_id = {name: bid for bid, name in self.control.metadata().brokers.items()}
         for name in nodes:
+            if name not in broker_id:
+                raise NemesisError(f"rolling-restart: {name} is not a registered broker")
             self.net.restart([name])
-            back = wait_until(functools.partial(self._in_every_isr, name), within, interval=1)
+            back = wait_until(
+                functools.partial(self._rejoined, broker_id[name]), within, interval=1
+            )
             if self.history:
                 self.history.write(
                     "info", "rejoined", value={"node": name, "in_sync": back, "within": within}
                 )
 
-    def _in_every_isr(self, node: str) -> bool:
+    def _rejoined(self, broker: int) -> bool:
+        """The broker is registered again and in the ISR of every partition it replicates (an
+        answer without the topic's partitions proves nothing)."""
         try:
             md = self.control.metadata()
         except Exception:  # noqa: BLE001 - the cluster is busy electing; ask again
             return False
-        ids = {b for b, n in md.brokers.items() if n == node}
-        return all(not ids & set(p.replicas) or ids & set(p.isr) for p in md.partitions)
+        mine = [p for p in md.partitions if broker in p.replicas]
+        return broker in md.brokers and bool(md.partitions) and all(broker in p.isr for p in mine)
 
     def elect(self, election: str, within: float) -> None:
         """Asks for a leader election on every partition of the topic until it takes (or is

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 import yaml
@@ -24,6 +25,7 @@ from compose.kafka import (
     render_compose,
 )
 from harness.scenario import KafkaScenario, ScenarioError, load_scenario, parse_scenario
+from nemesis.faults import NemesisError
 from nemesis.kafka import KafkaNemesis
 from nemesis.kafka_targets import Metadata, PartitionState
 from nemesis.network import NetworkState
@@ -470,3 +472,42 @@ def test_election_outcomes_as_the_client_reports_them() -> None:
     assert election_outcome(KafkaError(KafkaError.ELECTION_NOT_NEEDED)) == "ELECTION_NOT_NEEDED"
     wrapped = KafkaException(KafkaError(KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE))
     assert election_outcome(wrapped) == "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+
+
+class RestartingControl(FakeControl):
+    """Metadata as a cluster shows it during a rolling restart: the restarted broker missing
+    while it starts, then registered but out of the ISR while it catches up, then back."""
+
+    def __init__(self, answers: list[tuple[dict[int, str], tuple[int, ...]]]) -> None:
+        super().__init__(leaders=[1])
+        self.answers = answers
+
+    def metadata(self, need_controller: bool = False) -> Metadata:
+        brokers, isr = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return Metadata(brokers, 1, (PartitionState("t", 0, 1, (1, 2, 3), isr),), ())
+
+
+def test_a_rolling_restart_waits_until_the_broker_is_registered_and_in_sync() -> None:
+    """K19's first real runs: a restarted broker absent from the metadata counted as "in every
+    ISR", so all three restarts followed each other with no wait at all."""
+    every = {1: "kafka1", 2: "kafka2", 3: "kafka3"}
+    without_2 = {1: "kafka1", 3: "kafka3"}
+    control = RestartingControl(
+        [
+            (every, (1, 2, 3)),  # broker ids, taken before the first restart
+            (without_2, (1, 3)),  # kafka2 starting
+            (every, (1, 3)),  # registered, catching up
+            (every, (1, 2, 3)),  # back in the ISR
+        ]
+    )
+    net, checks = FakeNet(), []
+    polled = lambda check, within, interval: checks.extend([check(), check(), check()])  # noqa: E731
+    with patch("nemesis.kafka.wait_until", side_effect=polled):
+        KafkaNemesis(net, control, "t", 1).rolling_restart(["kafka2"], within=5)  # type: ignore[arg-type]
+    assert net.calls == [("restart", ["kafka2"])] and checks == [False, False, True]
+
+
+def test_a_rolling_restart_of_an_unknown_broker_is_refused() -> None:
+    control = RestartingControl([({1: "kafka1"}, (1,))])
+    with pytest.raises(NemesisError, match="kafka9 is not a registered broker"):
+        KafkaNemesis(FakeNet(), control, "t", 1).rolling_restart(["kafka9"], 5)  # type: ignore[arg-type]
