@@ -22,14 +22,13 @@ def judge(
     drain_complete: bool = True,
 ) -> Judgement:
     """The verdict. Without an expectation, any anomaly is a failure."""
-    lost = sum(g["lost"] for g in groups.values())
     unexpected = sum(g["unexpected"] for g in groups.values())
     duplicated = sum(g["duplicated"] for g in groups.values())
     reordered = sum(g["reordered"] for g in groups.values())
     acked = sends.get("ok", 0)
     refused = sends.get("fail", 0) + sends.get("info", 0)
-    losing = [name for name, g in groups.items() if g["lost"]]
-    where = f" in {', '.join(sorted(losing))}" if losing else ""
+    # Groups read the same acknowledged messages: a message lost in two groups is one message.
+    lost, where = _lost_in(groups)
 
     if lost and not drain_complete:
         # A message still sitting in a queue is not lost: we did not finish reading.
@@ -85,6 +84,16 @@ def judge(
             )
         return Judgement("safe", True, f"no loss, no duplicate ({acked} acknowledged)")
     raise ValueError(f"unknown expectation {expect!r}")
+
+
+def _lost_in(groups: dict[str, dict[str, int]]) -> tuple[int, str]:
+    """The most any group lost, and where: " in g" for one losing group, " (g1 n, g2 m)" for
+    several."""
+    losing = {name: g["lost"] for name, g in sorted(groups.items()) if g["lost"]}
+    most = max(losing.values(), default=0)
+    if len(losing) <= 1:
+        return most, "".join(f" in {name}" for name in losing)
+    return most, " (" + ", ".join(f"{name} {n}" for name, n in losing.items()) + ")"
 
 
 def missing_errors(expected: list[dict[str, str]], errors: dict[str, dict[str, int]]) -> list[str]:

@@ -208,10 +208,22 @@ class KafkaReaderSpec(Strict):
     commit_every: Annotated[int, Field(ge=1, le=100_000)] = 100
 
 
+FINAL_READER = "final"  # the group of the final read (a reader id no scenario may take)
+
+
 class KafkaWorkload(Strict):
     producers: Annotated[list[KafkaProducerSpec], Field(min_length=1)]
     readers: Annotated[list[KafkaReaderSpec], Field(min_length=1)]
     drain_timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    # After the drain, a fresh reader reads the whole log from its first offset: what a reader
+    # saw during a fault (a stale leader's writes, truncated later) is no proof the log kept it.
+    final_read: bool = True
+
+    @model_validator(mode="after")
+    def _final_reader_id_is_reserved(self) -> KafkaWorkload:
+        if self.final_read and any(r.id == FINAL_READER for r in self.readers):
+            raise ValueError(f"reader id {FINAL_READER!r} is the final read's own")
+        return self
 
 
 class KafkaMockStep(Strict):

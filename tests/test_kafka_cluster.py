@@ -511,3 +511,63 @@ def test_a_rolling_restart_of_an_unknown_broker_is_refused() -> None:
     control = RestartingControl([({1: "kafka1"}, (1,))])
     with pytest.raises(NemesisError, match="kafka9 is not a registered broker"):
         KafkaNemesis(FakeNet(), control, "t", 1).rolling_restart(["kafka9"], 5)  # type: ignore[arg-type]
+
+
+# ---- the final read ----------------------------------------------------------------------------
+
+
+def test_the_final_reads_group_is_reserved() -> None:
+    bad = BASE.replace("readers: [{id: r}]", "readers: [{id: final}]")
+    with pytest.raises(ScenarioError, match="reader id 'final' is the final read's own"):
+        parse_scenario(bad, "x.yaml")
+    assert parse_scenario(bad.replace("}]}", "}], final_read: false}"), "x.yaml")
+
+
+def test_a_message_lost_in_two_groups_is_counted_once() -> None:
+    """K13 on dedicated controllers: the live reader read the isolated leader's acknowledged
+    writes before the heal truncated them; only the final read shows them gone."""
+    live, final = G | {"acked": 10}, G | {"acked": 10, "received": 7, "lost": 3}
+    j = judge({"reader": live, "final": final}, {"ok": 10}, "loss")
+    assert j.matched and j.reason == "reproduced: 3 acknowledged messages lost in final"
+    j = judge({"reader": final, "final": final | {"lost": 4}}, {"ok": 10}, "safe")
+    assert not j.matched and j.reason == "refuted: 4 acknowledged messages lost (final 4, reader 3)"
+
+
+def recorded_drain(final_exit: int) -> tuple[Any, list[Any]]:
+    """A Kafka run's drain with its client processes recorded instead of started."""
+    from harness.kafka_common import KafkaClientsRun
+
+    class Recorded(KafkaClientsRun):
+        bootstrap_servers = "b:9092"  # type: ignore[assignment]
+
+    log: list[Any] = []
+    run = object.__new__(Recorded)
+    workload = SimpleNamespace(
+        readers=[SimpleNamespace(id="r")], drain_timeout=5.0, final_read=True
+    )
+    run.scenario = SimpleNamespace(workload=workload, cluster=SimpleNamespace(topic="t"))
+    run.manifest = {}
+    run.clients = {"r": SimpleNamespace(send_signal=lambda s: log.append("signal"))}  # type: ignore[dict-item]
+    exits = {"r": 0, "final": final_exit}
+    run._spawn = lambda role, name, cfg: log.append((role, name, cfg))  # type: ignore[method-assign]
+    run._wait_client = lambda name, deadline: log.append(name) or exits[name]  # type: ignore[method-assign]
+    return run, log
+
+
+@pytest.mark.parametrize(("final_exit", "complete"), [(0, True), (3, False)])
+def test_the_final_read_starts_after_the_live_readers_drained(
+    final_exit: int, complete: bool
+) -> None:
+    run, log = recorded_drain(final_exit)
+    run._drain()
+    assert log[:2] == ["signal", "r"]  # the live reader drained first
+    role, name, cfg = log[2]
+    assert (role, name, cfg["group"], cfg["final"], cfg["topic"]) == (
+        "reader",
+        "final",
+        "final",
+        True,
+        "t",
+    )
+    assert log[3] == "final" and run.manifest["drain_complete"] is complete
+    assert run.manifest["consumer_exit_codes"] == {"r": 0, "final": final_exit}

@@ -158,6 +158,7 @@ class ReaderConfig:
     deadline: float
     mode: str = "assign"  # assign: every partition from the start; group: subscribe, commit
     commit_every: int = 100  # group mode: a synchronous offset commit every N records
+    final: bool = False  # the final read: drains from the start, with no signal to wait for
 
 
 # Commit errors after which the offsets may still have been written.
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             run_producer(pcfg, bootstrap, history)
         return 0
     rcfg = ReaderConfig(**data)
-    drain = {"now": False}
+    drain = {"now": rcfg.final}
     signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))
     with HistoryWriter(history_dir, rcfg.process, "kafka") as history:
         try:
