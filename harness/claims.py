@@ -16,11 +16,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from compose.kafka import KAFKA_LINES, mode_refusal
-from harness.scenario import KafkaScenario, Scenario, ScenarioError, load_scenario
+from harness.scenario import (
+    FINAL_READER,
+    KafkaScenario,
+    Scenario,
+    ScenarioError,
+    load_scenario,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -54,6 +60,9 @@ class RunRecord:
     errors: dict[str, int] = field(default_factory=dict)
     unavailable_s: float | None = None
     reason: str = ""
+    # Kafka: whether the run had a final read (runs before it existed judged the live readers
+    # only; None for RabbitMQ, whose consumers remove what they read).
+    final_read: bool | None = None
 
 
 def claim_scenarios(scenarios_dir: Path) -> list[Scenario | KafkaScenario]:
@@ -109,7 +118,20 @@ def load_measured(path: Path) -> dict[str, list[RunRecord]]:
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
-    return {k: [RunRecord(**r) for r in v] for k, v in data.get("cells", {}).items()}
+    return {
+        k: [_with_final_read(k, RunRecord(**r)) for r in v]
+        for k, v in data.get("cells", {}).items()
+    }
+
+
+def _with_final_read(key: str, r: RunRecord) -> RunRecord:
+    """A Kafka record from before `final_read` was kept: its verdict.json says, if still here;
+    otherwise it predates the final read."""
+    if r.final_read is not None or key.split("/")[1] == "rabbitmq" or r.word == "error":
+        return r
+    verdict = ROOT / r.run_dir / "verdict.json"
+    had = verdict.exists() and FINAL_READER in json.loads(verdict.read_text()).get("groups", {})
+    return replace(r, final_read=had)
 
 
 def save_measured(path: Path, measured: dict[str, list[RunRecord]]) -> None:
@@ -154,6 +176,7 @@ def record_of(run_dir: Path, seconds: float, failure: str | None) -> RunRecord:
         errors=errors,
         unavailable_s=window.get("seconds"),
         reason=v.get("reason", ""),
+        final_read=FINAL_READER in v["groups"] if v.get("kafka_mode") else None,
     )
 
 
@@ -237,6 +260,9 @@ def cell_word(cell: Cell, runs: list[RunRecord]) -> str:
     return "reproduced" if hits == len(decisive) else f"not reproduced ({hits}/{len(decisive)})"
 
 
+NO_FINAL_READ = "†"
+
+
 def _per_run(runs: list[RunRecord], figure: Callable[[RunRecord], object]) -> str:
     return " / ".join(str(figure(r)) for r in runs) or "-"
 
@@ -256,7 +282,7 @@ def _row(c: Cell, runs: list[RunRecord]) -> str:
         ", ".join(versions) or c.kafka or "-",
         str(len(runs)),
         per_run(lambda r: r.acked),
-        per_run(lambda r: r.lost),
+        per_run(lambda r: f"{r.lost}{NO_FINAL_READ if r.final_read is False else ''}"),
         per_run(lambda r: r.duplicated),
         ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "-",
         window,
@@ -275,7 +301,10 @@ def render_table(cells: list[Cell], measured: dict[str, list[RunRecord]], machin
         "scenario in one mode on one Kafka release line; numbers are per run (acked; lost and "
         "duplicated in the group that lost most), errors summed over the row's runs. Verdicts: "
         "reproduced (the run showed what the claim says), not reproduced, refuted (a guarantee "
-        "broken), inconclusive. A loss row needs its loss in 2 of 3 runs.",
+        "broken), inconclusive. A loss row needs its loss in 2 of 3 runs. "
+        f"{NO_FINAL_READ}: a Kafka run from before the final read (a fresh reader of the whole "
+        "log after the drain), judged from its live reader alone, which may have read an "
+        "isolated leader's writes that the log later dropped.",
         "",
         "| claim | scenario | mode | Kafka | runs | acked | lost | duplicated | errors seen "
         "| unavailable (s) | verdict | runs behind it |",

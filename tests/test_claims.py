@@ -73,8 +73,10 @@ def test_selection_by_claim_mode_and_line() -> None:
     assert [c.key for c in select(cells, {"R1", "K4"}, {"rabbitmq"}, None)] == ["R1/rabbitmq"]
 
 
-def run(word: str, lost: int = 0) -> RunRecord:
-    return RunRecord("results/X/1", "2026-11-22 16:00", 100.0, word, "3.9.2", 1000, lost)
+def run(word: str, lost: int = 0, final_read: bool | None = True) -> RunRecord:
+    return RunRecord(
+        "results/X/1", "2026-11-22 16:00", 100.0, word, "3.9.2", 1000, lost, final_read=final_read
+    )
 
 
 @pytest.mark.parametrize(
@@ -106,6 +108,15 @@ def test_measured_cells_survive_a_round_trip_and_render(tmp_path: Path) -> None:
     assert rows[0].startswith("| K1 | K1 | zk | 3.9.2 | 1 | 1000 | 2820 | 0 |")
     assert "reproduced (1/1)" in rows[0] and "`1`" in rows[0]
     assert rows[1].endswith("| not run | - |")
+
+
+def test_kafka_runs_from_before_the_final_read_are_marked(tmp_path: Path) -> None:
+    path = tmp_path / "claims-results.json"
+    save_measured(path, {"K1/zk/3.9": [run("reproduced", lost=2820, final_read=None)]})
+    (old,) = load_measured(path)["K1/zk/3.9"]  # its run directory is gone: no final read
+    assert old.final_read is False
+    table = render_table([Cell("K1", "K1", "loss", "zk", "3.9", 3)], {"K1/zk/3.9": [old]}, "m")
+    assert "| 2820† |" in table and "†: a Kafka run from before the final read" in table
 
 
 def test_a_run_without_a_verdict_is_recorded_as_an_error(tmp_path: Path) -> None:
