@@ -397,13 +397,33 @@ class KafkaCluster(ComposeCluster):
         compose(self.compose_file, ["up", "-d"], {}, timeout=timeout)
         from harness.wait import wait_until
 
-        if not wait_until(registered, timeout, interval=2):
+        exited: dict[str, str] = {}
+
+        def registered_or_exited() -> bool:
+            if registered():
+                return True
+            exited.update(self._exited())
+            return bool(exited)
+
+        if not wait_until(registered_or_exited, timeout, interval=2):
             stopped = [n for n, c in self.containers().items() if c.status != "running"]
             detail = f"; containers not running: {', '.join(sorted(stopped))}" if stopped else ""
             raise ComposeError(
                 f"Kafka brokers did not all register within {timeout:.0f} s{detail} "
                 f"(see {self.workdir.parent / 'logs'})"
             )
+        if exited:  # a node that exits while the cluster forms will not come back by itself
+            node, last = sorted(exited.items())[0]
+            raise ComposeError(f"{node} exited while the cluster formed: {last}")
+
+    def _exited(self) -> dict[str, str]:
+        """Nodes whose container has exited, with the last line each wrote."""
+        out = {}
+        for name, c in self.containers().items():
+            if c.status == "exited":
+                lines = c.logs(tail=5).decode(errors="replace").strip().splitlines()
+                out[name] = lines[-1] if lines else f"exit code {c.attrs['State']['ExitCode']}"
+        return out
 
     def down(self, timeout: float = 180) -> None:
         if self.compose_file.exists():
@@ -469,7 +489,13 @@ class KafkaCluster(ComposeCluster):
 
 
 def _kraft_cluster_id() -> str:
-    return base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
+    """16 random bytes, base64url as Kafka writes ids; never starting with "-", which Kafka's
+    command-line tools read as an option (`kafka-storage format -t -zmg…`: "expected one
+    argument": a K5 run's brokers all exited). Kafka's own Uuid.randomUuid() skips those too."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def election_outcome(err: Any) -> str:

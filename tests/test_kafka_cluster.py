@@ -571,3 +571,28 @@ def test_the_final_read_starts_after_the_live_readers_drained(
     )
     assert log[3] == "final" and run.manifest["drain_complete"] is complete
     assert run.manifest["consumer_exit_codes"] == {"r": 0, "final": final_exit}
+
+
+def test_a_kraft_cluster_id_never_starts_with_a_dash() -> None:
+    """A K5 run: `kafka-storage format -t -zmg…` took the id for an option; every broker exited."""
+    from compose.kafka import _kraft_cluster_id
+
+    dash_first = b"\xf8" + bytes(15)  # base64url of 0b111110... starts with "-"
+    with patch("compose.kafka.secrets.token_bytes", side_effect=[dash_first, bytes(16)]):
+        assert _kraft_cluster_id() == "A" * 22
+
+
+def test_a_node_that_exits_while_the_cluster_forms_is_named_with_its_last_line() -> None:
+    from compose.kafka import KafkaCluster
+
+    running = SimpleNamespace(status="running")
+    exited = SimpleNamespace(
+        status="exited",
+        logs=lambda tail: (
+            b"usage: kafka-storage format\nkafka-storage: error: expected one argument\n"
+        ),
+        attrs={"State": {"ExitCode": 1}},
+    )
+    cluster = object.__new__(KafkaCluster)
+    cluster.containers = lambda: {"kafka1": exited, "kafka2": running}  # type: ignore[method-assign]
+    assert cluster._exited() == {"kafka1": "kafka-storage: error: expected one argument"}
