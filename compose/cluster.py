@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +11,11 @@ import docker
 import docker.errors
 
 from compose.cli import ComposeError
+from compose.subnet import SUBNET_TAKEN, free_net_prefix
 from harness.topology import NodeHandle, Topology
 
 PROJECT_PREFIX = "brokerjepsen-"  # every project we start; `harness heal` looks for it
+SUBNET_ATTEMPTS = 3
 
 
 class ComposeCluster:
@@ -21,13 +23,36 @@ class ComposeCluster:
         self,
         workdir: Path,
         project: str,
-        net_prefix: str = "172.29.57",
+        net_prefix: str | None = None,
         client: docker.DockerClient | None = None,
     ) -> None:
+        """`net_prefix`: the cluster network's /24 (three octets); None: a free one."""
         self.workdir = workdir
         self.project = project if project.startswith(PROJECT_PREFIX) else PROJECT_PREFIX + project
-        self.net_prefix = net_prefix
         self.docker = client or docker.from_env()
+        self._net_given = net_prefix is not None
+        self.net_prefix = net_prefix or free_net_prefix(self.docker)
+
+    def start_on_free_subnet(self, start: Callable[[], None]) -> None:
+        """Runs `start` (compose up); when another process took the chosen subnet in between,
+        chooses another and starts again. A subnet the user gave is theirs: no other is tried."""
+        tried: set[str] = set()
+        for attempt in range(1, SUBNET_ATTEMPTS + 1):
+            try:
+                start()
+                return
+            except ComposeError as e:
+                if SUBNET_TAKEN not in str(e):
+                    raise
+                if self._net_given:
+                    raise ComposeError(
+                        f"the cluster network {self.net_prefix}.0/24 overlaps a Docker network "
+                        "that exists already: give another prefix, or none to have one chosen"
+                    ) from None
+                if attempt == SUBNET_ATTEMPTS:
+                    raise
+                tried.add(self.net_prefix)
+                self.net_prefix = free_net_prefix(self.docker, avoid=frozenset(tried))
 
     def containers(self) -> dict[str, Any]:
         """The project's containers by compose service name."""

@@ -352,7 +352,7 @@ class KafkaCluster(ComposeCluster):
         config: KafkaClusterConfig,
         workdir: Path,
         project: str,
-        net_prefix: str = "172.29.57",
+        net_prefix: str | None = None,
         client: docker.DockerClient | None = None,
     ) -> None:
         super().__init__(workdir, project, net_prefix, client)
@@ -362,7 +362,6 @@ class KafkaCluster(ComposeCluster):
         }
         if config.mode == "zk":
             self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
-        self.nodes = nodes_of(config, net_prefix)
         brokers = [n for n in self.nodes if n.role in ("broker", "combined")]
         self.host_ports = dict(
             zip([b.node_id for b in brokers], free_ports(len(brokers)), strict=True)
@@ -371,6 +370,11 @@ class KafkaCluster(ComposeCluster):
         self.compose_file = workdir / "docker-compose.yml"
         # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
         self.cluster_id = _kraft_cluster_id()
+
+    @property
+    def nodes(self) -> list[Node]:
+        """Every container, at its address on the network the cluster has now."""
+        return nodes_of(self.config, self.net_prefix)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -393,8 +397,12 @@ class KafkaCluster(ComposeCluster):
     def up(self, timeout: float, registered: Any) -> None:
         """Starts every container, then waits until `registered()` (every broker known)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
-        compose(self.compose_file, ["up", "-d"], {}, timeout=timeout)
+
+        def start() -> None:
+            self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
+            compose(self.compose_file, ["up", "-d"], {}, timeout=timeout)
+
+        self.start_on_free_subnet(start)
         from harness.wait import wait_until
 
         exited: dict[str, str] = {}

@@ -79,7 +79,7 @@ class RabbitMQCluster(ComposeCluster):
         config: ClusterConfig,
         workdir: Path,
         project: str,
-        net_prefix: str = "172.29.57",
+        net_prefix: str | None = None,
         client: docker.DockerClient | None = None,
     ) -> None:
         super().__init__(workdir, project, net_prefix, client)
@@ -96,11 +96,15 @@ class RabbitMQCluster(ComposeCluster):
             "BJ_PROJECT": self.project,
             "RABBITMQ_IMAGE": self.image,
             "BJ_RABBITMQ_CONF": str(conf.resolve()),
-            "BJ_NET_PREFIX": self.net_prefix,
             "BJ_ERLANG_COOKIE": secrets.token_hex(16),
         }
         wait = ["up", "-d", "--wait", "--wait-timeout", str(int(timeout))]
-        compose(COMPOSE_FILE, wait, self._env, timeout=timeout + 30)
+
+        def start() -> None:
+            self._env["BJ_NET_PREFIX"] = self.net_prefix
+            compose(COMPOSE_FILE, wait, self._env, timeout=timeout + 30)
+
+        self.start_on_free_subnet(start)
         running = self.running_nodes("rabbit1")
         expected = {f"rabbit@{n}" for n in NODE_NAMES}
         if set(running) != expected:

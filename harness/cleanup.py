@@ -14,9 +14,13 @@ from nemesis.faults import clean_container
 
 
 def heal_everything(
-    tools_image: str = LOCAL_IMAGE, remove: bool = True, say: Callable[[str], None] = print
+    tools_image: str = LOCAL_IMAGE,
+    remove: bool = True,
+    say: Callable[[str], None] = print,
+    only_project: str | None = None,
 ) -> int:
-    """Heals every node of every brokerjepsen cluster (RabbitMQ or Kafka), then removes them.
+    """Heals every node of every brokerjepsen cluster (RabbitMQ or Kafka), then removes them;
+    with `only_project`, of that compose project alone.
 
     Returns the number of clusters found. Idempotent.
     """
@@ -25,7 +29,7 @@ def heal_everything(
     projects: set[str] = set()
     for c in containers:
         project = c.labels.get("com.docker.compose.project", "")
-        if not project.startswith(PROJECT_PREFIX):
+        if not project.startswith(PROJECT_PREFIX) or only_project not in (None, project):
             continue
         projects.add(project)
         try:

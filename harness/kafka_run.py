@@ -75,6 +75,7 @@ class KafkaRun(KafkaClientsRun):
         self.admin = admin = KafkaAdmin(cluster, c.topic)
         expected = set(cluster.node_of)
         cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected)
+        self.manifest["cluster_network"] = f"{cluster.net_prefix}.0/24"
         self.manifest["images"]["kafka"]["version"] = cluster.kafka_version()
         self.manifest["kafka_features"] = cluster.feature_levels()
         topic_config = {

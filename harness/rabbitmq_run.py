@@ -55,6 +55,7 @@ class RabbitMQRun(ScenarioRun):
         self.manifest["compose_project"] = self.cluster.project
         write_manifest(self.run_dir, self.manifest)
         self.cluster.up(self.scenario.timeouts.cluster_up)
+        self.manifest["cluster_network"] = f"{self.cluster.net_prefix}.0/24"
         self.manifest["images"]["rabbitmq"]["version"] = self.cluster.server_version()
         self.manifest["images"]["nemesis_tools"] = {"name": self.opts.tools_image}
         w = self.scenario.workload

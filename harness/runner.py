@@ -38,7 +38,7 @@ class RunOptions:
     results_root: Path
     keep_cluster: bool = False
     spark_master: str = "local[*]"
-    net_prefix: str = os.environ.get("BJ_NET_PREFIX", "172.29.57")
+    net_prefix: str | None = os.environ.get("BJ_NET_PREFIX")  # None: a free /24, chosen per run
     tools_image: str = os.environ.get("BJ_TOOLS_IMAGE", LOCAL_IMAGE)
     kafka_mode: str | None = None  # zk | kraft | kraft-dedicated; None: the scenario's first
     kafka_line: str | None = None  # "3.9" | "4.1"; None: the default line (3.9)

@@ -7,6 +7,7 @@ engine is a failure; elsewhere a skip that says why.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -27,7 +28,6 @@ from workloads.rabbitmq import CONNECTION_ERRORS
 pytestmark = pytest.mark.cluster
 NODES = ("rabbit1", "rabbit2", "rabbit3")
 EVERYONE = {f"rabbit@{n}" for n in NODES}
-TEST_NET = "172.29.58"
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,8 @@ def cluster(
     c = RabbitMQCluster(
         ClusterConfig(partition_handling="pause_minority", net_ticktime=4, image=rabbitmq_image),
         workdir=tmp_path_factory.mktemp("cluster"),
-        project=f"pytest-{int(time.time())}",
-        net_prefix=TEST_NET,
+        # Its own project and a free subnet: another session may share the engine.
+        project=f"pytest-{os.getpid()}-{int(time.time())}",
     )
     try:
         c.up(timeout=240)
@@ -190,8 +190,9 @@ def test_harness_heal_removes_leftover_rules(cluster: RabbitMQCluster, nemesis: 
     nemesis.isolate(["rabbit2"])
     nemesis.pause(["rabbit3"])
     # As if the run had been killed: a fresh process heals from what Docker shows.
-    found = heal_everything(remove=False, say=lambda _: None)
-    assert found >= 1
+    # This cluster's project only: another session's clusters on the engine are not ours to heal.
+    found = heal_everything(remove=False, say=lambda _: None, only_project=cluster.project)
+    assert found == 1
     assert chain_rules(cluster, "rabbit2") == []
     assert cluster.containers()["rabbit3"].status == "running"
     nemesis.state = nemesis.state.healed()

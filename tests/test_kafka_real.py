@@ -10,6 +10,7 @@ a leader-aimed cut shrinks the ISR as the brokers report it and heals, and K1 (z
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from compose.kafka import (
     render_compose,
 )
 from compose.rabbitmq import LOCAL_IMAGE as TOOLS_IMAGE
+from compose.subnet import free_net_prefix
 from harness.topology import NodeHandle, Topology
 from harness.wait import wait_until
 from nemesis.faults import Nemesis, NemesisError
@@ -41,7 +43,7 @@ from nemesis.kafka import KafkaNemesis
 from nemesis.kafka_targets import Metadata
 
 pytestmark = pytest.mark.cluster
-PROJECT = "brokerjepsen-zktest"
+PROJECT = f"brokerjepsen-zktest-{os.getpid()}"  # its own: another session may share the engine
 ZK = ("zk1", "zk2", "zk3")
 
 
@@ -89,7 +91,7 @@ def ensemble(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> It
         PROJECT,
         {"kafka": "unused", "zookeeper": image},
         {1: 1, 2: 2, 3: 3},
-        "172.29.58",
+        free_net_prefix(docker_client),
         "unused",
     )
     path = tmp_path_factory.mktemp("zk") / "docker-compose.yml"
@@ -223,15 +225,39 @@ def _isr(admin: KafkaAdmin) -> tuple[int, set[int]]:
     return pm.leader, set(pm.isrs)
 
 
+# The leader drops a lagging follower itself ("Shrinking ISR"), or, in KRaft, the controller
+# fences a broker whose heartbeats stop (broker.session.timeout.ms, 6 s here) and removes it from
+# every ISR; the leader then applies the new partition state. A follower cut from a leader that
+# is also the active controller (combined mode) goes either way, whichever timer fires first.
+LEADER_SHRINK = re.compile(
+    r"\[Partition isr-0 broker=\d+\] Shrinking ISR from ([\d,]+) to ([\d,]+)"
+)
+APPLIED_STATE = re.compile(
+    r"state change for isr-0 .*?LeaderAndIsrPartitionState\(topicName='isr', partitionIndex=0, "
+    r".*?isr=\[([\d, ]*)\].*?replicas=\[([\d, ]*)\]"
+)
+
+
+def _ids(text: str) -> set[int]:
+    return {int(i) for i in re.split(r"[, ]+", text.strip()) if i}
+
+
 def _dropped_from_isr(cluster: KafkaCluster, leader: int) -> set[int]:
-    """Brokers the leader's log says it dropped from the ISR of the test topic's partition."""
+    """Brokers the leader's log says left the ISR of the test topic's partition: dropped by the
+    leader, or by the controller in a partition state the leader applied."""
     log = cluster.containers()[cluster.node_of[leader]].logs().decode(errors="replace")
     dropped: set[int] = set()
-    for before, after in re.findall(
-        r"\[Partition isr-0 broker=\d+\] Shrinking ISR from ([\d,]+) to ([\d,]+)", log
-    ):
-        dropped |= {int(b) for b in before.split(",")} - {int(a) for a in after.split(",")}
+    for before, after in LEADER_SHRINK.findall(log):
+        dropped |= _ids(before) - _ids(after)
+    for isr, replicas in APPLIED_STATE.findall(log):
+        dropped |= _ids(replicas) - _ids(isr)
     return dropped
+
+
+def _isr_lines(cluster: KafkaCluster, leader: int) -> list[str]:
+    """What the leader logged about the partition's ISR: the evidence when no shrink shows."""
+    log = cluster.containers()[cluster.node_of[leader]].logs().decode(errors="replace")
+    return [ln[:300] for ln in log.splitlines() if "isr-0" in ln and "ISR" in ln.upper()][-8:]
 
 
 def _isr_or_none(admin: KafkaAdmin) -> tuple[int, set[int]] | None:
@@ -251,9 +277,8 @@ def test_cluster_forms_and_a_leader_aimed_cut_shrinks_the_isr_then_heals(
 ) -> None:
     kafka_image_or_missing(docker_client, mode, line)
     cfg = KafkaClusterConfig(mode=mode, kafka_line=line)  # type: ignore[arg-type]
-    cluster = KafkaCluster(
-        cfg, tmp_path / "cluster", f"isr-{mode}-{line}".replace(".", ""), net_prefix="172.29.59"
-    )
+    project = f"isr-{mode}-{line}-{os.getpid()}".replace(".", "")
+    cluster = KafkaCluster(cfg, tmp_path / "cluster", project)
     admin = KafkaAdmin(cluster, "isr")
     try:
         cluster.up(240, lambda: admin.registered_brokers() >= set(cluster.node_of))
@@ -286,14 +311,21 @@ def test_cluster_forms_and_a_leader_aimed_cut_shrinks_the_isr_then_heals(
             # Writes must flow: a follower whose log ends where the leader's does is never out of
             # sync, fetching or not (Kafka's rule), so an idle partition keeps its ISR.
             producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "1"})
+            delivered = []
 
             def shrunk() -> bool:
                 for _ in range(20):
-                    producer.produce("isr", b"x")
+                    producer.produce(
+                        "isr", b"x", on_delivery=lambda e, _m: delivered.append(e is None)
+                    )
                 producer.poll(0)
                 return follower_id in _dropped_from_isr(cluster, leader)
 
-            assert wait_until(shrunk, 45, interval=0.5), _isr_or_none(admin)
+            assert wait_until(shrunk, 45, interval=0.5), (
+                f"cut {follower_id} from leader {leader}; writes acknowledged "
+                f"{sum(delivered)} of {len(delivered)}; metadata {_isr_or_none(admin)}; "
+                f"leader's log: {_isr_lines(cluster, leader)}"
+            )
             producer.flush(10)
         finally:
             net.heal_all()
