@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from compose.kafka import KAFKA_LINES, mode_refusal
@@ -118,20 +118,7 @@ def load_measured(path: Path) -> dict[str, list[RunRecord]]:
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
-    return {
-        k: [_with_final_read(k, RunRecord(**r)) for r in v]
-        for k, v in data.get("cells", {}).items()
-    }
-
-
-def _with_final_read(key: str, r: RunRecord) -> RunRecord:
-    """A Kafka record from before `final_read` was kept: its verdict.json says, if still here;
-    otherwise it predates the final read."""
-    if r.final_read is not None or key.split("/")[1] == "rabbitmq" or r.word == "error":
-        return r
-    verdict = ROOT / r.run_dir / "verdict.json"
-    had = verdict.exists() and FINAL_READER in json.loads(verdict.read_text()).get("groups", {})
-    return replace(r, final_read=had)
+    return {k: [RunRecord(**r) for r in v] for k, v in data.get("cells", {}).items()}
 
 
 def save_measured(path: Path, measured: dict[str, list[RunRecord]]) -> None:

@@ -22,28 +22,26 @@ class KafkaClientsRun(ScenarioRun):
         final = [FINAL_READER] if self.scenario.workload.final_read else []
         return [r.id for r in self.scenario.workload.readers] + final
 
+    def _client_config(self, deadline: float, **settings: object) -> dict[str, object]:
+        """What a producer or reader process is told: where the cluster is, and until when."""
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "topic": self.scenario.cluster.topic,
+            "deadline": deadline,
+            **settings,
+        }
+
     def _start_clients(self, start: float) -> list[str]:
-        w, t, topic = self.scenario.workload, self.scenario.timeouts, self.scenario.cluster.topic
-        common = {"bootstrap_servers": self.bootstrap_servers, "topic": topic}
+        w, t = self.scenario.workload, self.scenario.timeouts
         read_deadline = start + t.workload + t.recovery + w.drain_timeout + 30
         for r in w.readers:
-            self._spawn(
-                "reader",
-                r.id,
-                {
-                    **common,
-                    "group": r.id,
-                    "deadline": read_deadline,
-                    "mode": r.mode,
-                    "commit_every": r.commit_every,
-                },
+            config = self._client_config(
+                read_deadline, group=r.id, mode=r.mode, commit_every=r.commit_every
             )
+            self._spawn("reader", r.id, config)
         for p in w.producers:
-            self._spawn(
-                "producer",
-                p.id,
-                {**common, **p.model_dump(exclude={"id"}), "deadline": start + t.workload},
-            )
+            config = self._client_config(start + t.workload, **p.model_dump(exclude={"id"}))
+            self._spawn("producer", p.id, config)
         return [p.id for p in w.producers]
 
     def _drain(self) -> None:
@@ -61,12 +59,6 @@ class KafkaClientsRun(ScenarioRun):
 
     def _final_read(self) -> int:
         deadline = time.time() + self.scenario.workload.drain_timeout + 30
-        config = {
-            "bootstrap_servers": self.bootstrap_servers,
-            "topic": self.scenario.cluster.topic,
-            "group": FINAL_READER,
-            "deadline": deadline - 10,
-            "final": True,
-        }
+        config = self._client_config(deadline - 10, group=FINAL_READER, final=True)
         self._spawn("reader", FINAL_READER, config)
         return self._wait_client(FINAL_READER, deadline)
