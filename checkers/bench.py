@@ -79,13 +79,13 @@ def main() -> None:
     spark = spark_session(os.environ.get("BENCH_MASTER", "local[*]"))
     print(f"{'messages':>10} {'lines':>10} {'MB':>8} {'seconds':>8} {'lines/s':>10}")
     with tempfile.TemporaryDirectory() as tmp:
-        check_history(spark, _warm(Path(tmp)))
+        check_history(spark, _warm(Path(tmp)), Path(tmp) / "warm-ids")
         for n in sizes:
             history = Path(tmp) / f"h{n}"
             lines = synth(history, n)
             mb = sum(p.stat().st_size for p in history.iterdir()) / 1e6
             started = time.monotonic()
-            result = check_history(spark, history, ["g1", "g2"])
+            result = check_history(spark, history, Path(tmp) / f"ids{n}", ["g1", "g2"])
             took = time.monotonic() - started
             print(
                 f"{n:>10} {lines:>10} {mb:>8.1f} {took:>8.1f} {lines / took:>10.0f}"

@@ -1,4 +1,8 @@
-"""Parsing one history line; runs on Spark workers, so it is pure and module-level."""
+"""The history line the checker reads: its columns, and why one line is malformed.
+
+Spark's JSON reader parses the lines (checkers.read); parse_line states the same contract in
+Python, and names the reason for the one malformed line a check reports.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,14 @@ from typing import Any
 
 from harness.history import EVENT_TYPES
 
-# The columns of a parsed row, in parse_line's order, as a Spark DDL schema.
-ROW_SCHEMA = (
+# The fields of an event the checker reads, as a Spark DDL schema; a row adds where it was.
+EVENT_SCHEMA = (
     "time double, process string, type string, f string, stream string, `group` string, "
     "producer string, seq bigint, msg_id string, partition bigint, offset bigint, node string, "
-    "error string, value string, file string, line bigint"
+    "error string, value string"
 )
+ROW_SCHEMA = f"{EVENT_SCHEMA}, file string, line bigint"
+EVENT_COLUMNS = tuple(field.split()[0].strip("`") for field in EVENT_SCHEMA.split(", "))
 
 
 def _opt(value: Any, kind: type | tuple[type, ...], name: str) -> Any:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from checkers.spark import METRIC_IDS, CheckResult, HistoryError, check_history, spark_session
+from checkers.spark import HistoryError, check_history, spark_session
 from checkers.verdict import (
     claim_word,
     judge,
@@ -52,7 +52,9 @@ def check_run(
     watchdog = threading.Thread(target=cancel_when_late, daemon=True)
     watchdog.start()
     try:
-        result = check_history(session, run_dir / "history", manifest.get("groups"))
+        result = check_history(
+            session, run_dir / "history", run_dir / "ids", manifest.get("groups")
+        )
     except HistoryError:
         raise
     except Exception:
@@ -97,15 +99,6 @@ def check_run(
     }
     verdict["claim_verdict"] = claim_word(verdict) if verdict["claim"] else None
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
-    _write_ids(run_dir / "ids", result)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2) + "\n")
     (run_dir / "summary.txt").write_text("\n".join(summary_lines(verdict)) + "\n")
     return verdict
-
-
-def _write_ids(ids_dir: Path, result: CheckResult) -> None:
-    for group, metrics in result.ids.items():
-        gdir = ids_dir / group
-        gdir.mkdir(parents=True, exist_ok=True)
-        for metric in METRIC_IDS:
-            (gdir / f"{metric}.txt").write_text("".join(i + "\n" for i in metrics[metric]))

@@ -13,8 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from checkers.ids import read_ids
 from checkers.run import check_run
 from checkers.spark import HistoryError, check_history
+from checkers.verdict import METRICS
 from harness.history import FIELDS, HistoryWriter
 
 pytestmark = pytest.mark.spark
@@ -78,7 +80,7 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
     for seq in range(1, 7):
         ev.append(recv("q2", "A", seq, 300 + seq))
     write(tmp_path / "history", ev)
-    result = check_history(spark, tmp_path / "history", ["q1", "q2", "q3"])
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids", ["q1", "q2", "q3"])
     q1, q2, q3 = (result.groups[g] for g in ("q1", "q2", "q3"))
     assert q1 == {
         "acked": 6,
@@ -89,7 +91,7 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
         "unexpected": 1,
         "recovered": 1,
     }
-    q1_ids = result.ids["q1"]
+    q1_ids = {m: read_ids(result.ids_dir, "q1", m) for m in METRICS}
     assert {
         m: q1_ids[m] for m in ("lost", "duplicated", "reordered", "unexpected", "recovered")
     } == {
@@ -129,8 +131,8 @@ def test_reorder_ties_break_by_file_order_and_partitions_are_separate(
     ev += send("K", 1, 1, "ok") + send("K", 2, 2, "ok")
     ev += [recv("g", "K", 2, 60.0, partition=0), recv("g", "K", 1, 61.0, partition=1)]
     write(tmp_path / "history", ev)
-    result = check_history(spark, tmp_path / "history")
-    assert result.ids["g"]["reordered"] == ["A:1"]
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    assert read_ids(result.ids_dir, "g", "reordered") == ["A:1"]
 
 
 def test_truncated_last_line_is_skipped_and_counted(spark: Any, tmp_path: Path) -> None:
@@ -156,16 +158,16 @@ def test_malformed_middle_line_names_file_and_line(spark: Any, tmp_path: Path) -
     good = json.dumps(event("A", "invoke", "send", 1.0, producer="A", seq=1))
     (history / "A.jsonl").write_text(good + "\n{not json\n" + good + "\n")
     with pytest.raises(HistoryError, match=r"A\.jsonl:2: malformed history line"):
-        check_history(spark, history)
+        check_history(spark, history, tmp_path / "ids")
     (history / "A.jsonl").write_text(good + "\n" + good.replace('"invoke"', '"maybe"') + "\n")
     with pytest.raises(HistoryError, match=r"A\.jsonl:2: .*type 'maybe'"):
-        check_history(spark, history)
+        check_history(spark, history, tmp_path / "ids")
 
 
 def test_no_history_is_bad_input(spark: Any, tmp_path: Path) -> None:
     (tmp_path / "history").mkdir()
     with pytest.raises(HistoryError, match="no history files"):
-        check_history(spark, tmp_path / "history")
+        check_history(spark, tmp_path / "history", tmp_path / "ids")
 
 
 def reference(events: list[dict[str, Any]], groups: list[str]) -> dict[str, dict[str, int]]:
@@ -225,7 +227,7 @@ def test_spark_agrees_with_the_reference_model(spark: Any, tmp_path_factory: Any
         events.append(recv(group, "P", seq, 1000.0 + i))
     history = tmp_path_factory.mktemp("h") / "history"
     write(history, events)
-    result = check_history(spark, history, ["g1", "g2"])
+    result = check_history(spark, history, history.parent / "ids", ["g1", "g2"])
     assert result.groups == reference(events, ["g1", "g2"])
 
 

@@ -1,0 +1,78 @@
+"""The ids behind every count, written by Spark: ids/<group>/<metric>.txt, one id a line.
+
+Nothing per message passes through the driver: Spark writes each (group, metric) to a file of
+its own, sorted as a person reads them (by producer, then seq as a number); the driver only
+moves the files into place and counts their lines.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+DataFrame = Any
+
+
+def _natural_order(msg_id: Any) -> list[Any]:
+    """Sort columns for "producer:seq" ids: producer, then seq as a number; others by text."""
+    from pyspark.sql import functions as F
+
+    seq = F.regexp_extract(msg_id, r":(\d+)$", 1)
+    numbered = seq != ""
+    producer = F.when(numbered, F.regexp_extract(msg_id, r"^(.*):\d+$", 1)).otherwise(msg_id)
+    return [producer, F.when(numbered, seq.cast("bigint")).otherwise(F.lit(-1)), msg_id]
+
+
+def write_ids(
+    flagged: dict[str, DataFrame], groups: list[str], ids_dir: Path
+) -> dict[str, dict[str, int]]:
+    """Writes every (group, msg_id) of each metric; returns the counts per group and metric."""
+    from pyspark.sql import functions as F
+
+    tagged = None
+    for metric, df in flagged.items():
+        df = df.select("group", "msg_id", F.lit(metric).alias("metric"))
+        tagged = df if tagged is None else tagged.unionByName(df)
+    assert tagged is not None
+    staging = ids_dir.with_name(ids_dir.name + ".spark")
+    (
+        tagged.repartition("group", "metric")
+        .sortWithinPartitions("group", "metric", *_natural_order(F.col("msg_id")))
+        .select("group", "metric", "msg_id")
+        .write.mode("overwrite")
+        .partitionBy("group", "metric")
+        .text(str(staging))
+    )
+    shutil.rmtree(ids_dir, ignore_errors=True)
+    counts = {g: dict.fromkeys(flagged, 0) for g in groups}
+    for part_dir in staging.glob("group=*/metric=*"):
+        group = unquote(part_dir.parent.name.removeprefix("group="))
+        metric = unquote(part_dir.name.removeprefix("metric="))
+        target = ids_dir / group / f"{metric}.txt"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # One file per (group, metric): the repartition put each in one task.
+        (part,) = sorted(part_dir.glob("part-*"))
+        shutil.move(part, target)
+        counts.setdefault(group, dict.fromkeys(flagged, 0))[metric] = _line_count(target)
+    shutil.rmtree(staging)
+    for group, metrics in counts.items():
+        for metric in metrics:
+            target = ids_dir / group / f"{metric}.txt"
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.touch()
+    return counts
+
+
+def read_ids(ids_dir: Path, group: str, metric: str) -> list[str]:
+    return (ids_dir / group / f"{metric}.txt").read_text().splitlines()
+
+
+def _line_count(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            count += chunk.count(b"\n")
+    return count

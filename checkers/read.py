@@ -1,0 +1,145 @@
+"""Reading a history with Spark's own readers: the JVM parses every line, no Python worker does.
+
+That keeps the checker fast, and lets it run unchanged on a Spark cluster whose executors have
+none of our Python modules. Each row keeps its file and line number: ties in time break by file
+order, and a malformed line is reported by file and line. Only the reason for a malformed line
+is found in Python, on the driver, for the one line reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
+from harness.history import EVENT_TYPES
+
+CORRUPT = "_corrupt_record"  # where Spark's JSON parser puts a line it could not read whole
+JSON_SCHEMA = f"{EVENT_SCHEMA}, {CORRUPT} string"
+
+
+class HistoryError(Exception):
+    """A history that cannot be checked (malformed line, no files); one line for the user."""
+
+
+@dataclass
+class History:
+    events: Any  # DataFrame of ROW_SCHEMA: every well-formed event, with file and line
+    truncated_lines: list[str]  # "file:line" of last lines cut off by a crash, skipped
+
+
+def history_files(history_dir: Path) -> list[Path]:
+    files = sorted(history_dir.glob("*.jsonl"))
+    if not files:
+        raise HistoryError(f"{history_dir}: no history files (*.jsonl)")
+    return files
+
+
+def read_history(spark: Any, history_dir: Path) -> History:
+    """Every event of the history's files; raises HistoryError on a malformed line other than a
+    last line cut off mid-write."""
+    from pyspark.sql import functions as F
+
+    files = history_files(history_dir)
+    lines, lengths = _numbered_lines(spark, files)
+    parsed = lines.withColumn(
+        "e",
+        F.from_json(
+            "text", JSON_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+        ),
+    ).select("file", "line", "text", "e.*")
+    parsed = parsed.filter(F.trim("text") != "").withColumn("well_formed", _well_formed())
+    parsed = parsed.cache()
+    truncated = _truncated_or_raise(parsed, history_dir, lengths, len(files))
+    events = parsed.filter("well_formed").select(*EVENT_COLUMNS, "file", "line")
+    return History(events, truncated)
+
+
+def _numbered_lines(spark: Any, files: list[Path]) -> tuple[Any, dict[str, int]]:
+    """(file, line, text) for every line, and each file's number of lines.
+
+    A file may be split over several Spark partitions and a partition may hold several files, so
+    the line number is the row's place in its partition, less where its file starts there, plus
+    the file's rows in earlier partitions. A file's splits go to partitions in file order (Spark
+    packs splits in the order it cut them), and a partition reads each split in order.
+    """
+    from pyspark.sql import functions as F
+
+    raw = (
+        spark.read.text([str(p.resolve()) for p in files])
+        .withColumnRenamed("value", "text")
+        .withColumn("uri_name", F.element_at(F.split(F.input_file_name(), "/"), -1))
+        .withColumn("pid", F.spark_partition_id())
+        .withColumn("rid", F.monotonically_increasing_id())
+    )
+    pieces = (
+        raw.groupBy("uri_name", "pid")
+        .agg(F.min("rid").alias("first"), F.count("*").alias("rows"))
+        .collect()
+    )
+    starts, lengths = [], {}
+    for uri_name, rows in groupby(sorted(pieces, key=lambda r: (r[0], r["pid"])), lambda r: r[0]):
+        file = unquote(uri_name)  # the reader's URI escapes some characters; "+" stays "+"
+        before = 0
+        for r in rows:
+            starts.append((uri_name, r["pid"], r["first"], before, file))
+            before += r["rows"]
+        lengths[file] = before
+    offsets = spark.createDataFrame(
+        starts, "uri_name string, pid int, first bigint, before bigint, file string"
+    )
+    numbered = raw.join(F.broadcast(offsets), ["uri_name", "pid"]).withColumn(
+        "line", F.col("rid") - F.col("first") + F.col("before") + 1
+    )
+    return numbered.select("file", "line", "text"), lengths
+
+
+def _well_formed() -> Any:
+    """The history contract, as a Spark column: what parse_line accepts."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.col(CORRUPT).isNull()
+        & F.col("time").isNotNull()
+        & F.col("process").isNotNull()
+        & F.col("f").isNotNull()
+        & F.col("type").isin(*sorted(EVENT_TYPES))
+        & ~((F.col("f") == "send") & F.col("msg_id").isNull())
+    )
+
+
+def _truncated_or_raise(
+    parsed: Any, history_dir: Path, lengths: dict[str, int], file_count: int
+) -> list[str]:
+    """The last lines cut off mid-write; any other malformed line raises. A file has at most
+    one cut line, so the first file_count + 1 malformed lines hold any other there is."""
+    bad = (
+        parsed.filter(~parsed["well_formed"])
+        .select("file", "line", "text")
+        .orderBy("file", "line")
+        .limit(file_count + 1)
+        .collect()
+    )
+    truncated = []
+    for r in bad:
+        path = history_dir / r["file"]
+        if r["line"] == lengths.get(r["file"]) and _ends_cut(path):
+            truncated.append(f"{r['file']}:{r['line']}")
+            continue
+        verdict, detail = parse_line(r["file"], r["line"] - 1, r["text"])
+        reason = detail[2] if verdict == "bad" else "a field of the wrong type"
+        raise HistoryError(f"{path}:{r['line']}: malformed history line ({reason})")
+    return truncated
+
+
+def _ends_cut(path: Path) -> bool:
+    """Whether the file's last line has no newline: a write cut off by a crash."""
+    size = path.stat().st_size
+    if size == 0:
+        return False
+    with open(path, "rb") as fh:
+        fh.seek(size - 1)
+        return fh.read(1) != b"\n"
