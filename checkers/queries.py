@@ -154,3 +154,43 @@ def reordered(receives: DataFrame) -> DataFrame:
         .filter(F.col("seq") < F.col("highest_before"))
         .select("group", "msg_id")
     )
+
+
+# ---- the observed log (Kafka: every send and receive carries partition and offset) -------------
+
+
+def observed_log(events: DataFrame) -> DataFrame:
+    """Distinct (stream, partition, offset, msg_id) of every ok send and every ok receive, of
+    every group, that names its position. Empty for RabbitMQ, whose events carry no offset."""
+    F = _F()
+    placed = events.filter(
+        (F.col("type") == "ok")
+        & F.col("f").isin("send", "receive")
+        & F.col("partition").isNotNull()
+        & F.col("offset").isNotNull()
+        & F.col("msg_id").isNotNull()
+    )
+    return placed.select("stream", "partition", "offset", "msg_id").distinct()
+
+
+def inconsistent_offsets(log: DataFrame) -> DataFrame:
+    """Positions (stream, partition, offset) holding two or more distinct msg_ids: an offset
+    acknowledged or read as one message and later holding another (truncation after a
+    fail-over)."""
+    F = _F()
+    return (
+        log.groupBy("stream", "partition", "offset")
+        .agg(F.count("*").alias("ids"), F.sort_array(F.collect_list("msg_id")).alias("msg_ids"))
+        .filter(F.col("ids") > 1)
+    )
+
+
+def duplicate_offsets(log: DataFrame) -> DataFrame:
+    """msg_ids observed at two or more distinct positions: a retry written twice."""
+    F = _F()
+    position = F.concat_ws("@", F.concat_ws("/", "stream", "partition"), "offset")
+    return (
+        log.groupBy("msg_id")
+        .agg(F.count("*").alias("positions"), F.sort_array(F.collect_list(position)).alias("at"))
+        .filter(F.col("positions") > 1)
+    )

@@ -89,6 +89,7 @@ def check_run(
         "refused_window": result.refused_window,
         "errors": result.errors,
         "placement": result.placement,
+        "log": result.log,
         "kafka_mode": manifest.get("kafka_mode"),
         "kafka_version": ((manifest.get("images") or {}).get("kafka") or {}).get("version"),
         "cluster_recovered": manifest.get("cluster_recovered"),

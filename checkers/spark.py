@@ -33,6 +33,8 @@ class CheckResult:
     errors: dict[str, dict[str, int]] = field(default_factory=dict)
     # The nemesis's leader-placement snapshots (f: leaders), in time order.
     placement: list[dict[str, Any]] = field(default_factory=list)
+    # Offset-level anomalies of the observed log (Kafka), with a few samples each.
+    log: dict[str, Any] = field(default_factory=dict)
 
 
 def spark_session(master: str = "local[*]") -> Any:
@@ -92,6 +94,7 @@ def check_history(
             refused_window=_refused_window(events),
             errors=_errors(events),
             placement=_placement(events),
+            log=_log_anomalies(events),
         )
     finally:
         events.unpersist()
@@ -129,3 +132,29 @@ def _placement(events: Any) -> list[dict[str, Any]]:
         for r in q.leader_placements(events).collect()
         if r["value"]
     ]
+
+
+LOG_SAMPLES = 5
+
+
+def _log_anomalies(events: Any) -> dict[str, Any]:
+    """Counts of the observed log's anomalies, and the first few of each for a person to see."""
+    log = q.observed_log(events)
+    inconsistent = q.inconsistent_offsets(log)
+    duplicates = q.duplicate_offsets(log)
+    return {
+        "inconsistent_offsets": inconsistent.count(),
+        "duplicate_offsets": duplicates.count(),
+        "samples": {
+            "inconsistent_offsets": [
+                f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}"
+                for r in inconsistent.orderBy("stream", "partition", "offset")
+                .limit(LOG_SAMPLES)
+                .collect()
+            ],
+            "duplicate_offsets": [
+                f"{r['msg_id']}: {', '.join(r['at'])}"
+                for r in duplicates.orderBy("msg_id").limit(LOG_SAMPLES).collect()
+            ],
+        },
+    }

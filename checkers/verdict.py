@@ -176,6 +176,13 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         )
     for name, g in sorted(verdict["groups"].items()):
         lines.append(f"group {name}: " + ", ".join(f"{m} {g[m]}" for m in METRICS))
+    if log := verdict.get("log"):
+        lines.append(
+            f"log: inconsistent offsets {log['inconsistent_offsets']}, "
+            f"duplicate offsets {log['duplicate_offsets']}"
+        )
+        for metric, samples in sorted((log.get("samples") or {}).items()):
+            lines += [f"  {metric}: {s}" for s in samples]
     if verdict.get("kafka_mode"):
         lines.append(f"kafka mode: {verdict['kafka_mode']}, version {verdict.get('kafka_version')}")
     if verdict.get("tier") == "kafka-mock":
