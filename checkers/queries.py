@@ -11,6 +11,18 @@ acknowledged message of the run expected in every group:
   recovered   received in g although its send ended fail, info or never completed
   reordered   first deliveries in g (by time, ties by file and line) whose seq is below the
               highest seq already first-delivered in g for the same (producer, partition)
+  unseen      lost in g, acknowledged above the highest offset g read in that partition (or
+              where g read nothing): lost - unseen are holes below what g read
+Of the observed log (every ok send's and every ok receive's (stream, partition, offset,
+msg_id), all groups):
+  inconsistent_offsets  positions holding two or more distinct msg_ids
+  duplicate_offsets     msg_ids observed at two or more positions
+Per reader process, consecutive receives in one partition in file line order, offsets a, b:
+  poll_skips            a < b, and the observed log holds an offset strictly between
+  nonmonotonic_polls    b <= a
+Per producer, ok sends to one partition in seq order:
+  nonmonotonic_sends    offset <= the offset of the previous one
+RabbitMQ events carry no offsets: every offset-level count is 0 there.
 """
 
 from __future__ import annotations
@@ -162,14 +174,7 @@ def reordered(receives: DataFrame) -> DataFrame:
 def observed_log(events: DataFrame) -> DataFrame:
     """Distinct (stream, partition, offset, msg_id) of every ok send and every ok receive, of
     every group, that names its position. Empty for RabbitMQ, whose events carry no offset."""
-    F = _F()
-    placed = events.filter(
-        (F.col("type") == "ok")
-        & F.col("f").isin("send", "receive")
-        & F.col("partition").isNotNull()
-        & F.col("offset").isNotNull()
-        & F.col("msg_id").isNotNull()
-    )
+    placed = _placed(events).filter(_F().col("msg_id").isNotNull())
     return placed.select("stream", "partition", "offset", "msg_id").distinct()
 
 
@@ -193,4 +198,103 @@ def duplicate_offsets(log: DataFrame) -> DataFrame:
         log.groupBy("msg_id")
         .agg(F.count("*").alias("positions"), F.sort_array(F.collect_list(position)).alias("at"))
         .filter(F.col("positions") > 1)
+    )
+
+
+def _placed(events: DataFrame) -> DataFrame:
+    """ok sends and receives that name their (partition, offset)."""
+    F = _F()
+    return events.filter(
+        (F.col("type") == "ok")
+        & F.col("f").isin("send", "receive")
+        & F.col("partition").isNotNull()
+        & F.col("offset").isNotNull()
+    )
+
+
+def positions(events: DataFrame) -> DataFrame:
+    """Every observed (stream, partition, offset), with the next observed offset after it."""
+    from pyspark.sql import Window
+
+    F = _F()
+    placed = _placed(events).select("stream", "partition", "offset").distinct()
+    after = Window.partitionBy("stream", "partition").orderBy("offset")
+    return placed.withColumn("next_offset", F.lead("offset").over(after))
+
+
+def ack_positions(events: DataFrame) -> DataFrame:
+    """(msg_id, stream, partition, offset) where each acknowledged message was written."""
+    F = _F()
+    acks = _placed(events).filter(F.col("f") == "send")
+    return acks.groupBy("msg_id", "stream", "partition").agg(F.min("offset").alias("offset"))
+
+
+def highest_read(receives: DataFrame) -> DataFrame:
+    """(group, stream, partition, highest): the highest offset each group received there."""
+    F = _F()
+    placed = receives.filter(F.col("offset").isNotNull() & F.col("partition").isNotNull())
+    return placed.groupBy("group", "stream", "partition").agg(F.max("offset").alias("highest"))
+
+
+def unseen(lost_ids: DataFrame, acks: DataFrame, highest: DataFrame) -> DataFrame:
+    """Lost messages acknowledged above the highest offset the group read in that partition (or
+    where it read nothing): never reached, rather than a hole below what it read."""
+    F = _F()
+    placed = lost_ids.join(acks, "msg_id").join(highest, ["group", "stream", "partition"], "left")
+    beyond = F.col("highest").isNull() | (F.col("offset") > F.col("highest"))
+    return placed.filter(beyond).select("group", "msg_id")
+
+
+def reader_processes(events: DataFrame) -> list[str]:
+    F = _F()
+    readers = events.filter((F.col("f") == "receive") & (F.col("type") == "ok"))
+    return sorted(r["process"] for r in readers.select("process").distinct().collect())
+
+
+def producer_names(events: DataFrame) -> list[str]:
+    producing = sends(events).filter(_F().col("producer").isNotNull())
+    return sorted(r["producer"] for r in producing.select("producer").distinct().collect())
+
+
+def consecutive_reads(events: DataFrame) -> DataFrame:
+    """(process, stream, partition, a, b): each pair of consecutive receives of one reader process
+    in one partition, in its file's line order; a and b are their offsets."""
+    from pyspark.sql import Window
+
+    F = _F()
+    reads = _placed(events).filter(F.col("f") == "receive")
+    in_file_order = Window.partitionBy("process", "stream", "partition").orderBy("file", "line")
+    return (
+        reads.withColumn("a", F.lag("offset").over(in_file_order))
+        .filter(F.col("a").isNotNull())
+        .select("process", "stream", "partition", "a", F.col("offset").alias("b"))
+    )
+
+
+def poll_skips(pairs: DataFrame, observed: DataFrame) -> DataFrame:
+    """Consecutive reads a < b with an observed offset strictly between: the reader skipped it.
+    a was observed (it was read), so the next observed offset after a decides."""
+    F = _F()
+    nexts = observed.select("stream", "partition", F.col("offset").alias("a"), F.col("next_offset"))
+    forward = pairs.filter(F.col("b") > F.col("a"))
+    return forward.join(nexts, ["stream", "partition", "a"]).filter(
+        F.col("next_offset") < F.col("b")
+    )
+
+
+def nonmonotonic_polls(pairs: DataFrame) -> DataFrame:
+    """Consecutive reads whose second offset is not above the first."""
+    return pairs.filter(_F().col("b") <= _F().col("a"))
+
+
+def nonmonotonic_sends(events: DataFrame) -> DataFrame:
+    """ok sends of one producer to one partition, in seq order, written at or below the offset
+    of that producer's previous ok send there."""
+    from pyspark.sql import Window
+
+    F = _F()
+    acks = _placed(events).filter((F.col("f") == "send") & F.col("producer").isNotNull())
+    by_seq = Window.partitionBy("producer", "stream", "partition").orderBy("seq")
+    return acks.withColumn("previous", F.lag("offset").over(by_seq)).filter(
+        F.col("previous").isNotNull() & (F.col("offset") <= F.col("previous"))
     )

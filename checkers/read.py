@@ -4,10 +4,17 @@ That keeps the checker fast, and lets it run unchanged on a Spark cluster whose 
 none of our Python modules. Each row keeps its file and line number: ties in time break by file
 order, and a malformed line is reported by file and line. Only the reason for a malformed line
 is found in Python, on the driver, for the one line reported.
+
+The JSONL files are the contract; history.parquet beside them is a columnar copy written once
+a run's history is complete (write_parquet). The checker prefers it while it is fresh: its
+sidecar records each JSONL file's size, and a history that changed since is read again.
+pandas (pyarrow) and DuckDB open it as they are: Spark's _SUCCESS and our sidecar start with "_",
+which they skip.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -17,6 +24,8 @@ from urllib.parse import unquote
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
 from harness.history import EVENT_TYPES
 
+PARQUET = "history.parquet"  # beside the history directory
+SIDECAR = "_brokerjepsen.json"  # in it: the JSONL sizes it was made from, and cut last lines
 CORRUPT = "_corrupt_record"  # where Spark's JSON parser puts a line it could not read whole
 JSON_SCHEMA = f"{EVENT_SCHEMA}, {CORRUPT} string"
 
@@ -29,6 +38,12 @@ class HistoryError(Exception):
 class History:
     events: Any  # DataFrame of ROW_SCHEMA: every well-formed event, with file and line
     truncated_lines: list[str]  # "file:line" of last lines cut off by a crash, skipped
+    source: str  # "jsonl" or "parquet"
+    cached: Any = None  # what reading cached, for release()
+
+    def release(self) -> None:
+        if self.cached is not None:
+            self.cached.unpersist()
 
 
 def history_files(history_dir: Path) -> list[Path]:
@@ -38,9 +53,53 @@ def history_files(history_dir: Path) -> list[Path]:
     return files
 
 
+def parquet_path(history_dir: Path) -> Path:
+    return history_dir.parent / PARQUET
+
+
 def read_history(spark: Any, history_dir: Path) -> History:
-    """Every event of the history's files; raises HistoryError on a malformed line other than a
-    last line cut off mid-write."""
+    """Every event of the history: from its Parquet copy while that is fresh, else from the
+    JSONL files (raising HistoryError on a malformed line other than a cut last line)."""
+    fresh = _fresh_parquet(history_dir)
+    if fresh is not None:
+        events = spark.read.parquet(str(parquet_path(history_dir)))
+        return History(events, fresh["truncated_lines"], "parquet")
+    return _read_jsonl(spark, history_dir)
+
+
+def write_parquet(spark: Any, history_dir: Path) -> Path:
+    """The history as Parquet beside it, unless a fresh copy is there already."""
+    path = parquet_path(history_dir)
+    if _fresh_parquet(history_dir) is not None:
+        return path
+    sizes = _sizes(history_dir)
+    history = _read_jsonl(spark, history_dir)
+    try:
+        history.events.write.mode("overwrite").parquet(str(path))
+    finally:
+        history.release()
+    sidecar = {"files": sizes, "truncated_lines": history.truncated_lines}
+    (path / SIDECAR).write_text(json.dumps(sidecar, indent=1) + "\n")
+    return path
+
+
+def _sizes(history_dir: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_size for p in history_files(history_dir)}
+
+
+def _fresh_parquet(history_dir: Path) -> dict[str, Any] | None:
+    """The sidecar of a Parquet copy made from the JSONL files as they are now, else None."""
+    sidecar = parquet_path(history_dir) / SIDECAR
+    try:
+        made_from = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(made_from, dict) or made_from.get("files") != _sizes(history_dir):
+        return None
+    return made_from
+
+
+def _read_jsonl(spark: Any, history_dir: Path) -> History:
     from pyspark.sql import functions as F
 
     files = history_files(history_dir)
@@ -55,7 +114,7 @@ def read_history(spark: Any, history_dir: Path) -> History:
     parsed = parsed.cache()
     truncated = _truncated_or_raise(parsed, history_dir, lengths, len(files))
     events = parsed.filter("well_formed").select(*EVENT_COLUMNS, "file", "line")
-    return History(events, truncated)
+    return History(events, truncated, "jsonl", cached=parsed)
 
 
 def _numbered_lines(spark: Any, files: list[Path]) -> tuple[Any, dict[str, int]]:

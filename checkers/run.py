@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from checkers.read import write_parquet
 from checkers.spark import HistoryError, check_history, spark_session
 from checkers.verdict import (
     claim_word,
@@ -52,6 +53,8 @@ def check_run(
     watchdog = threading.Thread(target=cancel_when_late, daemon=True)
     watchdog.start()
     try:
+        # The run's history is complete: its Parquet copy is made once, and checked from.
+        write_parquet(session, run_dir / "history")
         result = check_history(
             session, run_dir / "history", run_dir / "ids", manifest.get("groups")
         )
@@ -66,7 +69,9 @@ def check_run(
         watchdog.join()
     if time.monotonic() - started >= timeout:
         raise HistoryError(f"the checker did not finish in {timeout:.0f} s")
-    judgement = judge(result.groups, result.sends, expect, manifest.get("drain_complete", True))
+    judgement = judge(
+        result.groups, result.sends, expect, manifest.get("drain_complete", True), result.log
+    )
     spec = manifest.get("scenario_spec") or {}
     judgement = with_client_expectations(
         judgement,
@@ -90,13 +95,20 @@ def check_run(
         "errors": result.errors,
         "placement": result.placement,
         "log": result.log,
+        "readers": result.readers,
+        "producers": result.producers,
         "kafka_mode": manifest.get("kafka_mode"),
         "kafka_version": ((manifest.get("images") or {}).get("kafka") or {}).get("version"),
         "cluster_recovered": manifest.get("cluster_recovered"),
         "drain_complete": manifest.get("drain_complete", True),
         "truncated_lines": result.truncated_lines,
         "ids_dir": "ids",
-        "checker": {"engine": "pyspark", "master": master, "seconds": 0.0},
+        "checker": {
+            "engine": "pyspark",
+            "master": master,
+            "history": result.history_source,
+            "seconds": 0.0,
+        },
     }
     verdict["claim_verdict"] = claim_word(verdict) if verdict["claim"] else None
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)

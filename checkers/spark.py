@@ -35,6 +35,10 @@ class CheckResult:
     placement: list[dict[str, Any]] = field(default_factory=list)
     # Offset-level anomalies of the observed log (Kafka), with a few samples each.
     log: dict[str, Any] = field(default_factory=dict)
+    history_source: str = "jsonl"  # what the events were read from: jsonl or parquet
+    # Per reader process: poll_skips, nonmonotonic_polls; per producer: nonmonotonic_sends.
+    readers: dict[str, dict[str, int]] = field(default_factory=dict)
+    producers: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def spark_session(master: str = "local[*]") -> Any:
@@ -76,10 +80,12 @@ def check_history(
         groups_df = spark.createDataFrame([(g,) for g in groups], "group string")
         per_msg = q.per_message(receives)
         acked = q.acked(events)
+        lost = q.lost(groups_df, acked, per_msg)
         flagged = {
             "acked": groups_df.crossJoin(acked),
             "received": q.received(per_msg),
-            "lost": q.lost(groups_df, acked, per_msg),
+            "lost": lost,
+            "unseen": q.unseen(lost, q.ack_positions(events), q.highest_read(receives)),
             "duplicated": q.duplicated(per_msg),
             "reordered": q.reordered(receives),
             "unexpected": q.unexpected(per_msg, q.invoked(events)),
@@ -91,13 +97,17 @@ def check_history(
             ids_dir=ids_dir,
             sends=_send_counts(events),
             truncated_lines=history.truncated_lines,
+            history_source=history.source,
             refused_window=_refused_window(events),
             errors=_errors(events),
             placement=_placement(events),
             log=_log_anomalies(events),
+            readers=_reader_anomalies(events),
+            producers=_producer_anomalies(events),
         )
     finally:
         events.unpersist()
+        history.release()
 
 
 def _send_counts(events: Any) -> dict[str, int]:
@@ -143,6 +153,7 @@ def _log_anomalies(events: Any) -> dict[str, Any]:
     inconsistent = q.inconsistent_offsets(log)
     duplicates = q.duplicate_offsets(log)
     return {
+        "positions": log.select("stream", "partition", "offset").distinct().count(),
         "inconsistent_offsets": inconsistent.count(),
         "duplicate_offsets": duplicates.count(),
         "samples": {
@@ -158,3 +169,24 @@ def _log_anomalies(events: Any) -> dict[str, Any]:
             ],
         },
     }
+
+
+def _counts_by(df: Any, key: str) -> dict[str, int]:
+    return {r[key]: r["count"] for r in df.groupBy(key).count().collect()}
+
+
+def _reader_anomalies(events: Any) -> dict[str, dict[str, int]]:
+    """Every process that received anything, with 0 where it has no offsets (RabbitMQ)."""
+    names = q.reader_processes(events)
+    pairs = q.consecutive_reads(events)
+    skips = _counts_by(q.poll_skips(pairs, q.positions(events)), "process")
+    backwards = _counts_by(q.nonmonotonic_polls(pairs), "process")
+    return {
+        p: {"poll_skips": skips.get(p, 0), "nonmonotonic_polls": backwards.get(p, 0)} for p in names
+    }
+
+
+def _producer_anomalies(events: Any) -> dict[str, dict[str, int]]:
+    names = q.producer_names(events)
+    behind = _counts_by(q.nonmonotonic_sends(events), "producer")
+    return {p: {"nonmonotonic_sends": behind.get(p, 0)} for p in names}

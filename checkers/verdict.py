@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-METRICS = ("acked", "received", "lost", "duplicated", "reordered", "unexpected", "recovered")
+METRICS = (
+    "acked",
+    "received",
+    "lost",
+    "unseen",
+    "duplicated",
+    "reordered",
+    "unexpected",
+    "recovered",
+)
 
 
 @dataclass(frozen=True)
@@ -20,10 +29,16 @@ def judge(
     sends: dict[str, int],
     expect: str | None,
     drain_complete: bool = True,
+    log: dict[str, Any] | None = None,
 ) -> Judgement:
-    """The verdict. Without an expectation, any anomaly is a failure."""
+    """The verdict. Without an expectation, any anomaly is a failure.
+
+    Where the history names offsets (Kafka), the observed log speaks too: an offset holding two
+    different messages refutes a safe claim, and a duplicate is a message written at two
+    offsets (a retry written twice), not a redelivery of one offset."""
     unexpected = sum(g["unexpected"] for g in groups.values())
-    duplicated = sum(g["duplicated"] for g in groups.values())
+    inconsistent = (log or {}).get("inconsistent_offsets", 0)
+    duplicated, twice = _duplicates(groups, log)
     reordered = sum(g["reordered"] for g in groups.values())
     acked = sends.get("ok", 0)
     refused = sends.get("fail", 0) + sends.get("info", 0)
@@ -44,6 +59,7 @@ def judge(
             "unexpected": unexpected,
             "duplicated": duplicated,
             "reordered": reordered,
+            "inconsistent offsets": inconsistent,
         }
         found = {k: v for k, v in anomalies.items() if v}
         if found:
@@ -60,6 +76,13 @@ def judge(
     if expect == "safe":
         if lost:
             return Judgement("loss", False, f"refuted: {lost} acknowledged messages lost{where}")
+        if inconsistent:
+            return Judgement(
+                "anomalies",
+                False,
+                f"refuted: {inconsistent} offsets held two different messages (a log truncated "
+                "after a fail-over), though no acknowledged message was lost",
+            )
         return Judgement("safe", True, f"no acknowledged message lost ({acked} acknowledged)")
     if expect == "unavailable":
         if lost:
@@ -74,16 +97,19 @@ def judge(
             return Judgement("loss", False, f"{lost} acknowledged messages lost{where}")
         if expect == "duplicates":
             if duplicated:
-                return Judgement(
-                    "duplicates", True, f"reproduced: {duplicated} messages delivered twice or more"
-                )
-            return Judgement("safe", False, "not reproduced: no message was delivered twice")
+                return Judgement("duplicates", True, f"reproduced: {duplicated} messages {twice}")
+            return Judgement("safe", False, f"not reproduced: no message {twice}")
         if duplicated:
-            return Judgement(
-                "duplicates", False, f"refuted: {duplicated} messages delivered twice or more"
-            )
+            return Judgement("duplicates", False, f"refuted: {duplicated} messages {twice}")
         return Judgement("safe", True, f"no loss, no duplicate ({acked} acknowledged)")
     raise ValueError(f"unknown expectation {expect!r}")
+
+
+def _duplicates(groups: dict[str, dict[str, int]], log: dict[str, Any] | None) -> tuple[int, str]:
+    """How many messages were duplicated, and in what words."""
+    if log and log.get("positions"):
+        return log.get("duplicate_offsets", 0), "written at two offsets or more"
+    return sum(g["duplicated"] for g in groups.values()), "delivered twice or more"
 
 
 def _lost_in(groups: dict[str, dict[str, int]]) -> tuple[int, str]:
@@ -176,6 +202,14 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         )
     for name, g in sorted(verdict["groups"].items()):
         lines.append(f"group {name}: " + ", ".join(f"{m} {g[m]}" for m in METRICS))
+    for process, counts in sorted((verdict.get("readers") or {}).items()):
+        if any(counts.values()):
+            lines.append(f"reader {process}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for producer, counts in sorted((verdict.get("producers") or {}).items()):
+        if any(counts.values()):
+            lines.append(
+                f"producer {producer}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+            )
     if log := verdict.get("log"):
         lines.append(
             f"log: inconsistent offsets {log['inconsistent_offsets']}, "

@@ -19,8 +19,9 @@ from nemesis.network import CLIENTS
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 
-# loss / safe / unavailable: claims.md. duplicates: at least one message delivered twice and
-# nothing acknowledged lost; no-duplicates: nothing lost and nothing delivered twice.
+# loss / safe / unavailable: claims.md. duplicates: at least one message duplicated and nothing
+# acknowledged lost; no-duplicates: nothing lost and nothing duplicated. On Kafka a duplicate is
+# a message written at two offsets (the observed log); elsewhere, one delivered twice.
 Expectation = Literal["loss", "safe", "unavailable", "duplicates", "no-duplicates"]
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
 QueueType = Literal["mirrored", "quorum", "classic"]

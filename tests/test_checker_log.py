@@ -98,3 +98,64 @@ def test_a_rabbitmq_history_has_zero_offset_anomalies(spark: Any, tmp_path: Path
     synth(tmp_path / "history", 200)
     result = check_history(spark, tmp_path / "history", tmp_path / "ids", ["g1", "g2"])
     assert result.log["inconsistent_offsets"] == 0 and result.log["duplicate_offsets"] == 0
+
+
+def reader_history(
+    history: Path, n: int, skipped: set[int], rewinds: set[int], swaps: set[int], tail: int
+) -> None:
+    """P writes seq 1..n to partition 0, seq s at offset s - 1, except that each swap s puts s
+    and s + 1 at each other's offset. R reads offsets 0..n-1-tail in order, leaving out the
+    skipped offsets and reading each rewind offset twice in a row."""
+    history.mkdir(parents=True)
+    at = {s: s - 1 for s in range(1, n + 1)}
+    for s in swaps:
+        at[s], at[s + 1] = at[s + 1], at[s]
+    seq_at = {offset: s for s, offset in at.items()}
+    sends, reads = [], []
+    for s in range(1, n + 1):
+        msg = {"producer": "P", "seq": s, "msg_id": f"P:{s}"}
+        sends.append(_event("P", "invoke", "send", s, **msg))
+        sends.append(_event("P", "ok", "send", s + 0.5, partition=0, offset=at[s], **msg))
+    t = 1000.0
+    for offset in range(n - tail):
+        if offset in skipped:
+            continue
+        s = seq_at[offset]
+        msg = {"producer": "P", "seq": s, "msg_id": f"P:{s}"}
+        for _ in range(2 if offset in rewinds else 1):
+            t += 1
+            reads.append(
+                _event("R", "ok", "receive", t, group="R", partition=0, offset=offset, **msg)
+            )
+    (history / "P.jsonl").write_text("\n".join(sends) + "\n")
+    (history / "R.jsonl").write_text("\n".join(reads) + "\n")
+
+
+readers_plan = st.integers(12, 40).flatmap(
+    lambda n: st.tuples(
+        st.just(n),
+        st.integers(0, 3),  # tail
+        st.sets(st.sampled_from(range(1, n - 5, 2)), max_size=4),  # skipped (odd: never adjacent)
+        st.sets(st.sampled_from(range(0, n - 4, 2)), max_size=4),  # rewinds (even)
+        st.sets(st.sampled_from(range(1, n - 1, 4)), max_size=3),  # swaps (pairs never overlap)
+    )
+)
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(readers_plan)
+def test_planted_reader_and_producer_anomalies_are_counted(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, plan: Any
+) -> None:
+    n, tail, skipped, rewinds, swaps = plan
+    run = tmp_path_factory.mktemp("readers")
+    reader_history(run / "history", n, skipped, rewinds, swaps, tail)
+    result = check_history(spark, run / "history", run / "ids")
+    assert result.readers == {"R": {"poll_skips": len(skipped), "nonmonotonic_polls": len(rewinds)}}
+    assert result.producers == {"P": {"nonmonotonic_sends": len(swaps)}}
+    group = result.groups["R"]
+    # The tail was never reached (unseen); the skipped offsets are holes below what R read.
+    assert (group["lost"], group["unseen"]) == (len(skipped) + tail, tail)
+    assert group["duplicated"] == len(rewinds)

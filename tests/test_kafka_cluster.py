@@ -364,6 +364,29 @@ def test_duplicate_expectations() -> None:
     assert judge(lost, {"ok": 10}, "duplicates").outcome == "loss"
 
 
+def test_on_a_kafka_log_a_duplicate_is_a_message_written_at_two_offsets() -> None:
+    # Redelivered offsets (a consumer reading one offset twice) are not K24's duplicates.
+    redelivered = {"g": G | {"duplicated": 3}}
+    log = {"positions": 10, "inconsistent_offsets": 0, "duplicate_offsets": 0}
+    j = judge(redelivered, {"ok": 10}, "duplicates", log=log)
+    assert not j.matched and "no message written at two offsets" in j.reason
+    assert judge(redelivered, {"ok": 10}, "no-duplicates", log=log).matched
+    twice = log | {"duplicate_offsets": 2}
+    j = judge({"g": G}, {"ok": 10}, "duplicates", log=twice)
+    assert j.matched and "2 messages written at two offsets" in j.reason
+    # Without offsets (RabbitMQ), deliveries decide, as before.
+    assert judge(redelivered, {"ok": 10}, "duplicates", log={"positions": 0}).matched
+
+
+def test_an_offset_holding_two_messages_refutes_a_safe_claim() -> None:
+    log = {"positions": 10, "inconsistent_offsets": 3, "duplicate_offsets": 0}
+    j = judge({"g": G}, {"ok": 10}, "safe", log=log)
+    assert (j.outcome, j.matched) == ("anomalies", False) and "3 offsets" in j.reason
+    assert judge({"g": G}, {"ok": 10}, "safe", log=log | {"inconsistent_offsets": 0}).matched
+    # A loss claim is about loss: truncation there is what the loss looks like.
+    assert not judge({"g": G}, {"ok": 10}, "loss", log=log).matched
+
+
 def test_expected_client_errors_and_placement() -> None:
     errors = {"send": {"NOT_ENOUGH_REPLICAS": 4, "_MSG_TIMED_OUT": 1}}
     want = [{"f": "send", "error": "NOT_ENOUGH_REPLICAS"}, {"f": "commit", "error": ""}]
