@@ -298,3 +298,52 @@ def nonmonotonic_sends(events: DataFrame) -> DataFrame:
     return acks.withColumn("previous", F.lag("offset").over(by_seq)).filter(
         F.col("previous").isNotNull() & (F.col("offset") <= F.col("previous"))
     )
+
+
+# ---- which fault did it ------------------------------------------------------------------------
+
+BEFORE_ANY_FAULT = "before any fault"
+NEVER_ACKED = "never acknowledged"
+ATTRIBUTED = ("lost", "duplicated", "reordered")
+
+
+def fault_steps(events: DataFrame) -> DataFrame:
+    """The nemesis's steps: each invoke of a fault (leader-placement snapshots are not faults),
+    in time order; a few rows per run."""
+    F = _F()
+    return (
+        events.filter(
+            (F.col("process") == NEMESIS_PROCESS)
+            & (F.col("type") == "invoke")
+            & (F.col("f") != "leaders")
+        )
+        .select("time", "f", "value")
+        .orderBy("time", "file", "line")
+    )
+
+
+def acks(events: DataFrame) -> DataFrame:
+    """(msg_id, ack_time, acking_node): when each acknowledged message was acknowledged, and by
+    which node where the history says (RabbitMQ names it; Kafka's client does not)."""
+    F = _F()
+    ok = sends(events).filter(F.col("type") == "ok")
+    node = F.coalesce(F.col("node"), F.lit("unknown"))
+    return ok.groupBy("msg_id").agg(F.min("time").alias("ack_time"), F.first(node).alias("node"))
+
+
+def by_step_and_node(flagged: DataFrame, ack_info: DataFrame, steps: DataFrame) -> DataFrame:
+    """(group, step, node, count) of flagged (group, msg_id): each message tied to the step in
+    effect when it was acknowledged (the last one started at or before its ack) and to its
+    acking node. steps: (start, end, step), end None for the last."""
+    F = _F()
+    placed = flagged.join(ack_info, "msg_id", "left")
+    during = (F.col("ack_time") >= F.col("start")) & (
+        F.col("end").isNull() | (F.col("ack_time") < F.col("end"))
+    )
+    tied = placed.join(F.broadcast(steps), during, "left")
+    never = F.col("ack_time").isNull()
+    step = F.when(never, F.lit(NEVER_ACKED)).otherwise(
+        F.coalesce(F.col("step"), F.lit(BEFORE_ANY_FAULT))
+    )
+    node = F.when(never, F.lit(NEVER_ACKED)).otherwise(F.col("node"))
+    return tied.groupBy("group", step.alias("step"), node.alias("node")).count()

@@ -96,6 +96,7 @@ def check_run(
         "placement": result.placement,
         "log": result.log,
         "readers": result.readers,
+        "attribution": result.attribution,
         "producers": result.producers,
         "kafka_mode": manifest.get("kafka_mode"),
         "kafka_version": ((manifest.get("images") or {}).get("kafka") or {}).get("version"),

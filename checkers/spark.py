@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers import queries as q
+from checkers.attribution import attribute
 from checkers.ids import write_ids
 from checkers.read import HistoryError, read_history
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
@@ -36,6 +37,8 @@ class CheckResult:
     # Offset-level anomalies of the observed log (Kafka), with a few samples each.
     log: dict[str, Any] = field(default_factory=dict)
     history_source: str = "jsonl"  # what the events were read from: jsonl or parquet
+    # {metric: {group: {by_step: {step: n}, by_node: {node: n}}}}: which fault did it.
+    attribution: dict[str, Any] = field(default_factory=dict)
     # Per reader process: poll_skips, nonmonotonic_polls; per producer: nonmonotonic_sends.
     readers: dict[str, dict[str, int]] = field(default_factory=dict)
     producers: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -103,6 +106,7 @@ def check_history(
             placement=_placement(events),
             log=_log_anomalies(events),
             readers=_reader_anomalies(events),
+            attribution=attribute(spark, events, flagged),
             producers=_producer_anomalies(events),
         )
     finally:

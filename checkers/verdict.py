@@ -202,6 +202,11 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         )
     for name, g in sorted(verdict["groups"].items()):
         lines.append(f"group {name}: " + ", ".join(f"{m} {g[m]}" for m in METRICS))
+    for metric, groups in sorted((verdict.get("attribution") or {}).items()):
+        for group, tied in sorted(groups.items()):
+            for how, counts in (("fault step", tied["by_step"]), ("acking node", tied["by_node"])):
+                shown = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
+                lines.append(f"{metric} in {group} by {how}: {shown}")
     for process, counts in sorted((verdict.get("readers") or {}).items()):
         if any(counts.values()):
             lines.append(f"reader {process}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
