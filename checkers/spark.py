@@ -153,7 +153,15 @@ LOG_SAMPLES = 5
 
 def _log_anomalies(events: Any) -> dict[str, Any]:
     """Counts of the observed log's anomalies, and the first few of each for a person to see."""
-    log = q.observed_log(events)
+    # Five questions of one log: computed once.
+    log = q.observed_log(events).cache()
+    try:
+        return _log_counts(log)
+    finally:
+        log.unpersist()
+
+
+def _log_counts(log: Any) -> dict[str, Any]:
     inconsistent = q.inconsistent_offsets(log)
     duplicates = q.duplicate_offsets(log)
     return {

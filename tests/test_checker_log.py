@@ -15,6 +15,10 @@ from harness.history import FIELDS
 
 pytestmark = pytest.mark.spark
 TOPIC = "t"
+# Each example is a whole Spark check: a few are enough to vary the plants.
+FEW_EXAMPLES = settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _event(process: str, type_: str, f: str, t: float, **kw: Any) -> str:
@@ -73,9 +77,7 @@ plants = st.integers(4, 30).flatmap(
 )
 
 
-@settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@FEW_EXAMPLES
 @given(plants)
 def test_planted_truncations_and_retries_are_counted(
     spark: Any, tmp_path_factory: pytest.TempPathFactory, plant: Any
@@ -142,9 +144,7 @@ readers_plan = st.integers(12, 40).flatmap(
 )
 
 
-@settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@FEW_EXAMPLES
 @given(readers_plan)
 def test_planted_reader_and_producer_anomalies_are_counted(
     spark: Any, tmp_path_factory: pytest.TempPathFactory, plan: Any
