@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from checkers import queries as q
+from checkers.frames import small_frame
 
 
 def step_label(number: int, f: str, value: str | None, since_start: float) -> str:
@@ -35,36 +36,45 @@ def _describe(value: str | None) -> str:
     return "".join(f" {w}" for w in words)
 
 
-def steps_frame(spark: Any, events: Any) -> Any:
-    """(start, end, step) of every fault step; the last one lasts to the end of the run."""
-    from pyspark.sql import functions as F
+def fault_steps(nemesis: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The nemesis's steps: each invoke of a fault (leader-placement snapshots are not faults),
+    in order; nemesis: its events in order (checkers.queries.nemesis_events)."""
+    return [e for e in nemesis if e["type"] == "invoke" and e["f"] != "leaders"]
 
-    rows = q.fault_steps(events).collect()
-    started = events.agg(F.min("time")).collect()[0][0] or 0.0
+
+def steps_frame(spark: Any, nemesis: list[dict[str, Any]], run_start: float) -> Any:
+    """(start, end, step) of every fault step; the last one lasts to the end of the run."""
+    rows = fault_steps(nemesis)
     out = [
         (
             r["time"],
             rows[i + 1]["time"] if i + 1 < len(rows) else None,
-            step_label(i + 1, r["f"], r["value"], r["time"] - started),
+            step_label(i + 1, r["f"], r["value"], r["time"] - run_start),
         )
         for i, r in enumerate(rows)
     ]
-    return spark.createDataFrame(out, "start double, `end` double, step string")
+    return small_frame(spark, out, "start double, `end` double, step string")
 
 
 def attribute(
-    spark: Any, events: Any, flagged: dict[str, Any]
+    spark: Any,
+    nemesis: list[dict[str, Any]],
+    run_start: float,
+    summary: Any,
+    flagged: dict[str, Any],
 ) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
     """{metric: {group: {"by_step": {step: n}, "by_node": {node: n}}}} for lost, duplicated
-    and reordered."""
-    steps = steps_frame(spark, events)
-    ack_info = q.acks(events)
-    out: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
+    and reordered (summary: checkers.queries.send_summary)."""
+    from pyspark.sql import functions as F
+
+    steps = steps_frame(spark, nemesis, run_start)
+    tagged = None
     for metric in q.ATTRIBUTED:
-        per_group: dict[str, dict[str, dict[str, int]]] = {}
-        for r in q.by_step_and_node(flagged[metric], ack_info, steps).collect():
-            g = per_group.setdefault(r["group"], {"by_step": {}, "by_node": {}})
-            g["by_step"][r["step"]] = g["by_step"].get(r["step"], 0) + r["count"]
-            g["by_node"][r["node"]] = g["by_node"].get(r["node"], 0) + r["count"]
-        out[metric] = per_group
+        df = flagged[metric].select(F.lit(metric).alias("metric"), "group", "msg_id")
+        tagged = df if tagged is None else tagged.unionByName(df)
+    out: dict[str, dict[str, dict[str, dict[str, int]]]] = {m: {} for m in q.ATTRIBUTED}
+    for r in q.by_step_and_node(tagged, q.acks(summary), steps).collect():
+        g = out[r["metric"]].setdefault(r["group"], {"by_step": {}, "by_node": {}})
+        g["by_step"][r["step"]] = g["by_step"].get(r["step"], 0) + r["count"]
+        g["by_node"][r["node"]] = g["by_node"].get(r["node"], 0) + r["count"]
     return out

@@ -16,13 +16,17 @@ DataFrame = Any
 
 
 def _natural_order(msg_id: Any) -> list[Any]:
-    """Sort columns for "producer:seq" ids: producer, then seq as a number; others by text."""
+    """Sort columns for "producer:seq" ids: producer, then seq as a number; others by text.
+
+    Plain string functions, not regular expressions: this runs for every acknowledged id."""
     from pyspark.sql import functions as F
 
-    seq = F.regexp_extract(msg_id, r":(\d+)$", 1)
-    numbered = seq != ""
-    producer = F.when(numbered, F.regexp_extract(msg_id, r"^(.*):\d+$", 1)).otherwise(msg_id)
-    return [producer, F.when(numbered, seq.cast("bigint")).otherwise(F.lit(-1)), msg_id]
+    seq = F.substring_index(msg_id, ":", -1)
+    number = seq.try_cast("bigint")
+    producer = F.when(
+        number.isNotNull(), F.substr(msg_id, F.lit(1), F.length(msg_id) - F.length(seq) - 1)
+    )
+    return [F.coalesce(producer, msg_id), F.coalesce(number, F.lit(-1)), msg_id]
 
 
 def write_ids(

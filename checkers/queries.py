@@ -48,14 +48,12 @@ def sends(events: DataFrame) -> DataFrame:
     return events.filter(_F().col("f") == "send")
 
 
-def invoked(events: DataFrame) -> DataFrame:
-    """msg_ids a producer tried to send."""
-    F = _F()
-    return sends(events).filter(F.col("type") == "invoke").select("msg_id").distinct()
-
-
-def send_outcomes(events: DataFrame) -> DataFrame:
-    """(msg_id, outcome): ok wins, then fail, then info; an invoke alone is info."""
+def send_summary(events: DataFrame) -> DataFrame:
+    """(msg_id, outcome, invoked, ack_time, node, producer, invoke_time, done_time) of every
+    message a send names: outcome ok wins, then fail, then info (an invoke alone is info);
+    invoked says a producer tried to send it; ack_time is its first ok, node the node that
+    acknowledged it where the history says (RabbitMQ names it; Kafka's client does not);
+    done_time is its first outcome (None for an invoke alone)."""
     F = _F()
     rank = (
         F.when(F.col("type") == "ok", 3)
@@ -63,17 +61,38 @@ def send_outcomes(events: DataFrame) -> DataFrame:
         .when(F.col("type") == "info", 1)
         .otherwise(0)
     )
-    best = sends(events).groupBy("msg_id").agg(F.max(rank).alias("rank"))
+    ok = F.col("type") == "ok"
+    invoke = F.col("type") == "invoke"
+    best = (
+        sends(events)
+        .groupBy("msg_id")
+        .agg(
+            F.max(rank).alias("rank"),
+            F.max(invoke).alias("invoked"),
+            F.first("producer", ignorenulls=True).alias("producer"),
+            F.min(F.when(invoke, F.col("time"))).alias("invoke_time"),
+            F.min(F.when(~invoke, F.col("time"))).alias("done_time"),
+            F.min(F.when(ok, F.col("time"))).alias("ack_time"),
+            F.first(
+                F.when(ok, F.coalesce(F.col("node"), F.lit("unknown"))), ignorenulls=True
+            ).alias("node"),
+        )
+    )
     outcome = F.when(F.col("rank") == 3, "ok").when(F.col("rank") == 2, "fail").otherwise("info")
-    return best.select("msg_id", outcome.alias("outcome"))
+    return best.select(
+        "msg_id",
+        outcome.alias("outcome"),
+        "invoked",
+        "ack_time",
+        "node",
+        "producer",
+        "invoke_time",
+        "done_time",
+    )
 
 
-def acked(events: DataFrame) -> DataFrame:
-    return send_outcomes(events).filter(_F().col("outcome") == "ok").select("msg_id")
-
-
-def not_acked(events: DataFrame) -> DataFrame:
-    return send_outcomes(events).filter(_F().col("outcome") != "ok").select("msg_id")
+def acked(summary: DataFrame) -> DataFrame:
+    return summary.filter(_F().col("outcome") == "ok").select("msg_id")
 
 
 def refused_window(events: DataFrame) -> DataFrame:
@@ -86,6 +105,50 @@ def refused_window(events: DataFrame) -> DataFrame:
     )
 
 
+def unavailable_intervals(summary: DataFrame) -> DataFrame:
+    """(producer, start, end, sends, refused, unknown): each maximal run of a producer's sends,
+    in order of completion, that ended fail or info (or never completed); from the earliest
+    invoke among them to the last completion."""
+    from pyspark.sql import Window
+
+    F = _F()
+    done = F.coalesce(F.col("done_time"), F.col("invoke_time"))
+    in_order = (
+        Window.partitionBy("producer")
+        .orderBy(done, "msg_id")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    ok = F.col("outcome") == "ok"
+    # Sends between the same two acks share the count of acks before them: one island each.
+    islands = summary.filter(F.col("producer").isNotNull()).withColumn(
+        "island", F.sum(ok.cast("int")).over(in_order)
+    )
+    return (
+        islands.filter(~ok)
+        .groupBy("producer", "island")
+        .agg(
+            F.min(F.coalesce(F.col("invoke_time"), done)).alias("start"),
+            F.max(done).alias("end"),
+            F.count("*").alias("sends"),
+            F.sum((F.col("outcome") == "fail").cast("int")).alias("refused"),
+            F.sum((F.col("outcome") == "info").cast("int")).alias("unknown"),
+        )
+        .drop("island")
+    )
+
+
+def with_fault_overlap(intervals: DataFrame, windows: DataFrame) -> DataFrame:
+    """intervals with in_faults: the seconds of each inside the fault windows (w_start, w_end)."""
+    F = _F()
+    inside = F.greatest(F.lit(0.0), F.least("end", "w_end") - F.greatest("start", "w_start"))
+    keys = ["producer", "start", "end", "sends", "refused", "unknown"]
+    return (
+        intervals.join(F.broadcast(windows), how="left")
+        .groupBy(*keys)
+        .agg(F.coalesce(F.sum(inside), F.lit(0.0)).alias("in_faults"))
+    )
+
+
 def client_errors(events: DataFrame) -> DataFrame:
     """(f, name, count) of not-ok sends and commits, by the error text before its first ":"."""
     F = _F()
@@ -95,20 +158,6 @@ def client_errors(events: DataFrame) -> DataFrame:
         .withColumn("name", name)
         .groupBy("f", "name")
         .count()
-    )
-
-
-def leader_placements(events: DataFrame) -> DataFrame:
-    """The nemesis's leader-placement snapshots, in time order (a few rows per run)."""
-    F = _F()
-    return (
-        events.filter(
-            (F.col("process") == NEMESIS_PROCESS)
-            & (F.col("f") == "leaders")
-            & (F.col("type") == "ok")
-        )
-        .select("time", "value")
-        .orderBy("time")
     )
 
 
@@ -129,24 +178,45 @@ def per_message(receives: DataFrame) -> DataFrame:
     return receives.groupBy("group", "msg_id").agg(_F().count("*").alias("deliveries"))
 
 
-def received(per_msg: DataFrame) -> DataFrame:
-    return per_msg.select("group", "msg_id")
+def messages(groups: DataFrame, summary: DataFrame, per_msg: DataFrame) -> DataFrame:
+    """(group, msg_id, outcome, invoked, deliveries): every message sent, in every group, beside
+    every message each group received. The per-group counts below are filters of this one table:
+    outcome is null for a message never sent, deliveries for one the group never received."""
+    return groups.crossJoin(summary).join(per_msg, ["group", "msg_id"], "full")
 
 
-def lost(groups: DataFrame, acked_ids: DataFrame, per_msg: DataFrame) -> DataFrame:
-    return groups.crossJoin(acked_ids).join(per_msg, ["group", "msg_id"], "left_anti")
+def acked_in(msgs: DataFrame) -> DataFrame:
+    return msgs.filter(_F().col("outcome") == "ok").select("group", "msg_id")
 
 
-def duplicated(per_msg: DataFrame) -> DataFrame:
-    return per_msg.filter(_F().col("deliveries") > 1).select("group", "msg_id")
+def received(msgs: DataFrame) -> DataFrame:
+    return msgs.filter(_F().col("deliveries").isNotNull()).select("group", "msg_id")
 
 
-def unexpected(per_msg: DataFrame, invoked_ids: DataFrame) -> DataFrame:
-    return per_msg.join(invoked_ids, "msg_id", "left_anti").select("group", "msg_id")
+def lost(msgs: DataFrame) -> DataFrame:
+    F = _F()
+    return msgs.filter((F.col("outcome") == "ok") & F.col("deliveries").isNull()).select(
+        "group", "msg_id"
+    )
 
 
-def recovered(per_msg: DataFrame, not_acked_ids: DataFrame) -> DataFrame:
-    return per_msg.join(not_acked_ids, "msg_id", "inner").select("group", "msg_id")
+def duplicated(msgs: DataFrame) -> DataFrame:
+    return msgs.filter(_F().col("deliveries") > 1).select("group", "msg_id")
+
+
+def unexpected(msgs: DataFrame) -> DataFrame:
+    """Received, never invoked by a producer (or a body we did not write)."""
+    F = _F()
+    never_sent = F.col("invoked").isNull() | ~F.col("invoked")
+    return msgs.filter(F.col("deliveries").isNotNull() & never_sent).select("group", "msg_id")
+
+
+def recovered(msgs: DataFrame) -> DataFrame:
+    """Received, although its send ended fail, info or never completed."""
+    F = _F()
+    return msgs.filter(F.col("deliveries").isNotNull() & (F.col("outcome") != "ok")).select(
+        "group", "msg_id"
+    )
 
 
 def reordered(receives: DataFrame) -> DataFrame:
@@ -307,34 +377,32 @@ NEVER_ACKED = "never acknowledged"
 ATTRIBUTED = ("lost", "duplicated", "reordered")
 
 
-def fault_steps(events: DataFrame) -> DataFrame:
-    """The nemesis's steps: each invoke of a fault (leader-placement snapshots are not faults),
-    in time order; a few rows per run."""
+def nemesis_events(events: DataFrame) -> DataFrame:
+    """Every nemesis event (time, type, f, value), in order: a few rows per run, collected once
+    for its steps, fault windows and leader-placement snapshots."""
     F = _F()
     return (
-        events.filter(
-            (F.col("process") == NEMESIS_PROCESS)
-            & (F.col("type") == "invoke")
-            & (F.col("f") != "leaders")
-        )
-        .select("time", "f", "value")
+        events.filter(F.col("process") == NEMESIS_PROCESS)
+        .select("time", "type", "f", "value")
         .orderBy("time", "file", "line")
     )
 
 
-def acks(events: DataFrame) -> DataFrame:
-    """(msg_id, ack_time, acking_node): when each acknowledged message was acknowledged, and by
-    which node where the history says (RabbitMQ names it; Kafka's client does not)."""
+def run_span(events: DataFrame) -> DataFrame:
+    """One row: the first and last time of the history."""
     F = _F()
-    ok = sends(events).filter(F.col("type") == "ok")
-    node = F.coalesce(F.col("node"), F.lit("unknown"))
-    return ok.groupBy("msg_id").agg(F.min("time").alias("ack_time"), F.first(node).alias("node"))
+    return events.agg(F.min("time").alias("first"), F.max("time").alias("last"))
+
+
+def acks(summary: DataFrame) -> DataFrame:
+    """(msg_id, ack_time, node) of every acknowledged message."""
+    return summary.filter(_F().col("outcome") == "ok").select("msg_id", "ack_time", "node")
 
 
 def by_step_and_node(flagged: DataFrame, ack_info: DataFrame, steps: DataFrame) -> DataFrame:
-    """(group, step, node, count) of flagged (group, msg_id): each message tied to the step in
-    effect when it was acknowledged (the last one started at or before its ack) and to its
-    acking node. steps: (start, end, step), end None for the last."""
+    """(metric, group, step, node, count) of flagged (metric, group, msg_id): each message tied
+    to the step in effect when it was acknowledged (the last one started at or before its ack)
+    and to its acking node. steps: (start, end, step), end None for the last."""
     F = _F()
     placed = flagged.join(ack_info, "msg_id", "left")
     during = (F.col("ack_time") >= F.col("start")) & (
@@ -346,4 +414,4 @@ def by_step_and_node(flagged: DataFrame, ack_info: DataFrame, steps: DataFrame) 
         F.coalesce(F.col("step"), F.lit(BEFORE_ANY_FAULT))
     )
     node = F.when(never, F.lit(NEVER_ACKED)).otherwise(F.col("node"))
-    return tied.groupBy("group", step.alias("step"), node.alias("node")).count()
+    return tied.groupBy("metric", "group", step.alias("step"), node.alias("node")).count()

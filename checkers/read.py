@@ -5,27 +5,31 @@ none of our Python modules. Each row keeps its file and line number: ties in tim
 order, and a malformed line is reported by file and line. Only the reason for a malformed line
 is found in Python, on the driver, for the one line reported.
 
-The JSONL files are the contract; history.parquet beside them is a columnar copy written once
-a run's history is complete (write_parquet). The checker prefers it while it is fresh: its
-sidecar records each JSONL file's size, and a history that changed since is read again.
-pandas (pyarrow) and DuckDB open it as they are: Spark's _SUCCESS and our sidecar start with "_",
-which they skip.
+The JSONL files are the contract; history.parquet beside them is a columnar copy, made by one
+pass over the JSONL the first time a history is checked, and read from then on while it is
+fresh: its sidecar records each JSONL file's size, and a history that changed since is copied
+again. pandas (pyarrow) and DuckDB open it as they are (Spark's _SUCCESS and our sidecar start
+with "_", which they skip); a row whose `malformed` column is set is a last line cut off by a
+crash, not an event.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
 from harness.history import EVENT_TYPES
 
 PARQUET = "history.parquet"  # beside the history directory
 SIDECAR = "_brokerjepsen.json"  # in it: the JSONL sizes it was made from, and cut last lines
+MALFORMED = "malformed"  # in the Parquet copy: the text of a line that is not an event
 CORRUPT = "_corrupt_record"  # where Spark's JSON parser puts a line it could not read whole
 JSON_SCHEMA = f"{EVENT_SCHEMA}, {CORRUPT} string"
 
@@ -39,11 +43,6 @@ class History:
     events: Any  # DataFrame of ROW_SCHEMA: every well-formed event, with file and line
     truncated_lines: list[str]  # "file:line" of last lines cut off by a crash, skipped
     source: str  # "jsonl" or "parquet"
-    cached: Any = None  # what reading cached, for release()
-
-    def release(self) -> None:
-        if self.cached is not None:
-            self.cached.unpersist()
 
 
 def history_files(history_dir: Path) -> list[Path]:
@@ -58,29 +57,45 @@ def parquet_path(history_dir: Path) -> Path:
 
 
 def read_history(spark: Any, history_dir: Path) -> History:
-    """Every event of the history: from its Parquet copy while that is fresh, else from the
-    JSONL files (raising HistoryError on a malformed line other than a cut last line)."""
-    fresh = _fresh_parquet(history_dir)
-    if fresh is not None:
-        events = spark.read.parquet(str(parquet_path(history_dir)))
-        return History(events, fresh["truncated_lines"], "parquet")
-    return _read_jsonl(spark, history_dir)
+    """Every well-formed event of the history, from its Parquet copy, made first from the JSONL
+    files unless a fresh one is there (raising HistoryError on a malformed line other than a cut
+    last line)."""
+    fresh = _fresh_parquet(history_dir) is not None
+    made_from = _write_parquet(spark, history_dir)
+    events = (
+        spark.read.parquet(str(parquet_path(history_dir)))
+        .filter(f"{MALFORMED} IS NULL")
+        .select(*EVENT_COLUMNS, "file", "line")
+    )
+    return History(events, made_from["truncated_lines"], "parquet" if fresh else "jsonl")
 
 
 def write_parquet(spark: Any, history_dir: Path) -> Path:
     """The history as Parquet beside it, unless a fresh copy is there already."""
+    _write_parquet(spark, history_dir)
+    return parquet_path(history_dir)
+
+
+def _write_parquet(spark: Any, history_dir: Path) -> dict[str, Any]:
+    """Makes the Parquet copy unless a fresh one is there; returns its sidecar.
+
+    One pass parses every line and writes it; the few malformed lines are then found in the copy
+    (a cut last line is kept there, marked, and skipped by readers). A history with any other
+    malformed line raises, and leaves no copy."""
+    fresh = _fresh_parquet(history_dir)
+    if fresh is not None:
+        return fresh
     path = parquet_path(history_dir)
-    if _fresh_parquet(history_dir) is not None:
-        return path
     sizes = _sizes(history_dir)
-    history = _read_jsonl(spark, history_dir)
+    lengths = _parse_into(spark, history_dir, path)
     try:
-        history.events.write.mode("overwrite").parquet(str(path))
-    finally:
-        history.release()
-    sidecar = {"files": sizes, "truncated_lines": history.truncated_lines}
+        truncated = _truncated_or_raise(spark, path, history_dir, lengths)
+    except HistoryError:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    sidecar = {"files": sizes, "truncated_lines": truncated}
     (path / SIDECAR).write_text(json.dumps(sidecar, indent=1) + "\n")
-    return path
+    return sidecar
 
 
 def _sizes(history_dir: Path) -> dict[str, int]:
@@ -99,7 +114,9 @@ def _fresh_parquet(history_dir: Path) -> dict[str, Any] | None:
     return made_from
 
 
-def _read_jsonl(spark: Any, history_dir: Path) -> History:
+def _parse_into(spark: Any, history_dir: Path, path: Path) -> dict[str, int]:
+    """Writes every line of the JSONL files to `path` as an event row, the text of a line that
+    is not a well-formed event kept in `malformed`; returns each file's number of lines."""
     from pyspark.sql import functions as F
 
     files = history_files(history_dir)
@@ -110,11 +127,11 @@ def _read_jsonl(spark: Any, history_dir: Path) -> History:
             "text", JSON_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
         ),
     ).select("file", "line", "text", "e.*")
-    parsed = parsed.filter(F.trim("text") != "").withColumn("well_formed", _well_formed())
-    parsed = parsed.cache()
-    truncated = _truncated_or_raise(parsed, history_dir, lengths, len(files))
-    events = parsed.filter("well_formed").select(*EVENT_COLUMNS, "file", "line")
-    return History(events, truncated, "jsonl", cached=parsed)
+    parsed = parsed.filter(F.trim("text") != "")
+    malformed = F.when(~_well_formed(), F.col("text")).alias(MALFORMED)
+    rows = parsed.select(*EVENT_COLUMNS, "file", "line", malformed)
+    rows.write.mode("overwrite").parquet(str(path))
+    return lengths
 
 
 def _numbered_lines(spark: Any, files: list[Path]) -> tuple[Any, dict[str, int]]:
@@ -147,8 +164,8 @@ def _numbered_lines(spark: Any, files: list[Path]) -> tuple[Any, dict[str, int]]
             starts.append((uri_name, r["pid"], r["first"], before, file))
             before += r["rows"]
         lengths[file] = before
-    offsets = spark.createDataFrame(
-        starts, "uri_name string, pid int, first bigint, before bigint, file string"
+    offsets = small_frame(
+        spark, starts, "uri_name string, pid int, first bigint, before bigint, file string"
     )
     numbered = raw.join(F.broadcast(offsets), ["uri_name", "pid"]).withColumn(
         "line", F.col("rid") - F.col("first") + F.col("before") + 1
@@ -171,15 +188,18 @@ def _well_formed() -> Any:
 
 
 def _truncated_or_raise(
-    parsed: Any, history_dir: Path, lengths: dict[str, int], file_count: int
+    spark: Any, path: Path, history_dir: Path, lengths: dict[str, int]
 ) -> list[str]:
     """The last lines cut off mid-write; any other malformed line raises. A file has at most
-    one cut line, so the first file_count + 1 malformed lines hold any other there is."""
+    one cut line, so the first len(lengths) + 1 malformed lines hold any other there is."""
+    from pyspark.sql import functions as F
+
     bad = (
-        parsed.filter(~parsed["well_formed"])
-        .select("file", "line", "text")
+        spark.read.parquet(str(path))
+        .filter(F.col(MALFORMED).isNotNull())
+        .select("file", "line", F.col(MALFORMED).alias("text"))
         .orderBy("file", "line")
-        .limit(file_count + 1)
+        .limit(len(lengths) + 1)
         .collect()
     )
     truncated = []

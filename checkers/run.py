@@ -60,10 +60,12 @@ def check_run(
         )
     except HistoryError:
         raise
-    except Exception:
+    except Exception as e:
         if time.monotonic() - started >= timeout:
             raise HistoryError(f"the checker did not finish in {timeout:.0f} s") from None
-        raise
+        # A Spark job that failed (an executor lost, a cluster that cannot run it): one line.
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise HistoryError(f"the Spark job failed: {first[:300]}") from e
     finally:
         done.set()
         watchdog.join()
@@ -92,6 +94,9 @@ def check_run(
         "groups": result.groups,
         "sends": result.sends,
         "refused_window": result.refused_window,
+        "fault_windows": result.fault_windows,
+        "history_span": result.history_span,
+        "unavailability": result.unavailability,
         "errors": result.errors,
         "placement": result.placement,
         "log": result.log,

@@ -15,6 +15,8 @@ from typing import Any
 
 from checkers import queries as q
 from checkers.attribution import attribute
+from checkers.faults import fault_windows
+from checkers.frames import small_frame
 from checkers.ids import write_ids
 from checkers.read import HistoryError, read_history
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
@@ -42,6 +44,11 @@ class CheckResult:
     # Per reader process: poll_skips, nonmonotonic_polls; per producer: nonmonotonic_sends.
     readers: dict[str, dict[str, int]] = field(default_factory=dict)
     producers: dict[str, dict[str, int]] = field(default_factory=dict)
+    # When a fault was in effect (checkers.faults), and per producer when its sends were refused
+    # or left unknown, and how much of that fell inside those windows.
+    fault_windows: list[dict[str, float]] = field(default_factory=list)
+    history_span: dict[str, float] = field(default_factory=dict)  # first and last event time
+    unavailability: dict[str, Any] = field(default_factory=dict)
 
 
 def spark_session(master: str = "local[*]") -> Any:
@@ -61,7 +68,7 @@ def spark_session(master: str = "local[*]") -> Any:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", os.environ.get("BJ_CHECKER_MEMORY", "6g"))
         .config("spark.driver.extraJavaOptions", log4j)
         .getOrCreate()
     )
@@ -75,50 +82,71 @@ def check_history(
     """Counts every metric of every group; the ids behind them go to `ids_dir`."""
     history = read_history(spark, history_dir)
     events = history.events.cache()
+    cached = [events]
     try:
         receives = q.deliveries(events)
         group_names = {r["group"] for r in receives.select("group").distinct().collect()}
         group_names |= set(expected_groups or [])
         groups = sorted(group_names)
-        groups_df = spark.createDataFrame([(g,) for g in groups], "group string")
-        per_msg = q.per_message(receives)
-        acked = q.acked(events)
-        lost = q.lost(groups_df, acked, per_msg)
+        groups_df = small_frame(spark, [(g,) for g in groups], "group string")
+        # Every per-group count is a filter of one table, computed once; the anomalies are kept
+        # for attribution, which asks again.
+        (summary,) = _kept(cached, q.send_summary(events))
+        (msgs,) = _kept(cached, q.messages(groups_df, summary, q.per_message(receives)))
+        lost, reordered = _kept(cached, q.lost(msgs), q.reordered(receives))
         flagged = {
-            "acked": groups_df.crossJoin(acked),
-            "received": q.received(per_msg),
+            "acked": q.acked_in(msgs),
+            "received": q.received(msgs),
             "lost": lost,
             "unseen": q.unseen(lost, q.ack_positions(events), q.highest_read(receives)),
-            "duplicated": q.duplicated(per_msg),
-            "reordered": q.reordered(receives),
-            "unexpected": q.unexpected(per_msg, q.invoked(events)),
-            "recovered": q.recovered(per_msg, q.not_acked(events)),
+            "duplicated": q.duplicated(msgs),
+            "reordered": reordered,
+            "unexpected": q.unexpected(msgs),
+            "recovered": q.recovered(msgs),
         }
         counts = write_ids({m: flagged[m] for m in METRIC_IDS}, groups, ids_dir)
+        span = q.run_span(events).collect()[0].asDict()
+        nemesis = [r.asDict() for r in q.nemesis_events(events).collect()]
+        windows = fault_windows(nemesis, span["last"] or 0.0)
         return CheckResult(
             groups={g: counts[g] for g in groups},
             ids_dir=ids_dir,
-            sends=_send_counts(events),
+            sends=_send_counts(summary),
             truncated_lines=history.truncated_lines,
             history_source=history.source,
             refused_window=_refused_window(events),
             errors=_errors(events),
-            placement=_placement(events),
+            placement=_placement(nemesis),
             log=_log_anomalies(events),
             readers=_reader_anomalies(events),
-            attribution=attribute(spark, events, flagged),
+            attribution=attribute(spark, nemesis, span["first"] or 0.0, summary, flagged),
             producers=_producer_anomalies(events),
+            fault_windows=[{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in windows],
+            unavailability=_unavailability(spark, summary, windows),
+            history_span=span,
         )
     finally:
-        events.unpersist()
-        history.release()
+        for df in cached:
+            df.unpersist()
 
 
-def _send_counts(events: Any) -> dict[str, int]:
-    counts = {"ok": 0, "fail": 0, "info": 0}
-    rows = q.send_outcomes(events).groupBy("outcome").count().collect()
-    counts.update({r["outcome"]: r["count"] for r in rows})
-    counts["invoked"] = q.invoked(events).count()
+def _kept(cached: list[Any], *frames: Any) -> list[Any]:
+    """Each frame cached on first use, and added to `cached` to be released at the end."""
+    kept = [df.cache() for df in frames]
+    cached.extend(kept)
+    return kept
+
+
+def _send_counts(summary: Any) -> dict[str, int]:
+    from pyspark.sql import functions as F
+
+    counts = {"ok": 0, "fail": 0, "info": 0, "invoked": 0}
+    rows = summary.groupBy("outcome").agg(
+        F.count("*").alias("count"), F.sum(F.col("invoked").cast("int")).alias("invoked")
+    )
+    for r in rows.collect():
+        counts[r["outcome"]] = r["count"]
+        counts["invoked"] += r["invoked"] or 0
     return counts
 
 
@@ -133,6 +161,52 @@ def _refused_window(events: Any) -> dict[str, float] | None:
     }
 
 
+LONGEST = 10  # unavailable intervals listed per producer, longest first
+
+
+def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]) -> dict[str, Any]:
+    """Per producer: how many unavailable intervals, their seconds, the seconds of them inside
+    fault windows, and the longest few. Only these figures come back, however many there are."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    windows_df = small_frame(spark, windows, "w_start double, w_end double")
+    intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows_df)
+    intervals = intervals.withColumn("seconds", F.col("end") - F.col("start")).cache()
+    try:
+        totals = intervals.groupBy("producer").agg(
+            F.count("*").alias("intervals"),
+            F.sum("seconds").alias("seconds"),
+            F.sum("in_faults").alias("in_faults"),
+        )
+        out: dict[str, Any] = {
+            r["producer"]: {
+                "intervals": r["intervals"],
+                "seconds": round(r["seconds"], 3),
+                "in_fault_seconds": round(r["in_faults"], 3),
+                "longest": [],
+            }
+            for r in totals.collect()
+        }
+        longest_first = Window.partitionBy("producer").orderBy(F.desc("seconds"), "start")
+        ranked = intervals.withColumn("n", F.row_number().over(longest_first))
+        for r in ranked.filter(F.col("n") <= LONGEST).orderBy("producer", "n").collect():
+            out[r["producer"]]["longest"].append(
+                {
+                    "start": r["start"],
+                    "end": r["end"],
+                    "seconds": round(r["seconds"], 3),
+                    "in_fault_seconds": round(r["in_faults"], 3),
+                    "sends": r["sends"],
+                    "refused": r["refused"],
+                    "unknown": r["unknown"],
+                }
+            )
+        return out
+    finally:
+        intervals.unpersist()
+
+
 def _errors(events: Any) -> dict[str, dict[str, int]]:
     errors: dict[str, dict[str, int]] = {}
     for r in q.client_errors(events).collect():
@@ -140,11 +214,12 @@ def _errors(events: Any) -> dict[str, dict[str, int]]:
     return errors
 
 
-def _placement(events: Any) -> list[dict[str, Any]]:
+def _placement(nemesis: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The nemesis's leader-placement snapshots (f: leaders), in time order."""
     return [
-        {"time": r["time"], **json.loads(r["value"])}
-        for r in q.leader_placements(events).collect()
-        if r["value"]
+        {"time": e["time"], **json.loads(e["value"])}
+        for e in nemesis
+        if e["type"] == "ok" and e["f"] == "leaders" and e["value"]
     ]
 
 
@@ -153,34 +228,31 @@ LOG_SAMPLES = 5
 
 def _log_anomalies(events: Any) -> dict[str, Any]:
     """Counts of the observed log's anomalies, and the first few of each for a person to see."""
-    # Five questions of one log: computed once.
+    # Several questions of one log, and each anomaly counted then sampled: each computed once.
     log = q.observed_log(events).cache()
+    inconsistent = q.inconsistent_offsets(log).cache()
+    duplicates = q.duplicate_offsets(log).cache()
     try:
-        return _log_counts(log)
+        return {
+            "positions": log.select("stream", "partition", "offset").distinct().count(),
+            "inconsistent_offsets": inconsistent.count(),
+            "duplicate_offsets": duplicates.count(),
+            "samples": {
+                "inconsistent_offsets": [
+                    f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}"
+                    for r in inconsistent.orderBy("stream", "partition", "offset")
+                    .limit(LOG_SAMPLES)
+                    .collect()
+                ],
+                "duplicate_offsets": [
+                    f"{r['msg_id']}: {', '.join(r['at'])}"
+                    for r in duplicates.orderBy("msg_id").limit(LOG_SAMPLES).collect()
+                ],
+            },
+        }
     finally:
-        log.unpersist()
-
-
-def _log_counts(log: Any) -> dict[str, Any]:
-    inconsistent = q.inconsistent_offsets(log)
-    duplicates = q.duplicate_offsets(log)
-    return {
-        "positions": log.select("stream", "partition", "offset").distinct().count(),
-        "inconsistent_offsets": inconsistent.count(),
-        "duplicate_offsets": duplicates.count(),
-        "samples": {
-            "inconsistent_offsets": [
-                f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}"
-                for r in inconsistent.orderBy("stream", "partition", "offset")
-                .limit(LOG_SAMPLES)
-                .collect()
-            ],
-            "duplicate_offsets": [
-                f"{r['msg_id']}: {', '.join(r['at'])}"
-                for r in duplicates.orderBy("msg_id").limit(LOG_SAMPLES).collect()
-            ],
-        },
-    }
+        for df in (duplicates, inconsistent, log):
+            df.unpersist()
 
 
 def _counts_by(df: Any, key: str) -> dict[str, int]:
@@ -190,9 +262,12 @@ def _counts_by(df: Any, key: str) -> dict[str, int]:
 def _reader_anomalies(events: Any) -> dict[str, dict[str, int]]:
     """Every process that received anything, with 0 where it has no offsets (RabbitMQ)."""
     names = q.reader_processes(events)
-    pairs = q.consecutive_reads(events)
-    skips = _counts_by(q.poll_skips(pairs, q.positions(events)), "process")
-    backwards = _counts_by(q.nonmonotonic_polls(pairs), "process")
+    pairs = q.consecutive_reads(events).cache()  # two questions of one window
+    try:
+        skips = _counts_by(q.poll_skips(pairs, q.positions(events)), "process")
+        backwards = _counts_by(q.nonmonotonic_polls(pairs), "process")
+    finally:
+        pairs.unpersist()
     return {
         p: {"poll_skips": skips.get(p, 0), "nonmonotonic_polls": backwards.get(p, 0)} for p in names
     }

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from compose.kafka import KAFKA_LINES, mode_refusal
 from harness.scenario import (
@@ -150,7 +151,6 @@ def record_of(run_dir: Path, seconds: float, failure: str | None) -> RunRecord:
     for names in (v.get("errors") or {}).values():
         for name, count in names.items():
             errors[name] = errors.get(name, 0) + count
-    window = v.get("refused_window") or {}
     return RunRecord(
         run_dir=str(run_dir),
         finished=finished,
@@ -161,10 +161,21 @@ def record_of(run_dir: Path, seconds: float, failure: str | None) -> RunRecord:
         lost=max((g["lost"] for g in groups), default=0),
         duplicated=max((g["duplicated"] for g in groups), default=0),
         errors=errors,
-        unavailable_s=window.get("seconds"),
+        unavailable_s=_unavailable_seconds(v),
         reason=v.get("reason", ""),
         final_read=FINAL_READER in v["groups"] if v.get("kafka_mode") else None,
     )
+
+
+def _unavailable_seconds(v: dict[str, Any]) -> float | None:
+    """The longest any producer's sends were refused or unknown, summed over its intervals;
+    verdicts from before per-producer intervals give first to last refusal."""
+    producers = v.get("unavailability")
+    if producers:
+        return float(max(p["seconds"] for p in producers.values()))
+    if "unavailability" in v:
+        return None  # checked per producer, and no send was refused
+    return (v.get("refused_window") or {}).get("seconds")
 
 
 # ---- running ----------------------------------------------------------------------------------
@@ -288,7 +299,9 @@ def render_table(cells: list[Cell], measured: dict[str, list[RunRecord]], machin
         "scenario in one mode on one Kafka release line; numbers are per run (acked; lost and "
         "duplicated in the group that lost most), errors summed over the row's runs. Verdicts: "
         "reproduced (the run showed what the claim says), not reproduced, refuted (a guarantee "
-        "broken), inconclusive. A loss row needs its loss in 2 of 3 runs. "
+        "broken), inconclusive. A loss row needs its loss in 2 of 3 runs. Unavailable: the "
+        "seconds a producer's sends were refused or unknown, summed over its intervals (the "
+        "producer with most). "
         f"{NO_FINAL_READ}: a Kafka run from before the final read (a fresh reader of the whole "
         "log after the drain), judged from its live reader alone, which may have read an "
         "isolated leader's writes that the log later dropped.",

@@ -258,7 +258,7 @@ def test_cli_check_exit_codes(spark: Any, tmp_path: Path) -> None:
 
 
 def test_the_check_is_bounded_by_its_timeout(spark: Any, tmp_path: Path) -> None:
-    from checkers.bench import synth
+    from checkers.bench_synth import synth
 
     run = tmp_path / "run"
     synth(run / "history", 20000)
@@ -317,3 +317,33 @@ def test_losses_are_tied_to_the_fault_step_and_the_acking_node(spark: Any, tmp_p
     assert lost["by_node"] == {"rabbit1": 3, "rabbit2": 2}
     summary = (tmp_path / "run" / "summary.txt").read_text()
     assert "lost in g by fault step: 1. start-partition isolate rabbit2 at +2.5 s: 2" in summary
+
+
+def test_unavailable_intervals_per_producer_and_inside_fault_windows(
+    spark: Any, tmp_path: Path
+) -> None:
+    ev: list[dict[str, Any]] = []
+    outcomes = {3: "fail", 4: "fail", 5: "info", 8: "fail"}  # runs 3-5 and 8, between acks
+    for seq in range(1, 11):
+        ev += send("A", seq, seq, outcomes.get(seq, "ok"))
+    ev += send("B", 1, 1, "ok")
+    ev.append(event("nemesis", "invoke", "start-partition", 2.5, value={"op": "isolate"}))
+    ev.append(event("nemesis", "ok", "stop-partition", 4.5, value={"remaining_cuts": []}))
+    ev += [recv("g", "A", seq, 100 + seq) for seq in (1, 2, 6, 7, 9, 10)] + [recv("g", "B", 1, 99)]
+    write(tmp_path / "run" / "history", ev)
+    verdict = check_run(tmp_path / "run", spark=spark)
+    assert verdict["fault_windows"] == [{"start": 2.5, "end": 4.5, "seconds": 2.0}]
+    a = verdict["unavailability"]["A"]
+    # Seq 3-5: invoked at 3, last outcome at 5.001; seq 8: 8 to 8.001.
+    assert a["intervals"] == 2 and a["seconds"] == pytest.approx(2.002, abs=1e-3)
+    assert a["in_fault_seconds"] == pytest.approx(1.5, abs=1e-3)  # 3 to 4.5
+    longest = a["longest"][0]
+    assert (longest["start"], longest["sends"], longest["refused"], longest["unknown"]) == (
+        3,
+        3,
+        2,
+        1,
+    )
+    assert "B" not in verdict["unavailability"]
+    summary = (tmp_path / "run" / "summary.txt").read_text()
+    assert "unavailable A: 2 intervals, 2.0 s (1.5 s inside fault windows)" in summary

@@ -95,7 +95,7 @@ def test_planted_truncations_and_retries_are_counted(
 
 
 def test_a_rabbitmq_history_has_zero_offset_anomalies(spark: Any, tmp_path: Path) -> None:
-    from checkers.bench import synth
+    from checkers.bench_synth import synth
 
     synth(tmp_path / "history", 200)
     result = check_history(spark, tmp_path / "history", tmp_path / "ids", ["g1", "g2"])

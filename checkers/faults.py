@@ -1,0 +1,87 @@
+"""When a fault was in effect, from the nemesis's own events (a few rows per run).
+
+A fault window is a maximal span of time in which at least one fault was in effect:
+  network   from the invoke of a start-partition or start-degrade until the ok of a
+            stop-partition (or heal) that leaves no cut and no degraded link
+  process   a node killed, stopped or paused, from that invoke until the ok of the start or
+            resume that brings it back; a restart, from its invoke to its ok
+Elections and leader-placement snapshots are not faults. A fault still in effect when the
+history ends lasts to the end of the run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+NETWORK_STARTS = frozenset({"start-partition", "start-degrade", "start-slow"})
+NETWORK_HEALS = frozenset({"stop-partition", "heal"})
+NODE_DOWN = frozenset({"kill", "stop", "pause"})
+NODE_UP = frozenset({"start", "resume"})
+
+
+@dataclass
+class _State:
+    network: bool = False
+    down: set[str] = field(default_factory=set)
+    restarting: set[str] = field(default_factory=set)
+
+    def faulty(self) -> bool:
+        return self.network or bool(self.down) or bool(self.restarting)
+
+
+def fault_windows(nemesis: list[dict[str, Any]], run_end: float) -> list[tuple[float, float]]:
+    """(start, end) of every fault window; nemesis: its events (time, type, f, value) in order."""
+    state = _State()
+    windows: list[tuple[float, float]] = []
+    opened: float | None = None
+    for e in nemesis:
+        was = state.faulty()
+        _apply(state, e["type"], e["f"], _value(e.get("value")))
+        now = state.faulty()
+        if now and not was:
+            opened = e["time"]
+        elif was and not now and opened is not None:
+            windows.append((opened, e["time"]))
+            opened = None
+    if opened is not None:
+        windows.append((opened, max(run_end, opened)))
+    return windows
+
+
+def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
+    nodes = value.get("nodes")
+    names = {str(n) for n in nodes} if isinstance(nodes, list) else set()
+    if type_ == "invoke" and f in NETWORK_STARTS:
+        state.network = True
+    elif type_ == "ok" and f in NETWORK_HEALS:
+        # The heal reports what it left in place; a heal of some nodes may leave other cuts.
+        remaining = value.get("remaining_cuts") or value.get("remaining_degraded")
+        if not remaining and (nodes in (None, "all") or "remaining_cuts" in value):
+            state.network = False
+        if f == "heal":  # the mock tier's heal also brings every broker back
+            state.down.clear()
+    elif type_ == "invoke" and f in NODE_DOWN:
+        state.down |= names
+    elif type_ == "ok" and f in NODE_UP:
+        state.down -= names
+    elif f == "restart":
+        if type_ == "invoke":
+            state.restarting |= names
+        else:
+            state.restarting -= names
+
+
+def _value(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def overlap(start: float, end: float, windows: list[tuple[float, float]]) -> float:
+    """Seconds of [start, end] inside the windows."""
+    return sum(max(0.0, min(end, w_end) - max(start, w_start)) for w_start, w_end in windows)

@@ -1,0 +1,33 @@
+"""Small DataFrames made from a few driver-side rows, built in the JVM.
+
+PySpark's createDataFrame sends a Python list through a Python worker; on a cluster that is a
+Python process on an executor. The checker keeps every executor on the JVM alone, so its few
+driver-made tables (groups, fault steps, split offsets) are literals in a query plan instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def small_frame(spark: Any, rows: Sequence[Sequence[Any]], ddl: str) -> Any:
+    """A DataFrame of `rows` with the columns of `ddl` ("name type, ..."), cast to those types."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromDDL(ddl)
+    assert isinstance(schema, StructType)
+    fields = schema.fields
+    if not rows:
+        return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in fields])
+    structs = [
+        F.struct(
+            *[
+                F.lit(value).cast(f.dataType).alias(f.name)
+                for f, value in zip(fields, row, strict=True)
+            ]
+        )
+        for row in rows
+    ]
+    return spark.range(1).select(F.inline(F.array(*structs)))
