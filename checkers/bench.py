@@ -1,118 +1,187 @@
-"""Checker benchmark: `make bench` prints seconds and memory per history size.
+"""Checker benchmark: `make bench` times `harness check` beside DuckDB on the same histories.
 
-Synthetic histories (one producer pair, two groups, a sprinkling of loss, duplicates and
-reorders) of growing size; figures only, no assertions.
+For each size (BENCH_SIZES, default 1M and 10M messages) a synthetic Kafka history
+(checkers.bench_synth) is checked three ways, each in a process of its own so its wall time and
+peak memory (the whole process tree: Python and Spark's JVM) are its own:
+  duckdb         checkers.bench_duckdb on the JSONL files
+  harness check  the first check: JSONL parsed into the Parquet copy, then checked
+  check again    the Parquet copy there already (what re-checking a run costs)
+The two implementations' answers are compared; any difference fails the bench. Figures, not
+assertions: goals are read from the table, never enforced by a timed test.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
-import resource
+import shutil
+import subprocess
+import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from checkers.spark import check_history, spark_session
-from harness.history import FIELDS
+from checkers.bench_synth import GROUPS, synth
 
-
-def synth(history: Path, messages: int, seed: int = 7) -> int:
-    rng = random.Random(seed)
-    history.mkdir(parents=True)
-    base: dict = dict.fromkeys(FIELDS)
-    lines = 0
-    t = 1.7e9
-    with open(history / "P.jsonl", "w") as send_fh:
-        for seq in range(1, messages + 1):
-            for type_ in ("invoke", "ok"):
-                t += 0.0001
-                send_fh.write(
-                    json.dumps(
-                        {
-                            **base,
-                            "time": t,
-                            "process": "P",
-                            "type": type_,
-                            "f": "send",
-                            "producer": "P",
-                            "seq": seq,
-                            "msg_id": f"P:{seq}",
-                            "stream": "x",
-                        }
-                    )
-                    + "\n"
-                )
-                lines += 1
-    for group in ("g1", "g2"):
-        with open(history / f"c-{group}.jsonl", "w") as fh:
-            seqs = [s for s in range(1, messages + 1) if rng.random() > 0.001]
-            for i in range(0, len(seqs) - 1, 997):
-                seqs[i], seqs[i + 1] = seqs[i + 1], seqs[i]
-            seqs += rng.sample(seqs, k=min(len(seqs), messages // 500))
-            for seq in seqs:
-                t += 0.0001
-                fh.write(
-                    json.dumps(
-                        {
-                            **base,
-                            "time": t,
-                            "process": f"c-{group}",
-                            "type": "ok",
-                            "f": "receive",
-                            "producer": "P",
-                            "seq": seq,
-                            "msg_id": f"P:{seq}",
-                            "group": group,
-                            "stream": group,
-                        }
-                    )
-                    + "\n"
-                )
-                lines += 1
-    return lines
+DEFAULT_SIZES = "1000000,10000000"
+PHASE_TIMEOUT = 3600.0  # seconds one check may take before the bench gives up on it
 
 
-def main() -> None:
-    sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "10000,100000,300000").split(",")]
-    spark = spark_session(os.environ.get("BENCH_MASTER", "local[*]"))
-    print(f"{'messages':>10} {'lines':>10} {'MB':>8} {'seconds':>8} {'lines/s':>10}")
-    with tempfile.TemporaryDirectory() as tmp:
-        check_history(spark, _warm(Path(tmp)), Path(tmp) / "warm-ids")
-        for n in sizes:
-            history = Path(tmp) / f"h{n}"
-            lines = synth(history, n)
-            mb = sum(p.stat().st_size for p in history.iterdir()) / 1e6
-            started = time.monotonic()
-            result = check_history(spark, history, Path(tmp) / f"ids{n}", ["g1", "g2"])
-            took = time.monotonic() - started
-            print(
-                f"{n:>10} {lines:>10} {mb:>8.1f} {took:>8.1f} {lines / took:>10.0f}"
-                f"   lost g1={result.groups['g1']['lost']}"
-            )
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS: python driver {rss:.0f} MB, Spark JVM {_jvm_peak_mb(spark)}")
-    spark.stop()
+@dataclass
+class Timing:
+    seconds: float
+    peak_mb: float
 
 
-def _jvm_peak_mb(spark: object) -> str:
-    """The JVM's high-water mark from /proc (Linux); the JVM is not our child to rusage."""
+def main() -> int:
+    sizes = [int(s) for s in os.environ.get("BENCH_SIZES", DEFAULT_SIZES).split(",")]
+    root = Path(os.environ.get("BENCH_DIR") or tempfile.mkdtemp(prefix="brokerjepsen-bench-"))
+    keep = os.environ.get("BENCH_KEEP") == "1"
+    print(f"{os.cpu_count()} cores; histories in {root}" + (" (kept)" if keep else ""))
+    print(
+        f"{'messages':>10} {'lines':>10} {'MB':>7}  {'engine':<14} {'seconds':>8} "
+        f"{'x duckdb':>8} {'peak MB':>8}"
+    )
+    differ = False
     try:
-        pid = spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]
+        for n in sizes:
+            differ |= not _bench_size(root / f"run-{n}", n)
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return 1 if differ else 0
+
+
+def _bench_size(run: Path, messages: int) -> bool:
+    """Times one size; returns whether the two implementations agree."""
+    history = run / "history"
+    if not (run / "manifest.json").exists():  # written last: a history cut short is made again
+        shutil.rmtree(history, ignore_errors=True)
+        synth(history, messages)
+        (run / "manifest.json").write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+    shutil.rmtree(run / "history.parquet", ignore_errors=True)
+    lines = sum(1 for p in history.glob("*.jsonl") for _ in open(p, "rb"))
+    mb = sum(p.stat().st_size for p in history.glob("*.jsonl")) / 1e6
+    duck_out = run / "duckdb.json"
+    python = sys.executable
+    harness = [python, "-m", "harness.cli", "check", str(run)]
+    timings = {
+        "duckdb": _timed([python, "-m", "checkers.bench_duckdb", str(run), str(duck_out)]),
+        "harness check": _timed(harness, ok_codes=(0, 1)),
+        "check again": _timed(harness, ok_codes=(0, 1)),
+    }
+    base = timings["duckdb"].seconds
+    for engine, t in timings.items():
+        print(
+            f"{messages:>10} {lines:>10} {mb:>7.0f}  {engine:<14} {t.seconds:>8.1f} "
+            f"{t.seconds / base:>8.1f} {t.peak_mb:>8.0f}",
+            flush=True,
+        )
+    differences = compare(
+        json.loads((run / "verdict.json").read_text()), json.loads(duck_out.read_text())
+    )
+    for d in differences:
+        print(f"  DIFFERENT ANSWERS: {d}")
+    if not differences:
+        print(f"{'':>31}answers agree (every count, log, reader, producer, lost by step)")
+    return not differences
+
+
+def compare(verdict: dict[str, Any], duck: dict[str, Any]) -> list[str]:
+    """Where the checker's verdict.json and DuckDB's answers differ, one line each."""
+    out = []
+    if verdict["groups"] != duck["groups"]:
+        out.append(f"groups: checker {verdict['groups']} duckdb {duck['groups']}")
+    for name, n in duck["log"].items():
+        if verdict["log"].get(name) != n:
+            out.append(f"log.{name}: checker {verdict['log'].get(name)} duckdb {n}")
+    for metric, by_process in duck["per_process"].items():
+        where = verdict["producers"] if metric == "nonmonotonic_sends" else verdict["readers"]
+        ours = {p: c[metric] for p, c in where.items() if c[metric]}
+        if ours != by_process:
+            out.append(f"{metric}: checker {ours} duckdb {by_process}")
+    for group, steps in duck["lost_by_step"].items():
+        by_step = verdict["attribution"]["lost"].get(group, {}).get("by_step", {})
+        ours = {_step_number(label): n for label, n in by_step.items()}
+        if ours != {int(k): v for k, v in steps.items()}:
+            out.append(f"lost by step in {group}: checker {ours} duckdb {steps}")
+    return out
+
+
+def _step_number(label: str) -> int:
+    """ "3. start-partition ... at +1.0 s" -> 3; "before any fault" -> 0."""
+    number = label.split(".", 1)[0]
+    return int(number) if number.isdigit() else 0
+
+
+def _timed(cmd: list[str], ok_codes: tuple[int, ...] = (0,)) -> Timing:
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = _PeakRss(proc.pid)
+    try:
+        _, err = proc.communicate(timeout=PHASE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise SystemExit(
+            f"bench: {' '.join(cmd[2:4])} did not finish in {PHASE_TIMEOUT:.0f} s"
+        ) from None
+    finally:
+        peak.stop()
+    if proc.returncode not in ok_codes:
+        last = (err or "").strip().splitlines()[-1:] or ["no output"]
+        raise SystemExit(f"bench: {' '.join(cmd[2:4])} exited {proc.returncode}: {last[0]}")
+    return Timing(time.monotonic() - started, peak.mb)
+
+
+class _PeakRss:
+    """The highest resident memory of a process and all its descendants, sampled 5 times a
+    second from /proc (Spark's JVM is a grandchild, out of rusage's reach while it runs)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.mb = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.2):
+            self.mb = max(self.mb, sum(_rss_mb(p) for p in _tree(self.pid)))
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo += children.get(pid, [])
+    return tree
+
+
+def _rss_mb(pid: int) -> float:
+    try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return f"{int(line.split()[1]) / 1024:.0f} MB"
-    except (AttributeError, OSError, ValueError):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
         pass
-    return "unknown"
-
-
-def _warm(tmp: Path) -> Path:
-    history = tmp / "warm"
-    synth(history, 100)
-    return history
+    return 0.0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -33,7 +33,7 @@ stamp=.venv/.installed
 if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   echo "setup: installing Python dependencies (pinned in pyproject.toml)"
   .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -e '.[dev]'
+  .venv/bin/pip install -q -e '.[dev,bench]'
   touch "$stamp"
 fi
 
