@@ -60,7 +60,13 @@ def test_every_claim_scenario_has_cells_and_loss_rows_get_three_runs_on_one_mode
     k1 = {c.key: c.runs for s in specs if s.id == "K1" for c in cells_of(s, 1)}
     assert k1 == {"K1/zk/3.9": 3, "K1/kraft/3.9": 1, "K1/kraft/4.1": 1}  # no zk on 4.1
     k4 = {c.key: c.runs for s in specs if s.id == "K4" for c in cells_of(s, 2)}
-    assert k4 == {"K4/zk/3.9": 2, "K4/kraft/3.9": 2, "K4/kraft/4.1": 2}
+    assert k4 == {
+        "K4/kraft-dedicated/3.9": 2,
+        "K4/zk/3.9": 2,
+        "K4/kraft/3.9": 2,
+        "K4/kraft-dedicated/4.1": 2,
+        "K4/kraft/4.1": 2,
+    }
     (r1,) = [c for s in specs if s.id == "R1" for c in cells_of(s, 1)]
     assert (r1.key, r1.runs) == ("R1/rabbitmq", 3)
 

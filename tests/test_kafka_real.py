@@ -336,7 +336,9 @@ def test_cluster_forms_and_a_leader_aimed_cut_shrinks_the_isr_then_heals(
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize(("scenario", "mode"), [("K1", "zk"), ("K4", "kraft")])
+# K4 on dedicated controllers: in combined mode the cut follower may serve stale metadata and the
+# client may never see the refusal (scenarios/K4.yaml says why).
+@pytest.mark.parametrize(("scenario", "mode"), [("K1", "zk"), ("K4", "kraft-dedicated")])
 def test_kafka_scenario_end_to_end_on_a_real_cluster(
     scenario: str, mode: str, docker_client: Any, spark: object, tmp_path: Path
 ) -> None:

@@ -17,6 +17,7 @@ import argparse
 import functools
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -88,6 +89,14 @@ class ProducerConfig:
     rate: float = 0.0  # messages per second; 0 = as fast as the client takes them
 
 
+def client_diagnostics() -> dict[str, Any]:
+    """librdkafka's debug contexts (BJ_RDKAFKA_DEBUG, e.g. "metadata,broker"), written to the
+    client's log: which broker answered metadata and when a new leader was learnt is not in
+    the history, and is how one finds out why a client did or did not see a fault."""
+    contexts = os.environ.get("BJ_RDKAFKA_DEBUG", "").strip()
+    return {"debug": contexts, "log_level": 7} if contexts else {}
+
+
 def producer_settings(cfg: ProducerConfig, bootstrap_servers: str) -> dict[str, Any]:
     """Every setting the scenario depends on, explicit (never the client's defaults)."""
     return {
@@ -100,7 +109,7 @@ def producer_settings(cfg: ProducerConfig, bootstrap_servers: str) -> dict[str, 
         "max.in.flight.requests.per.connection": cfg.max_in_flight,
         "linger.ms": 5,
         "log_level": 3,
-    }
+    } | client_diagnostics()
 
 
 def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWriter) -> None:
