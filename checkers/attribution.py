@@ -65,15 +65,9 @@ def attribute(
 ) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
     """{metric: {group: {"by_step": {step: n}, "by_node": {node: n}}}} for lost, duplicated
     and reordered (summary: checkers.queries.send_summary)."""
-    from pyspark.sql import functions as F
-
     steps = steps_frame(spark, nemesis, run_start)
-    tagged = None
-    for metric in q.ATTRIBUTED:
-        df = flagged[metric].select(F.lit(metric).alias("metric"), "group", "msg_id")
-        tagged = df if tagged is None else tagged.unionByName(df)
     out: dict[str, dict[str, dict[str, dict[str, int]]]] = {m: {} for m in q.ATTRIBUTED}
-    for r in q.by_step_and_node(tagged, q.acks(summary), steps).collect():
+    for r in q.by_step_and_node(q.attributed(flagged), q.acks(summary), steps).collect():
         g = out[r["metric"]].setdefault(r["group"], {"by_step": {}, "by_node": {}})
         g["by_step"][r["step"]] = g["by_step"].get(r["step"], 0) + r["count"]
         g["by_node"][r["node"]] = g["by_node"].get(r["node"], 0) + r["count"]

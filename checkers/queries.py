@@ -399,6 +399,17 @@ def acks(summary: DataFrame) -> DataFrame:
     return summary.filter(_F().col("outcome") == "ok").select("msg_id", "ack_time", "node")
 
 
+def attributed(flagged: dict[str, DataFrame]) -> DataFrame:
+    """(metric, group, msg_id) of the lost, duplicated and reordered messages, in one frame
+    (flagged: metric -> (group, msg_id))."""
+    F = _F()
+    frames = [flagged[m].select(F.lit(m).alias("metric"), "group", "msg_id") for m in ATTRIBUTED]
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out
+
+
 def by_step_and_node(flagged: DataFrame, ack_info: DataFrame, steps: DataFrame) -> DataFrame:
     """(metric, group, step, node, count) of flagged (metric, group, msg_id): each message tied
     to the step in effect when it was acknowledged (the last one started at or before its ack)

@@ -119,5 +119,6 @@ def check_run(
     verdict["claim_verdict"] = claim_word(verdict) if verdict["claim"] else None
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2) + "\n")
+    (run_dir / "timeline.json").write_text(json.dumps(result.timeline) + "\n")
     (run_dir / "summary.txt").write_text("\n".join(summary_lines(verdict)) + "\n")
     return verdict

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers import queries as q
+from checkers import timeline
 from checkers.attribution import attribute
 from checkers.faults import fault_windows
 from checkers.frames import small_frame
@@ -49,6 +50,8 @@ class CheckResult:
     fault_windows: list[dict[str, float]] = field(default_factory=list)
     history_span: dict[str, float] = field(default_factory=dict)  # first and last event time
     unavailability: dict[str, Any] = field(default_factory=dict)
+    # Second by second, for the report (checkers.timeline): written to timeline.json.
+    timeline: dict[str, Any] = field(default_factory=dict)
 
 
 def spark_session(master: str = "local[*]") -> Any:
@@ -124,6 +127,7 @@ def check_history(
             fault_windows=[{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in windows],
             unavailability=_unavailability(spark, summary, windows),
             history_span=span,
+            timeline=timeline.build(summary, receives, flagged, nemesis, span, windows),
         )
     finally:
         for df in cached:
