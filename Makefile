@@ -23,8 +23,10 @@ test-cluster:
 # One scenario end to end; exit 0 when the verdict matches the claim the scenario tests.
 # Kafka scenarios: MODE=zk|kraft|kraft-dedicated picks the mode (default: the scenario's first),
 # KAFKA=3.9|4.1 the release line (default 3.9; 4.1 has no zk mode).
+# make turns every failing recipe into its own exit 2, so the harness's code is printed first.
 test-scenario:
-	$(VENV)/bin/harness run $(SCENARIO) $(if $(MODE),--mode $(MODE)) $(if $(KAFKA),--kafka $(KAFKA))
+	@$(VENV)/bin/harness run $(SCENARIO) $(if $(MODE),--mode $(MODE)) $(if $(KAFKA),--kafka $(KAFKA)); \
+	  code=$$?; bash scripts/exit-meaning.sh harness $$code; exit $$code
 
 # The local Kafka image from a release tarball (KAFKA_TARBALL=... or compose/images/kafka-dist/).
 kafka-image:
@@ -44,7 +46,7 @@ heal:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy harness nemesis checkers workloads compose
+	$(VENV)/bin/mypy harness nemesis checkers workloads compose reports
 
 format:
 	$(VENV)/bin/ruff format .

@@ -28,6 +28,7 @@ from harness.scenario import (
     ScenarioError,
     load_scenario,
 )
+from reports.junit import Case, matrix_case
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -284,10 +285,27 @@ def _row(c: Cell, runs: list[RunRecord]) -> str:
         per_run(lambda r: r.duplicated),
         ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "-",
         window,
-        cell_word(c, runs) if c.expect != "?" else per_run(lambda r: r.word),
+        cell_word(c, runs) if c.expect != "?" else per_run_words(runs),
         " ".join(f"`{Path(r.run_dir).name}`" for r in runs) or "-",
     ]
     return "| " + " | ".join(fields) + " |"
+
+
+def junit_cases(cells: list[Cell], measured: dict[str, list[RunRecord]]) -> list[Case]:
+    """One JUnit test case per cell of the matrix, judged as the table judges it."""
+    cases = []
+    for c in cells:
+        runs = measured.get(c.key, [])
+        word = cell_word(c, runs) if c.expect != "?" else per_run_words(runs)
+        lines = [f"{Path(r.run_dir).name}: {r.word}: {r.reason}" for r in runs]
+        cases.append(
+            matrix_case(c.key, c.claim, word, sum(r.seconds for r in runs), "\n".join(lines))
+        )
+    return cases
+
+
+def per_run_words(runs: list[RunRecord]) -> str:
+    return _per_run(runs, lambda r: r.word) if runs else "not run"
 
 
 def render_table(cells: list[Cell], measured: dict[str, list[RunRecord]], machine: str) -> str:

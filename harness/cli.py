@@ -1,4 +1,4 @@
-"""The command line: `harness run | check | heal | validate | list`.
+"""The command line: `harness run | check | report | heal | validate | list | claims | show`.
 
 Bad input gets one line and exit 2; a verdict that does not match its claim exits 1.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import docker.errors
 import typer
@@ -18,6 +18,7 @@ from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
 from compose.cli import ComposeError
 from compose.kafka import KAFKA_LINES
+from harness.progress import STATUS_CONSOLE
 from harness.results import DEFAULT_ROOT
 from harness.scenario import (
     MODE_NAMES,
@@ -32,7 +33,7 @@ SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 EXIT_MATCHED, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = STATUS_CONSOLE
 out = Console(highlight=False, soft_wrap=True)
 
 
@@ -42,18 +43,39 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(name)s %(message)s",
-    )
+    level = logging.INFO if verbose else logging.WARNING
+    if err.is_terminal:  # log lines print above the live status line, not through it
+        from rich.logging import RichHandler
+
+        handler = RichHandler(console=err, show_path=False, omit_repeated_times=False)
+        logging.basicConfig(level=level, format="%(name)s %(message)s", handlers=[handler])
+    else:
+        logging.basicConfig(level=level, format="%(asctime)s %(name)s %(message)s")
     for noisy in ("pika", "py4j", "docker", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+def _write_reports(run_dir: Path) -> list[Path]:
+    """report.html and junit.xml; a report that cannot be built costs a line, not the verdict."""
+    from reports.run_data import ReportError
+    from reports.write import write_run_reports
+
+    try:
+        return write_run_reports(run_dir)
+    except (ReportError, OSError) as e:
+        err.print(f"no report: {e}", markup=False)
+    except Exception as e:  # noqa: BLE001 - a report's bug must not hide the run's verdict
+        err.print(f"no report (a bug in reports/): {type(e).__name__}: {e}", markup=False)
+    return []
+
+
 def _print_verdict(verdict: dict, run_dir: Path) -> int:
+    written = _write_reports(run_dir)
     for line in summary_lines(verdict):
         out.print(line, markup=False)
     out.print(f"results: {run_dir}", markup=False)
+    for path in written:
+        out.print(f"{path.stem}: {path}", markup=False)
     return EXIT_MATCHED if verdict["matched"] else EXIT_MISMATCH
 
 
@@ -77,6 +99,7 @@ def run(
     from checkers.run import check_run
     from harness.runner import Interrupted, RunOptions, make_run
 
+    runner: Any = None  # the run, once it has a directory
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
         spec = load_scenario(path)
@@ -100,12 +123,48 @@ def run(
         runner.execute()
         verdict = check_run(runner.run_dir, master=master)
     except Interrupted as e:
+        _reports_of_failed(runner)
         raise _fail(f"interrupted by {e}; faults healed and cluster removed", 130) from None
     except (ScenarioError, ComposeError, NemesisError, HistoryError) as e:
+        _reports_of_failed(runner)
         raise _fail(str(e)) from None
     except docker.errors.DockerException as e:
+        _reports_of_failed(runner)
         raise _fail(f"cannot use the Docker engine: {e}") from None
     raise typer.Exit(_print_verdict(verdict, runner.run_dir))
+
+
+def _reports_of_failed(runner: Any) -> None:
+    """A run that ended without a verdict still gets its junit.xml (an error) and report."""
+    run_dir = getattr(runner, "run_dir", None)
+    if run_dir is not None and (run_dir / "manifest.json").exists():
+        _write_reports(run_dir)
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path | None, typer.Argument(help="a run directory")] = None,
+    index: Annotated[bool, typer.Option("--index", help="write RESULTS/index.html")] = False,
+    results: Annotated[Path, typer.Option(help="results root (--index)")] = DEFAULT_ROOT,
+) -> None:
+    """Rebuild a run's report.html and junit.xml, or (--index) the index of every run."""
+    from reports.index import render_index
+    from reports.run_data import ReportError
+    from reports.write import write_run_reports
+
+    if (run_dir is None) == (not index):
+        raise _fail("give a run directory, or --index (not both)")
+    try:
+        if run_dir is not None:
+            written = write_run_reports(run_dir)
+        else:
+            from harness.claims import DOCS
+
+            written = [render_index(results, DOCS / "claims-results.json")]
+    except (ReportError, OSError) as e:
+        raise _fail(str(e)) from None
+    for path in written:
+        out.print(f"{path.stem}: {path}", markup=False)
 
 
 @app.command()
@@ -192,12 +251,15 @@ def claims(
         DOCS,
         cells_of,
         claim_scenarios,
+        junit_cases,
         load_measured,
         machine_line,
         render_table,
         run_matrix,
         select,
     )
+    from reports.index import render_index
+    from reports.junit import CLAIMS_JUNIT, suite, write
 
     wanted_lines = _csv(kafka)
     if wanted_lines and not wanted_lines <= set(KAFKA_LINES):
@@ -228,6 +290,12 @@ def claims(
     table = render_table(every, measured, machine_line())
     (DOCS / "claims-results.md").write_text(table)
     out.print(f"table: {DOCS / 'claims-results.md'}", markup=False)
+    results.mkdir(parents=True, exist_ok=True)
+    junit = write(
+        suite(junit_cases(every, measured), "brokerjepsen-claims"), results / CLAIMS_JUNIT
+    )
+    out.print(f"junit: {junit}", markup=False)
+    out.print(f"index: {render_index(results, measured_file)}", markup=False)
 
 
 @app.command("show")

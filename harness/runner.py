@@ -21,8 +21,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import docker
+
 from compose.rabbitmq import LOCAL_IMAGE
 from harness import __version__
+from harness.progress import RunProgress
 from harness.results import make_run_dir, new_run_id, write_manifest
 from harness.scenario import AnyScenario, KafkaMockScenario, KafkaScenario
 
@@ -98,6 +101,7 @@ class ScenarioRun:
             "error": None,
         }
         write_manifest(self.run_dir, self.manifest)
+        self.progress = RunProgress(self.history_dir)
 
     # ---- what each system provides -------------------------------------------------------
 
@@ -158,11 +162,35 @@ class ScenarioRun:
     def _phase(self, name: str, fn: Any) -> None:
         started = time.time()
         log.info("phase %s", name)
+        detail = self._containers_line if name == "cluster_up" else None
         try:
-            fn()
+            with self.progress.phase(name, self._phase_timeout(name), detail):
+                fn()
         finally:
             self.manifest["phases"][name] = {"start": started, "end": time.time()}
             write_manifest(self.run_dir, self.manifest)
+
+    def _phase_timeout(self, name: str) -> float | None:
+        t = self.scenario.timeouts
+        bounds = {
+            "cluster_up": t.cluster_up,
+            "workload": t.workload,
+            "recovery": t.recovery,
+            "drain": getattr(self.scenario.workload, "drain_timeout", None),
+        }
+        return bounds.get(name)
+
+    def _containers_line(self) -> str:
+        """While the cluster comes up: its containers running, and healthy where they say."""
+        project = self.manifest.get("compose_project")
+        if not project:
+            return "preparing the cluster"
+        label = f"com.docker.compose.project={project}"
+        containers = docker.from_env().containers.list(all=True, filters={"label": label})
+        running = [c for c in containers if c.status == "running"]
+        health = [c.attrs["State"].get("Health", {}).get("Status") for c in running]
+        healthy = health.count("healthy")
+        return f"containers running {len(running)}/{len(containers)}, healthy {healthy}"
 
     def _workload(self) -> None:
         start = time.time()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make setup: everything a fresh machine needs, idempotent, quick when already done.
 #   a Docker engine (scripts/docker-engine.sh: Debian's docker.io started in the background when
-#   none answers), system packages (debootstrap, Java 17, Maven) when missing, the venv with
+#   none answers), system packages (debootstrap, Java 17, Maven, Chromium) when missing, the venv with
 #   pinned dependencies, and the local broker images: RabbitMQ and ZooKeeper from Debian's
 #   packages, Kafka 3.9 and 4.1 from Maven Central.
 set -euo pipefail
@@ -15,6 +15,8 @@ command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v mvn >/dev/null || need_apt+=(maven)
 java_major=$(java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]}' || true)
 if [[ -z "$java_major" || "$java_major" -lt 17 ]]; then need_apt+=(openjdk-17-jre-headless); fi
+# The report tests render report.html in a real headless browser (Playwright drives Debian's).
+command -v chromium >/dev/null || need_apt+=(chromium)
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "setup: missing ${need_apt[*]}; install them (apt-get install ${need_apt[*]}) or run as root" >&2

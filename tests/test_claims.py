@@ -15,6 +15,7 @@ from harness.claims import (
     cell_word,
     cells_of,
     claim_scenarios,
+    junit_cases,
     load_measured,
     record_of,
     render_table,
@@ -184,3 +185,19 @@ def test_cells_measured_in_a_mode_the_scenario_left_stay_in_the_table() -> None:
     current, retired = table.split("no longer runs in")
     assert "| K4 | K4 | kraft |" in current and "K2" not in current
     assert "| K2 | K2 | kraft | 3.9.2 | 1 |" in retired and "| not reproduced |" in retired
+
+
+def test_the_matrix_as_junit_one_case_per_cell_judged_like_the_table() -> None:
+    measured = {
+        "K1/zk/3.9": [run("reproduced", lost=5), run("reproduced", lost=9), run("not reproduced")],
+        "K4/kraft/3.9": [run("not reproduced")],
+    }
+    cells = [
+        Cell("K1", "K1", "loss", "zk", "3.9", 3),
+        Cell("K4", "K4", "safe", "kraft", "3.9", 1),
+        Cell("K9", "K9", "loss", "zk", "3.9", 3),
+    ]
+    cases = {c.name: c for c in junit_cases(cells, measured)}
+    assert cases["K1/zk/3.9"].failure is None and cases["K1/zk/3.9"].seconds == 300.0
+    assert (cases["K4/kraft/3.9"].failure or "").startswith("not reproduced (0/1)")
+    assert cases["K9/zk/3.9"].skipped and cases["K9/zk/3.9"].classname == "claims.K9"

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from browser import assert_report_shows_the_run
 from confluent_kafka import Producer
 from conftest import missing
 
@@ -373,6 +374,7 @@ def test_kafka_scenario_end_to_end_on_a_real_cluster(
         all=True, filters={"label": f"com.docker.compose.project={manifest['compose_project']}"}
     )
     assert left == []
+    assert_report_shows_the_run(run_dir, f"report-{scenario}-{mode}.png")
 
 
 def test_zookeeper_image_is_debians(docker_client: Any) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import assert_report_shows_the_run
 from helpers import run_harness
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
@@ -58,6 +59,7 @@ def test_baseline_is_safe(docker_client: Any, rabbitmq_image: str, tmp_path: Pat
     for counts in verdict["groups"].values():
         assert counts["lost"] == 0 and counts["unexpected"] == 0
     assert "results:" in result.stdout
+    assert_report_shows_the_run(run_dir, "report-baseline.png")
 
 
 def test_R1_runs_002s_sequence_and_gives_a_verdict(

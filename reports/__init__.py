@@ -1,0 +1,1 @@
+"""What a person looks at: report.html per run, results/index.html across runs, JUnit XML."""

@@ -1,0 +1,132 @@
+"""RUN_DIR/report.html: one self-contained page per run (plotly's script inlined, no network)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from reports.figures import timeline_figure
+from reports.run_data import RunData
+
+# Colour of a claim verdict word (checkers.verdict.claim_word), and of a run with none.
+VERDICT_COLOURS = {
+    "reproduced": "#2e7d32",
+    "refuted": "#c62828",
+    "not reproduced": "#ef6c00",
+    "inconclusive": "#757575",
+    None: "#757575",
+}
+REPORT_NAME = "report.html"
+
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("reports", "templates"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]),
+    # A run that ended early has no verdict: its missing fields render empty, not fail.
+    undefined=jinja2.ChainableUndefined,
+)
+
+
+def verdict_word(verdict: dict[str, Any] | None, manifest: dict[str, Any]) -> str:
+    """What a person reads first: the claim verdict, or why there is none."""
+    if verdict is None:
+        return "no verdict: " + str(manifest.get("error") or "the run was not checked")
+    word = verdict.get("claim_verdict")
+    if word:
+        return f"claim {verdict.get('claim')}: {word}"
+    return f"{verdict['outcome']} ({'matches' if verdict['matched'] else 'does not match'})"
+
+
+def verdict_colour(verdict: dict[str, Any] | None) -> str:
+    if verdict is None:
+        return VERDICT_COLOURS[None]
+    word = verdict.get("claim_verdict")
+    if word:
+        return VERDICT_COLOURS.get(word, VERDICT_COLOURS[None])
+    return VERDICT_COLOURS["reproduced" if verdict.get("matched") else "refuted"]
+
+
+def warnings(run: RunData) -> list[str]:
+    """What makes a verdict weaker than it looks."""
+    out = []
+    verdict, manifest = run.verdict or {}, run.manifest
+    if manifest.get("tier") and manifest.get("tier") != "real-cluster":
+        out.append(f"tier {manifest['tier']}: proves our code, never counts toward a claim")
+    if manifest.get("cluster_recovered") is False:
+        out.append("the cluster did not reunite after the faults")
+    if manifest.get("drain_complete") is False:
+        out.append("the final drain was not confirmed: unread messages may count as lost")
+    if verdict.get("truncated_lines"):
+        out.append(f"torn history lines: {', '.join(verdict['truncated_lines'])}")
+    if run.timeline is None and run.verdict is not None:
+        out.append("no timeline.json: re-check the run (harness check) to draw its timeline")
+    return out
+
+
+def versions(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    """(system, "version (image)") of every image the run used."""
+    out = []
+    for system, image in sorted((manifest.get("images") or {}).items()):
+        if isinstance(image, dict):
+            out.append((system, f"{image.get('version', '?')} ({image.get('name', '?')})"))
+    return out
+
+
+def anomaly_rows(run: RunData) -> list[dict[str, Any]]:
+    """Every non-zero anomaly count of every group, with its first ids and its id file."""
+    rows = []
+    shown = ("lost", "unseen", "duplicated", "reordered", "unexpected", "recovered")
+    for group, counts in sorted(((run.verdict or {}).get("groups") or {}).items()):
+        for metric in shown:
+            if counts.get(metric):
+                rows.append(
+                    {
+                        "group": group,
+                        "metric": metric,
+                        "count": counts[metric],
+                        "samples": run.sample_ids(group, metric),
+                        "file": f"ids/{group}/{metric}.txt",
+                    }
+                )
+    return rows
+
+
+def attribution_rows(verdict: dict[str, Any] | None, key: str) -> list[dict[str, Any]]:
+    """(metric, group, where, count): attribution by_step or by_node, largest first."""
+    rows = []
+    for metric, groups in ((verdict or {}).get("attribution") or {}).items():
+        for group, tables in sorted(groups.items()):
+            for where, n in (tables.get(key) or {}).items():
+                rows.append({"metric": metric, "group": group, "where": where, "count": n})
+    return sorted(rows, key=lambda r: (r["metric"], r["group"], -r["count"]))
+
+
+def render_report(run: RunData) -> Path:
+    """Builds RUN_DIR/report.html from the run's files; returns its path."""
+    verdict = run.verdict
+    figure = timeline_figure(run) if run.timeline else None
+    page = TEMPLATES.get_template("report.html.j2").render(
+        run=run,
+        m=run.manifest,
+        v=verdict or {},
+        word=verdict_word(verdict, run.manifest),
+        colour=verdict_colour(verdict),
+        warnings=warnings(run),
+        versions=versions(run.manifest),
+        anomalies=anomaly_rows(run),
+        by_step=attribution_rows(verdict, "by_step"),
+        by_node=attribution_rows(verdict, "by_node"),
+        steps=(run.timeline or {}).get("steps") or [],
+        figure_html=figure.to_html(full_html=False, include_plotlyjs=True, div_id="timeline")
+        if figure
+        else "",
+        manifest_json=json.dumps(
+            {k: v for k, v in run.manifest.items() if k != "scenario_spec"}, indent=2
+        ),
+        spec_json=json.dumps(run.manifest.get("scenario_spec") or {}, indent=2),
+    )
+    out = run.run_dir / REPORT_NAME
+    out.write_text(page)
+    return out

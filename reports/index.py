@@ -1,0 +1,116 @@
+"""results/index.html: every run under a results root, newest first, linking to its report;
+and, when the claims matrix has been measured, its cells linking to the runs behind them."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reports.html import REPORT_NAME, TEMPLATES, verdict_colour, verdict_word
+
+INDEX_NAME = "index.html"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    href: str  # relative to the index: the report, or the run directory when it has none
+    started: float
+    scenario: str
+    claim: str
+    mode: str
+    version: str
+    word: str
+    colour: str
+    acked: int | None
+    lost: int | None
+    duplicated: int | None
+    seconds: float | None
+    run_id: str
+
+
+def _json_or_none(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def run_row(root: Path, run_dir: Path) -> RunRow | None:
+    """The index row of one run directory; None for a directory that is not a run."""
+    manifest = _json_or_none(run_dir / "manifest.json")
+    if manifest is None:
+        return None
+    verdict = _json_or_none(run_dir / "verdict.json")
+    groups = (verdict or {}).get("groups") or {}
+    report = run_dir / REPORT_NAME
+    target = report if report.exists() else run_dir
+    started, ended = manifest.get("started"), manifest.get("ended")
+    return RunRow(
+        href=os.path.relpath(target, root),
+        started=float(started or 0),
+        scenario=str(manifest.get("scenario") or run_dir.parent.name),
+        claim=str(manifest.get("claim") or "-"),
+        mode=str(manifest.get("kafka_mode") or manifest.get("system") or "-"),
+        version=str((verdict or {}).get("kafka_version") or _image_version(manifest) or "-"),
+        word=verdict_word(verdict, manifest),
+        colour=verdict_colour(verdict),
+        acked=(verdict or {}).get("sends", {}).get("ok"),
+        lost=max((g.get("lost", 0) for g in groups.values()), default=None),
+        duplicated=max((g.get("duplicated", 0) for g in groups.values()), default=None),
+        seconds=round(float(ended) - float(started), 1) if started and ended else None,
+        run_id=str(manifest.get("run_id") or run_dir.name),
+    )
+
+
+def _image_version(manifest: dict[str, Any]) -> str | None:
+    for image in (manifest.get("images") or {}).values():
+        if isinstance(image, dict) and image.get("version"):
+            return str(image["version"])
+    return None
+
+
+def runs_under(root: Path) -> list[RunRow]:
+    """Every run at root/<scenario>/<run-id>/, newest first."""
+    rows = [
+        row
+        for manifest in root.glob("*/*/manifest.json")
+        if not manifest.parent.is_symlink() and (row := run_row(root, manifest.parent)) is not None
+    ]
+    return sorted(rows, key=lambda r: r.started, reverse=True)
+
+
+def claim_rows(root: Path, measured: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each measured cell of the claims matrix, with a link per run still under root."""
+    rows = []
+    for key, runs in sorted((measured.get("cells") or {}).items()):
+        links = []
+        for r in runs:
+            run_dir = Path(r.get("run_dir", ""))
+            report = run_dir / REPORT_NAME
+            href = os.path.relpath(report, root) if report.exists() else None
+            links.append({"word": r.get("word", "?"), "href": href, "name": run_dir.name})
+        rows.append({"key": key, "runs": links})
+    return rows
+
+
+def render_index(root: Path, claims_file: Path | None = None) -> Path:
+    """Writes root/index.html; returns its path."""
+    if not root.is_dir():
+        from reports.run_data import ReportError
+
+        raise ReportError(f"{root}: not a results directory")
+    measured = _json_or_none(claims_file) if claims_file else None
+    page = TEMPLATES.get_template("index.html.j2").render(
+        runs=runs_under(root),
+        claims=claim_rows(root, measured or {}),
+        built=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        when=lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)),
+    )
+    out = root / INDEX_NAME
+    out.write_text(page)
+    return out
