@@ -94,15 +94,10 @@ def _latency(fig: go.Figure, timeline: dict[str, Any]) -> None:
 def _anomalies(fig: go.Figure, timeline: dict[str, Any]) -> None:
     found = timeline.get("anomalies_at_ack") or {}
     if not any(found.values()):
+        # Placed in the anomalies row's own frame: "nothing to draw" is a finding too.
+        low, high = fig.layout.yaxis4.domain
         fig.add_annotation(
-            text="none",
-            showarrow=False,
-            xref="x domain",
-            yref="y4 domain",
-            x=0.5,
-            y=0.5,
-            row=4,
-            col=1,
+            text="none", showarrow=False, xref="paper", yref="paper", x=0.5, y=(low + high) / 2
         )
     for metric, groups in found.items():
         for group, points in sorted(groups.items()):
