@@ -33,8 +33,7 @@ def test_the_tally_reads_only_whole_new_lines(tmp_path: Path) -> None:
     assert tally.sends == {"ok": 1, "fail": 1, "info": 1}
     assert tally.received == {"reader": 3}
     assert tally.line() == (
-        "acked 1, refused 1, unknown 1; received: reader 3; "
-        "nemesis: start-partition cut kafka4"
+        "acked 1, refused 1, unknown 1; received: reader 3; nemesis: start-partition cut kafka4"
     )
 
 
