@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.history import NEMESIS_PROCESS
+from harness.history import NEMESIS_PROCESS, PARTITION_STATE
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
 DELIVERY_ORDER = ("time", "file", "line")  # ties in time break by file, then line
@@ -384,6 +384,17 @@ def nemesis_events(events: DataFrame) -> DataFrame:
     return (
         events.filter(F.col("process") == NEMESIS_PROCESS)
         .select("time", "type", "f", "value")
+        .orderBy("time", "file", "line")
+    )
+
+
+def partition_states(events: DataFrame) -> DataFrame:
+    """(time, partition, value) of every leader/ISR change a run's partition watch recorded
+    (Kafka; a few rows per run), in order."""
+    F = _F()
+    return (
+        events.filter(F.col("f") == PARTITION_STATE)
+        .select("time", "partition", "value")
         .orderBy("time", "file", "line")
     )
 

@@ -127,7 +127,15 @@ def check_history(
             fault_windows=[{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in windows],
             unavailability=_unavailability(spark, summary, windows),
             history_span=span,
-            timeline=timeline.build(summary, receives, flagged, nemesis, span, windows),
+            timeline=timeline.build(
+                summary,
+                receives,
+                flagged,
+                nemesis,
+                [r.asDict() for r in q.partition_states(events).collect()],
+                span,
+                windows,
+            ),
         )
     finally:
         for df in cached:

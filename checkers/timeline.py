@@ -126,6 +126,7 @@ def build(
     receives: Any,
     flagged: dict[str, Any],
     nemesis: list[dict[str, Any]],
+    states: list[dict[str, Any]],
     span: dict[str, Any],
     fault_windows: list[tuple[float, float]],
 ) -> dict[str, Any]:
@@ -166,7 +167,28 @@ def build(
         "fault_windows": [
             [round(a - run_start, 3), round(b - run_start, 3)] for a, b in fault_windows
         ],
+        "partition_states": partition_states(states, run_start),
     }
+
+
+def partition_states(states: list[dict[str, Any]], run_start: float) -> list[dict[str, Any]]:
+    """Each leader/ISR change the partition watch recorded, at its run second (Kafka)."""
+    out = []
+    for s in states:
+        try:
+            value = json.loads(s["value"]) if s["value"] else {}
+        except ValueError:
+            continue
+        out.append(
+            {
+                "at": round(s["time"] - run_start, 3),
+                "partition": s["partition"],
+                "leader": value.get("leader"),
+                "isr": value.get("isr") or [],
+                "answered_by": value.get("answered_by"),
+            }
+        )
+    return out
 
 
 def _ms(value: float | None) -> float | None:

@@ -36,6 +36,9 @@ FIELDS: tuple[str, ...] = (
 )
 EVENT_TYPES: frozenset[str] = frozenset({"invoke", "ok", "fail", "info"})
 NEMESIS_PROCESS = "nemesis"
+# Kafka runs: leader and ISR as clients' metadata showed them (harness.partition_watch).
+WATCH_PROCESS = "partition-watch"
+PARTITION_STATE = "partition-state"
 
 
 def msg_id(producer: str, seq: int) -> str:

@@ -7,8 +7,9 @@ import logging
 from pathlib import Path
 
 from compose.kafka import DEFAULT_KAFKA_LINE, KafkaAdmin, KafkaCluster, mode_refusal
-from harness.history import HistoryWriter
+from harness.history import WATCH_PROCESS, HistoryWriter
 from harness.kafka_common import KafkaClientsRun
+from harness.partition_watch import PartitionWatch
 from harness.results import write_manifest
 from harness.runner import RunOptions
 from harness.scenario import KafkaScenario, KafkaStep, ScenarioError
@@ -53,6 +54,7 @@ class KafkaRun(KafkaClientsRun):
         self.manifest["kafka_line"] = self.kafka_line
         self.cluster: KafkaCluster | None = None
         self.admin: KafkaAdmin | None = None
+        self.watch: PartitionWatch | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -96,10 +98,27 @@ class KafkaRun(KafkaClientsRun):
             HistoryWriter(self.history_dir, "nemesis", "kafka"),
         )
         self.nemesis = KafkaNemesis(net, admin, c.topic, c.partitions)
+        self.watch = PartitionWatch(
+            admin.admin,
+            c.topic,
+            cluster.node_of,
+            HistoryWriter(self.history_dir, WATCH_PROCESS, "kafka"),
+        )
         self.manifest["topology"] = {
             "nodes": [n.__dict__ for n in cluster.nodes],
             "quorum": list(cluster.quorum),
         }
+
+    def _workload(self) -> None:
+        # Leader and ISR as clients see them, from the first send until the cluster is whole.
+        if self.watch is not None:
+            self.watch.start()
+        super()._workload()
+
+    def _teardown(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
+        super()._teardown()
 
     def _apply(self, step: KafkaStep) -> None:
         assert self.nemesis is not None
@@ -116,6 +135,8 @@ class KafkaRun(KafkaClientsRun):
             interval=2,
         )
         self.manifest["cluster_recovered"] = ok
+        if self.watch is not None:
+            self.watch.stop()
         if not ok:
             log.warning(
                 "cluster not whole and in sync after %.0f s", self.scenario.timeouts.recovery

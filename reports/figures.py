@@ -33,13 +33,14 @@ def timeline_figure(run: RunData) -> go.Figure:
             "deliveries per second, by reader group",
             "send latency, ms (acknowledged sends)",
             "lost, duplicated and reordered messages, at their ack time",
-            "faults in effect, and unavailability",
+            "faults in effect, unavailability, leader and ISR changes",
         ),
     )
     _rates(fig, timeline)
     _latency(fig, timeline)
     _anomalies(fig, timeline)
     _windows(fig, run, timeline)
+    _partition_states(fig, timeline.get("partition_states") or [])
     _step_bands(fig, timeline.get("steps") or [])
     fig.update_xaxes(title_text="seconds since the run's first event", row=5, col=1)
     fig.update_yaxes(type="log", row=3, col=1)
@@ -136,6 +137,31 @@ def _windows(fig: go.Figure, run: RunData, timeline: dict[str, Any]) -> None:
                 name=label,
                 showlegend=False,
                 connectgaps=False,
+            ),
+            row=5,
+            col=1,
+        )
+
+
+def _partition_states(fig: go.Figure, states: list[dict[str, Any]]) -> None:
+    """Kafka: each leader/ISR change clients were told of, a marker on its partition's row."""
+    for partition in sorted({s["partition"] for s in states}):
+        mine = [s for s in states if s["partition"] == partition]
+        label = f"p{partition} leader/ISR"
+        fig.add_trace(
+            go.Scatter(
+                x=[s["at"] for s in mine],
+                y=[label] * len(mine),
+                mode="markers",
+                marker={"symbol": "diamond", "size": 9, "color": "#37474f"},
+                hovertext=[
+                    f"leader {s['leader'] or 'none'}, ISR {','.join(s['isr']) or 'empty'}"
+                    f" (told by {s['answered_by'] or '?'})"
+                    for s in mine
+                ],
+                hoverinfo="text+x",
+                name=label,
+                showlegend=False,
             ),
             row=5,
             col=1,

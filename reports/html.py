@@ -119,6 +119,7 @@ def render_report(run: RunData) -> Path:
         by_step=attribution_rows(verdict, "by_step"),
         by_node=attribution_rows(verdict, "by_node"),
         steps=(run.timeline or {}).get("steps") or [],
+        states=(run.timeline or {}).get("partition_states") or [],
         figure_html=figure.to_html(full_html=False, include_plotlyjs=True, div_id="timeline")
         if figure
         else "",

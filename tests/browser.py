@@ -19,7 +19,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-STEP_BANDS = "el => el.layout.shapes.filter(s => (s.name || '').startsWith('step ')).length"
+STEP_BANDS = "el => (el.layout.shapes || []).filter(s => (s.name || '').startsWith('step ')).length"
 
 
 @dataclass

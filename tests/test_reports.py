@@ -37,6 +37,8 @@ def anomalous_run(run_dir: Path) -> list[dict[str, Any]]:
     ev.append(event("nemesis", "ok", "start-partition", 5.6, value={"op": "isolate"}))
     ev.append(event("nemesis", "invoke", "stop-partition", 12.5, value={"op": "heal"}))
     ev.append(event("nemesis", "ok", "stop-partition", 12.6, value={"op": "heal"}))
+    state = {"leader": "rabbit1", "isr": ["rabbit1"], "answered_by": "rabbit3"}
+    ev.append(event("partition-watch", "info", "partition-state", 6.0, partition=0, value=state))
     order = [s for s in range(1, 21) if s not in (7, 9, 10)] + [10]
     t = 30.0
     for seq in order:
@@ -71,10 +73,20 @@ def test_report_of_known_anomalies_renders_in_chromium(spark: Any, tmp_path: Pat
     assert [s["f"] for s in timeline["steps"]] == ["start-partition", "stop-partition"]
     assert timeline["steps"][0]["resolved"] == ["target: leader = rabbit2"]
     assert sum(row["ok"] for row in timeline["sends"]) == 20
+    assert timeline["partition_states"] == [
+        {
+            "at": 5.0,
+            "partition": 0,
+            "leader": "rabbit1",
+            "isr": ["rabbit1"],
+            "answered_by": "rabbit3",
+        }
+    ]
     report, junit = write_run_reports(run_dir)
     html = report.read_text()
     assert re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="https?:', html) == []  # inlined
     assert "ids/g/lost.txt" in html and "A:7" in html
+    assert 'id="partition-states"' in html
     shown = render(report, "report-synthetic.png")
     assert shown.console_errors == [] and shown.external_requests == []
     assert shown.step_bands == len(timeline["steps"]) == 2
