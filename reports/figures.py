@@ -95,11 +95,7 @@ def _latency(fig: go.Figure, timeline: dict[str, Any]) -> None:
 def _anomalies(fig: go.Figure, timeline: dict[str, Any]) -> None:
     found = timeline.get("anomalies_at_ack") or {}
     if not any(found.values()):
-        # Placed in the anomalies row's own frame: "nothing to draw" is a finding too.
-        low, high = fig.layout.yaxis4.domain
-        fig.add_annotation(
-            text="none", showarrow=False, xref="paper", yref="paper", x=0.5, y=(low + high) / 2
-        )
+        _note_in_row(fig, 4, "none")
     for metric, groups in found.items():
         for group, points in sorted(groups.items()):
             fig.add_trace(
@@ -116,6 +112,8 @@ def _anomalies(fig: go.Figure, timeline: dict[str, Any]) -> None:
 
 def _windows(fig: go.Figure, run: RunData, timeline: dict[str, Any]) -> None:
     """Fault windows and each producer's unavailable intervals as bars on rows of their own."""
+    if not timeline.get("fault_windows") and not timeline.get("partition_states"):
+        _note_in_row(fig, 5, "no fault")
     rows = [("faults in effect", timeline.get("fault_windows") or [], "#c62828")]
     unavailable = ((run.verdict or {}).get("unavailability")) or {}
     for producer, figures in sorted(unavailable.items()):
@@ -166,6 +164,14 @@ def _partition_states(fig: go.Figure, states: list[dict[str, Any]]) -> None:
             row=5,
             col=1,
         )
+
+
+def _note_in_row(fig: go.Figure, row: int, text: str) -> None:
+    """Text in the middle of a row with nothing to draw: "nothing" is a finding too."""
+    low, high = fig.layout[f"yaxis{row}"].domain
+    fig.add_annotation(
+        text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=(low + high) / 2
+    )
 
 
 def _step_bands(fig: go.Figure, steps: list[dict[str, Any]]) -> None:

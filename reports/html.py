@@ -70,7 +70,8 @@ def versions(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for system, image in sorted((manifest.get("images") or {}).items()):
         if isinstance(image, dict):
-            out.append((system, f"{image.get('version', '?')} ({image.get('name', '?')})"))
+            version = f"{image['version']} " if image.get("version") else ""
+            out.append((system, f"{version}({image.get('name', '?')})"))
     return out
 
 
