@@ -7,11 +7,11 @@ effect from its invoke until the next step's.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from checkers import queries as q
 from checkers.frames import small_frame
+from harness.history import event_value
 
 
 def step_label(number: int, f: str, value: str | None, since_start: float) -> str:
@@ -20,12 +20,14 @@ def step_label(number: int, f: str, value: str | None, since_start: float) -> st
 
 
 def _describe(value: str | None) -> str:
-    try:
-        v = json.loads(value) if value else {}
-    except ValueError:
+    v = event_value(value)
+    if value and not v:  # not an object: shown as written
         return f" {value}"
-    if not isinstance(v, dict):
-        return f" {v}"
+    return describe(v)
+
+
+def describe(v: dict[str, Any]) -> str:
+    """What a nemesis step did, from its value: " cut kafka4 -> kafka2,kafka3" """
     words = [str(v["op"])] if "op" in v else []
     if isinstance(v.get("nodes"), list):
         words.append(",".join(map(str, v["nodes"])))

@@ -11,9 +11,10 @@ history ends lasts to the end of the run.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness.history import event_value
 
 NETWORK_STARTS = frozenset({"start-partition", "start-degrade", "start-slow"})
 NETWORK_HEALS = frozenset({"stop-partition", "heal"})
@@ -38,7 +39,7 @@ def fault_windows(nemesis: list[dict[str, Any]], run_end: float) -> list[tuple[f
     opened: float | None = None
     for e in nemesis:
         was = state.faulty()
-        _apply(state, e["type"], e["f"], _value(e.get("value")))
+        _apply(state, e["type"], e["f"], event_value(e.get("value")))
         now = state.faulty()
         if now and not was:
             opened = e["time"]
@@ -71,15 +72,6 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
             state.restarting |= names
         else:
             state.restarting -= names
-
-
-def _value(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            return {}
-    return raw if isinstance(raw, dict) else {}
 
 
 def overlap(start: float, end: float, windows: list[tuple[float, float]]) -> float:

@@ -9,11 +9,11 @@ rows per second leave Spark, so the timeline costs the same for 1M messages as f
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from checkers import queries as q
 from checkers.attribution import fault_steps, step_label
+from harness.history import event_value
 
 LATENCY_QUANTILES = (0.5, 0.99)
 
@@ -101,10 +101,7 @@ def _resolved_before(nemesis: list[dict[str, Any]], step: dict[str, Any]) -> lis
 
 
 def _resolution_words(raw: str | None) -> list[str]:
-    try:
-        value = json.loads(raw) if raw else {}
-    except ValueError:
-        return []
+    value = event_value(raw)
     roles, nodes = value.get("roles") or {}, value.get("nodes") or {}
     where = f" of p{value['partition']}" if value.get("partition") is not None else ""
     return [
@@ -175,10 +172,7 @@ def partition_states(states: list[dict[str, Any]], run_start: float) -> list[dic
     """Each leader/ISR change the partition watch recorded, at its run second (Kafka)."""
     out = []
     for s in states:
-        try:
-            value = json.loads(s["value"]) if s["value"] else {}
-        except ValueError:
-            continue
+        value = event_value(s["value"])
         out.append(
             {
                 "at": round(s["time"] - run_start, 3),

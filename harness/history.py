@@ -41,6 +41,17 @@ WATCH_PROCESS = "partition-watch"
 PARTITION_STATE = "partition-state"
 
 
+def event_value(raw: Any) -> dict[str, Any]:
+    """An event's `value` as an object, whether read back as JSON text (the checker's reader
+    keeps it a string) or still a dict; anything else is empty."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
+
+
 def msg_id(producer: str, seq: int) -> str:
     return f"{producer}:{seq}"
 

@@ -20,6 +20,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from checkers.attribution import describe
+from harness.history import NEMESIS_PROCESS, event_value
+
 REFRESH_SECONDS = 1.0
 # The harness's stderr: log lines and the live status share it, so neither garbles the other.
 STATUS_CONSOLE = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -55,13 +58,8 @@ class HistoryTally:
             self.sends[type_] += 1
         elif f == "receive" and type_ == "ok":
             self.received[e.get("group") or e.get("stream") or "?"] += 1
-        elif e.get("process") == "nemesis" and type_ == "invoke" and f != "leaders":
-            value = e.get("value") if isinstance(e.get("value"), dict) else {}
-            what = value.get("op") or ""
-            nodes = value.get("nodes") or value.get("from") or ""
-            if isinstance(nodes, list):
-                nodes = ",".join(map(str, nodes))
-            self.step = " ".join(str(x) for x in (f, what, nodes) if x)
+        elif e.get("process") == NEMESIS_PROCESS and type_ == "invoke" and f != "leaders":
+            self.step = f"{f}{describe(event_value(e.get('value')))}"
 
     def line(self) -> str:
         received = ", ".join(f"{g} {n}" for g, n in sorted(self.received.items())) or "-"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.html import REPORT_NAME, TEMPLATES, verdict_colour, verdict_word
+from reports.run_data import ReportError
 
 INDEX_NAME = "index.html"
 
@@ -101,8 +102,6 @@ def claim_rows(root: Path, measured: dict[str, Any]) -> list[dict[str, Any]]:
 def render_index(root: Path, claims_file: Path | None = None) -> Path:
     """Writes root/index.html; returns its path."""
     if not root.is_dir():
-        from reports.run_data import ReportError
-
         raise ReportError(f"{root}: not a results directory")
     measured = _json_or_none(claims_file) if claims_file else None
     page = TEMPLATES.get_template("index.html.j2").render(

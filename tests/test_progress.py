@@ -25,7 +25,7 @@ def test_the_tally_reads_only_whole_new_lines(tmp_path: Path) -> None:
     with p1.open("a") as fh:  # the torn line completes, more arrive
         fh.write('nd", "type": "fail"}\n' + line(f="send", type="info"))
     (tmp_path / "reader.jsonl").write_text(line(f="receive", type="ok", group="reader") * 3)
-    nemesis = {"op": "cut", "from": ["kafka4"]}
+    nemesis = {"op": "cut", "from": ["kafka4"], "to": ["kafka2", "kafka3"]}
     (tmp_path / "nemesis.jsonl").write_text(
         line(process="nemesis", f="start-partition", type="invoke", value=nemesis)
     )
@@ -33,7 +33,8 @@ def test_the_tally_reads_only_whole_new_lines(tmp_path: Path) -> None:
     assert tally.sends == {"ok": 1, "fail": 1, "info": 1}
     assert tally.received == {"reader": 3}
     assert tally.line() == (
-        "acked 1, refused 1, unknown 1; received: reader 3; nemesis: start-partition cut kafka4"
+        "acked 1, refused 1, unknown 1; received: reader 3; "
+        "nemesis: start-partition cut kafka4 -> kafka2,kafka3"
     )
 
 
