@@ -46,7 +46,7 @@ heal:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy harness nemesis checkers workloads compose reports
+	$(VENV)/bin/mypy harness nemesis checkers workloads compose reports lazyfs
 
 format:
 	$(VENV)/bin/ruff format .

@@ -17,6 +17,9 @@ java_major=$(java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print
 if [[ -z "$java_major" || "$java_major" -lt 17 ]]; then need_apt+=(openjdk-17-jre-headless); fi
 # The report tests render report.html in a real headless browser (Playwright drives Debian's).
 command -v chromium >/dev/null || need_apt+=(chromium)
+# The power-loss filesystem (lazyfs/) is a FUSE daemon on libfuse3 (fuse3 brings the library
+# mfusepy loads, and fusermount3).
+command -v fusermount3 >/dev/null || need_apt+=(fuse3)
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "setup: missing ${need_apt[*]}; install them (apt-get install ${need_apt[*]}) or run as root" >&2

@@ -1,0 +1,123 @@
+"""Lazy disks: a node's data directory on the power-loss filesystem (`lazyfs`), mounted on the
+host under the run directory and bind-mounted into the node's container.
+
+Each disk is `<workdir>/disks/<node>/` with `live/` (what the broker sees, passed through),
+`store/` (the durable image: what fsync made durable) and `mnt/` (the FUSE mount). A power loss
+(`power_loss`) needs the node's container killed first: it unmounts the filesystem (its daemon
+ends, and with it every unsynced write it knew of), rebuilds `live/` from the durable image and
+mounts it again, fresh, so no kernel cache keeps what the disk lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from compose.cli import ComposeError
+from lazyfs.durable import restore
+
+FSNAME = "brokerjepsen-lazyfs"  # in /proc/mounts; `harness heal` unmounts what it finds
+MOUNT_TIMEOUT = 15.0
+
+
+class DiskError(ComposeError):
+    """A lazy disk that would not mount or unmount: one line for the user."""
+
+
+class LazyDisk:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.live, self.store, self.mnt = base / "live", base / "store", base / "mnt"
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    def mount(self) -> None:
+        for d in (self.live, self.store, self.mnt):
+            d.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.base / "lazyfs.log", "ab")  # noqa: SIM115 - kept for the daemon
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "lazyfs", str(self.live), str(self.store), str(self.mnt)],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a Ctrl-C to the harness must not unmount a live broker
+        )
+        deadline = time.monotonic() + MOUNT_TIMEOUT
+        while not os.path.ismount(self.mnt):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.unmount()
+                raise DiskError(f"lazy disk {self.mnt} did not mount (see {self._log.name})")
+            time.sleep(0.05)
+
+    def unmount(self) -> dict[str, Any]:
+        """Unmounts and waits for the daemon; returns what it dropped (unsynced files, bytes)."""
+        if os.path.ismount(self.mnt):
+            unmount(self.mnt)
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=MOUNT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        try:
+            dropped: dict[str, Any] = json.loads((self.store / "dropped.json").read_text())
+        except (FileNotFoundError, ValueError):
+            dropped = {}
+        return dropped
+
+    def power_loss(self) -> dict[str, Any]:
+        """Everything not fsynced is gone (the container must be down already)."""
+        dropped = self.unmount()
+        restore(self.live, self.store)
+        self.mount()
+        return dropped
+
+
+def unmount(mountpoint: Path) -> None:
+    """fusermount3 -u; lazily (-z) when something still holds it."""
+    for argv in (["fusermount3", "-u", str(mountpoint)], ["fusermount3", "-uz", str(mountpoint)]):
+        if subprocess.run(argv, capture_output=True, timeout=30).returncode == 0:
+            return
+    raise DiskError(f"cannot unmount the lazy disk {mountpoint}")
+
+
+class LazyDisks:
+    """The lazy disks of a cluster's nodes, by node name."""
+
+    def __init__(self, workdir: Path, nodes: list[str]) -> None:
+        self.disks = {n: LazyDisk(workdir / "disks" / n) for n in nodes}
+
+    def mountpoint(self, node: str) -> Path:
+        return self.disks[node].mnt
+
+    def mount_all(self) -> None:
+        try:
+            for disk in self.disks.values():
+                disk.mount()
+        except DiskError:
+            self.unmount_all()
+            raise
+
+    def unmount_all(self) -> None:
+        for disk in self.disks.values():
+            disk.unmount()
+
+    def power_loss(self, node: str) -> dict[str, Any]:
+        return self.disks[node].power_loss()
+
+
+def leftover_mounts() -> list[Path]:
+    """Lazy disks still mounted (a run that was killed): for `harness heal`."""
+    try:
+        lines = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    return [Path(f.split()[1]) for f in lines if f.split()[0] == FSNAME]

@@ -1,0 +1,1 @@
+"""A filesystem that loses what was not fsynced when the power goes (Jepsen's lazyfs, in ours)."""

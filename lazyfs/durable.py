@@ -1,0 +1,249 @@
+"""What a disk would still hold after a power cut: the durable image behind the lazy filesystem.
+
+The filesystem (`lazyfs.fs`) passes every call through to a live directory, so the
+broker reads back what it wrote; this module keeps, beside it, only what an fsync made durable.
+A power loss throws the live directory away and rebuilds it from this image.
+
+The semantics are those of ext4 in its default mode (data=ordered, delayed allocation,
+auto_da_alloc) at the worst moment, with no background writeback or periodic journal commit
+having happened since the last fsync (the model of Jepsen's lazyfs):
+
+- File data is durable once that file is fsynced (fsync or fdatasync, msync of a mapping).
+- Metadata (which names exist, renames, unlinks, new directories, modes and owners) goes into
+  one journal, committed by any fsync of any file or directory: ext4 has a single journal, and
+  an fsync commits the running transaction whole. Until then a create, rename or unlink is lost.
+- A file renamed over an existing one has its data written when that rename is committed
+  (auto_da_alloc), so replace-by-rename without an fsync of the new file keeps its new contents
+  once anything commits the journal, and keeps the old file's otherwise.
+
+On disk, in the store directory: `files/<id>` (each file's durable contents, by a stable id, so
+a rename moves a name, not the data) and `namespace.json` (the committed names).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NAMESPACE = "namespace.json"
+
+
+@dataclass
+class Pending:
+    """What one file has been told since its last fsync: ranges written and a size change."""
+
+    ranges: list[list[int]] = field(default_factory=list)  # [start, end), appends merged
+    resized: bool = False
+
+    def wrote(self, offset: int, length: int) -> None:
+        end = offset + length
+        if self.ranges and self.ranges[-1][1] == offset:
+            self.ranges[-1][1] = end  # an append right after the last write: one range
+        else:
+            self.ranges.append([offset, end])
+
+    def bytes(self) -> int:
+        return sum(e - s for s, e in _merged(self.ranges))
+
+
+def _merged(ranges: list[list[int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(ranges):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+class Durable:
+    """The durable image of a live directory, fed the filesystem's calls as they happen.
+
+    Thread-safe: the FUSE loop calls it from several threads.
+    """
+
+    def __init__(self, live: Path, store: Path) -> None:
+        self.live = live
+        self.store = store
+        self.files_dir = store / "files"
+        self.files_dir.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.RLock()
+        committed = _load_namespace(store)
+        self.next_id: int = committed["next_id"]
+        self.id_of: dict[int, str] = {}  # live inode -> durable id
+        for rel, entry in committed["files"].items():
+            try:
+                self.id_of[os.lstat(live / rel).st_ino] = entry["id"]
+            except FileNotFoundError:
+                continue  # the live tree is rebuilt from the image before a mount
+        self.pending: dict[int, Pending] = {}
+        self.flush_at_commit: set[int] = set()  # renamed over another file (auto_da_alloc)
+        self.journal_dirty = False
+
+    # ---- what the filesystem reports ----------------------------------------------------------
+
+    def created(self, ino: int) -> None:
+        """A new file: a new id, even where the inode number is a deleted file's."""
+        with self.lock:
+            self.id_of[ino] = self._new_id()
+            self.pending.pop(ino, None)
+            self.journal_dirty = True
+
+    def metadata_changed(self) -> None:
+        with self.lock:
+            self.journal_dirty = True
+
+    def renamed(self, ino: int, replaced_existing: bool) -> None:
+        with self.lock:
+            self.journal_dirty = True
+            if replaced_existing and ino in self.pending:
+                self.flush_at_commit.add(ino)
+
+    def wrote(self, ino: int, offset: int, length: int) -> None:
+        with self.lock:
+            self.pending.setdefault(ino, Pending()).wrote(offset, length)
+
+    def resized(self, ino: int) -> None:
+        with self.lock:
+            self.pending.setdefault(ino, Pending()).resized = True
+
+    def fsync_file(self, ino: int, live_fd: int) -> None:
+        """fsync/fdatasync of a file: its data, then the journal (every metadata change)."""
+        with self.lock:
+            self._write_back(ino, live_fd)
+            self._commit()
+
+    def fsync_dir(self) -> None:
+        with self.lock:
+            self._commit()
+
+    def unsynced(self) -> dict[str, int]:
+        """What a power loss now would drop: files with unsynced data, their bytes, and whether
+        the journal holds uncommitted metadata."""
+        with self.lock:
+            return {
+                "files": sum(1 for p in self.pending.values() if p.ranges or p.resized),
+                "bytes": sum(p.bytes() for p in self.pending.values()),
+                "journal": int(self.journal_dirty),
+            }
+
+    # ---- inside -------------------------------------------------------------------------------
+
+    def _new_id(self) -> str:
+        self.next_id += 1
+        return str(self.next_id)
+
+    def _id(self, ino: int) -> str:
+        if ino not in self.id_of:
+            self.id_of[ino] = self._new_id()
+        return self.id_of[ino]
+
+    def _write_back(self, ino: int, live_fd: int) -> None:
+        pending = self.pending.pop(ino, None)
+        self.flush_at_commit.discard(ino)
+        if pending is None:
+            return
+        size = os.fstat(live_fd).st_size
+        fd = os.open(self.files_dir / self._id(ino), os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            for start, end in _merged(pending.ranges):
+                end = min(end, size)
+                while start < end:
+                    chunk = os.pread(live_fd, min(end - start, 1 << 20), start)
+                    if not chunk:
+                        break
+                    os.pwrite(fd, chunk, start)
+                    start += len(chunk)
+        finally:
+            os.close(fd)
+
+    def _commit(self) -> None:
+        """The journal commit: the live tree's names become the durable ones."""
+        if not self.journal_dirty and not self.flush_at_commit:
+            return
+        for ino in list(self.flush_at_commit):
+            self._write_back_by_inode(ino)
+        dirs: dict[str, list[int]] = {}
+        files: dict[str, dict[str, Any]] = {}
+        links: dict[str, str] = {}
+        for root, dirnames, filenames in os.walk(self.live):
+            for name in dirnames + filenames:
+                full = os.path.join(root, name)
+                rel = os.path.relpath(full, self.live)
+                st = os.lstat(full)
+                owner = [st.st_mode & 0o7777, st.st_uid, st.st_gid]
+                if stat.S_ISDIR(st.st_mode):
+                    dirs[rel] = owner
+                elif stat.S_ISLNK(st.st_mode):
+                    links[rel] = os.readlink(full)
+                elif stat.S_ISREG(st.st_mode):
+                    file_id = self._id(st.st_ino)
+                    durable = self.files_dir / file_id
+                    if not durable.exists():
+                        durable.touch(0o600)  # a name whose data was never synced: empty
+                    files[rel] = {"id": file_id, "owner": owner}
+        _save_namespace(
+            self.store, {"next_id": self.next_id, "dirs": dirs, "files": files, "links": links}
+        )
+        kept = {f["id"] for f in files.values()}
+        for durable in self.files_dir.iterdir():
+            if durable.name not in kept:
+                durable.unlink()
+        self.journal_dirty = False
+
+    def _write_back_by_inode(self, ino: int) -> None:
+        """auto_da_alloc's write-back of a file renamed over another: found by its inode."""
+        for root, _, filenames in os.walk(self.live):
+            for name in filenames:
+                full = os.path.join(root, name)
+                if os.lstat(full).st_ino == ino:
+                    fd = os.open(full, os.O_RDONLY)
+                    try:
+                        self._write_back(ino, fd)
+                    finally:
+                        os.close(fd)
+                    return
+        self.flush_at_commit.discard(ino)  # gone since: nothing to write
+
+
+def _load_namespace(store: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads((store / NAMESPACE).read_text())
+        return data
+    except FileNotFoundError:
+        return {"next_id": 0, "dirs": {}, "files": {}, "links": {}}
+
+
+def _save_namespace(store: Path, namespace: dict[str, Any]) -> None:
+    tmp = store / (NAMESPACE + ".tmp")
+    tmp.write_text(json.dumps(namespace))
+    os.replace(tmp, store / NAMESPACE)
+
+
+def restore(live: Path, store: Path) -> None:
+    """After a power loss: the live tree becomes exactly the durable image."""
+    if live.exists():
+        shutil.rmtree(live)
+    live.mkdir(parents=True)
+    namespace = _load_namespace(store)
+    for rel, (mode, uid, gid) in sorted(namespace["dirs"].items()):
+        path = live / rel
+        path.mkdir(parents=True, exist_ok=True)
+        os.chown(path, uid, gid)
+        os.chmod(path, mode)
+    for rel, entry in namespace["files"].items():
+        path = live / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(store / "files" / entry["id"], path)
+        mode, uid, gid = entry["owner"]
+        os.chown(path, uid, gid)
+        os.chmod(path, mode)
+    for rel, target in namespace["links"].items():
+        os.symlink(target, live / rel)

@@ -1,0 +1,177 @@
+"""The lazy filesystem: a FUSE passthrough to a live directory that tells `Durable` what an
+fsync would make durable (mfusepy over Debian's libfuse3).
+
+The broker sees an ordinary filesystem; what it wrote stays readable until a power loss
+(`nemesis.disks`) unmounts it and rebuilds the live directory from the durable image.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import mfusepy
+
+from lazyfs.durable import Durable
+
+_STAT_KEYS = (
+    "st_mode",
+    "st_ino",
+    "st_nlink",
+    "st_uid",
+    "st_gid",
+    "st_size",
+    "st_atime_ns",
+    "st_mtime_ns",
+    "st_ctime_ns",
+    "st_blocks",
+    "st_blksize",
+)
+
+
+class LazyFS(mfusepy.Operations):  # type: ignore[misc]
+    use_ns = True  # utimens in nanoseconds
+
+    def __init__(self, live: Path, durable: Durable) -> None:
+        self.live = str(live)
+        self.durable = durable
+
+    def _path(self, path: str) -> str:
+        return self.live + path
+
+    def _owned_by_caller(self, full: str) -> None:
+        """The daemon runs as root: what it creates belongs to the process that asked."""
+        uid, gid, _ = mfusepy.fuse_get_context()
+        os.lchown(full, uid, gid)
+
+    # ---- attributes and directories -----------------------------------------------------------
+
+    def getattr(self, path: str, fh: int | None = None) -> dict[str, Any]:
+        st = os.fstat(fh) if fh is not None else os.lstat(self._path(path))
+        out = {k: getattr(st, k) for k in _STAT_KEYS}
+        for k in ("st_atime", "st_mtime", "st_ctime"):  # mfusepy takes ns under these names
+            out[k] = out.pop(k + "_ns")
+        return out
+
+    def access(self, path: str, amode: int) -> int:
+        if not os.access(self._path(path), amode):
+            raise mfusepy.FuseOSError(errno.EACCES)
+        return 0
+
+    def readdir(self, path: str, fh: int) -> list[str]:
+        return [".", "..", *os.listdir(self._path(path))]
+
+    def readlink(self, path: str) -> str:
+        return os.readlink(self._path(path))
+
+    def statfs(self, path: str) -> dict[str, int]:
+        st = os.statvfs(self._path(path))
+        keys = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree", "f_files")
+        return {k: getattr(st, k) for k in (*keys, "f_flag", "f_frsize", "f_namemax")}
+
+    # ---- metadata: the journal ----------------------------------------------------------------
+
+    def mkdir(self, path: str, mode: int) -> int:
+        full = self._path(path)
+        os.mkdir(full, mode)
+        self._owned_by_caller(full)
+        self.durable.metadata_changed()
+        return 0
+
+    def rmdir(self, path: str) -> int:
+        os.rmdir(self._path(path))
+        self.durable.metadata_changed()
+        return 0
+
+    def unlink(self, path: str) -> int:
+        os.unlink(self._path(path))
+        self.durable.metadata_changed()
+        return 0
+
+    def symlink(self, target: str, source: str) -> int:
+        full = self._path(target)
+        os.symlink(source, full)
+        self._owned_by_caller(full)
+        self.durable.metadata_changed()
+        return 0
+
+    def rename(self, old: str, new: str) -> int:
+        ino = os.lstat(self._path(old)).st_ino
+        replaced = os.path.lexists(self._path(new))
+        os.rename(self._path(old), self._path(new))
+        self.durable.renamed(ino, replaced)
+        return 0
+
+    def link(self, target: str, source: str) -> int:
+        os.link(self._path(source), self._path(target))
+        self.durable.metadata_changed()
+        return 0
+
+    def chmod(self, path: str, mode: int) -> int:
+        os.chmod(self._path(path), mode)
+        self.durable.metadata_changed()
+        return 0
+
+    def chown(self, path: str, uid: int, gid: int) -> int:
+        os.lchown(self._path(path), uid, gid)
+        self.durable.metadata_changed()
+        return 0
+
+    def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
+        os.utime(self._path(path), ns=times, follow_symlinks=False)
+        return 0
+
+    # ---- files --------------------------------------------------------------------------------
+
+    def create(self, path: str, mode: int, fi: Any = None) -> int:
+        full = self._path(path)
+        fd = os.open(full, os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
+        self._owned_by_caller(full)
+        self.durable.created(os.fstat(fd).st_ino)
+        return fd
+
+    def open(self, path: str, flags: int) -> int:
+        # Opened read-write whatever was asked: fsync reads back what it must write back. No
+        # O_APPEND: the kernel hands every write its offset (the end, for an appending writer).
+        access = os.O_RDWR if flags & (os.O_WRONLY | os.O_RDWR) else os.O_RDONLY
+        fd = os.open(self._path(path), access)
+        if flags & os.O_TRUNC:
+            os.ftruncate(fd, 0)
+            self.durable.resized(os.fstat(fd).st_ino)
+        return fd
+
+    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        return os.pread(fh, size, offset)
+
+    def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
+        written = os.pwrite(fh, data, offset)
+        self.durable.wrote(os.fstat(fh).st_ino, offset, written)
+        return written
+
+    def truncate(self, path: str, length: int, fh: int | None = None) -> int:
+        if fh is not None:
+            os.ftruncate(fh, length)
+            ino = os.fstat(fh).st_ino
+        else:
+            full = self._path(path)
+            os.truncate(full, length)
+            ino = os.lstat(full).st_ino
+        self.durable.resized(ino)
+        return 0
+
+    def fsync(self, path: str, datasync: int, fh: int) -> int:
+        self.durable.fsync_file(os.fstat(fh).st_ino, fh)
+        return 0
+
+    def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
+        self.durable.fsync_dir()
+        return 0
+
+    def flush(self, path: str, fh: int) -> int:
+        return 0  # close(2) makes nothing durable
+
+    def release(self, path: str, fh: int) -> int:
+        os.close(fh)
+        return 0
