@@ -4,7 +4,7 @@ A fault window is a maximal span of time in which at least one fault was in effe
   network   from the invoke of a start-partition or start-degrade until the ok of a
             stop-partition (or heal) that leaves no cut and no degraded link
   process   a node killed, stopped or paused, from that invoke until the ok of the start or
-            resume that brings it back; a restart, from its invoke to its ok
+            resume that brings it back; a restart or a power loss, from its invoke to its ok
 Elections and leader-placement snapshots are not faults. A fault still in effect when the
 history ends lasts to the end of the run.
 """
@@ -67,7 +67,7 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
         state.down |= names
     elif type_ == "ok" and f in NODE_UP:
         state.down -= names
-    elif f == "restart":
+    elif f in ("restart", "power-loss"):
         if type_ == "invoke":
             state.restarting |= names
         else:

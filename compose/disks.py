@@ -95,6 +95,9 @@ class LazyDisks:
     def __init__(self, workdir: Path, nodes: list[str]) -> None:
         self.disks = {n: LazyDisk(workdir / "disks" / n) for n in nodes}
 
+    def has(self, node: str) -> bool:
+        return node in self.disks
+
     def mountpoint(self, node: str) -> Path:
         return self.disks[node].mnt
 

@@ -29,12 +29,14 @@ import yaml
 
 from compose.cli import ComposeError, compose
 from compose.cluster import ComposeCluster
+from compose.disks import LazyDisks
 from harness.topology import Topology
 
 Mode = Literal["zk", "kraft", "kraft-dedicated"]
 MODES: tuple[Mode, ...] = ("zk", "kraft", "kraft-dedicated")
 
 INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 19092, 2181
+DATA_DIR = "/var/lib/kafka/data"
 CONTROLLER_ID_BASE = 100  # dedicated controller i has node id 100 + i
 LOCAL_ZOOKEEPER_IMAGE = "brokerjepsen/zookeeper:3.8.0-debian"
 LOCAL_KAFKA_REPO = "brokerjepsen/kafka"
@@ -71,6 +73,7 @@ class KafkaClusterConfig:
     auto_leader_rebalance: bool = False
     leader_imbalance_check_interval_seconds: int = 300
     flush_messages: int | None = None  # log.flush.interval.messages; None: the OS decides
+    lazy_disks: bool = False  # brokers' log dirs on the power-loss filesystem (compose.disks)
     kafka_line: str = DEFAULT_KAFKA_LINE  # "3.9" or "4.1": which release line the brokers run
     image: str | None = None
     zookeeper_image: str | None = None
@@ -124,7 +127,7 @@ def _broker_settings(cfg: KafkaClusterConfig) -> dict[str, str]:
         "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": str(min(cfg.min_insync_replicas, int(rf))),
         "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
         "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
-        "KAFKA_LOG_DIRS": "/var/lib/kafka/data",
+        "KAFKA_LOG_DIRS": DATA_DIR,
         # Explicit heaps: three brokers and their quorum fit in 4 GiB.
         "KAFKA_HEAP_OPTS": "-Xms512m -Xmx512m",
     }
@@ -199,8 +202,10 @@ def render_compose(
     host_ports: dict[int, int],
     net_prefix: str,
     cluster_id: str,
+    data_mounts: dict[str, Path] | None = None,
 ) -> dict[str, Any]:
-    """The compose file (as data) for one cluster."""
+    """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
+    to mount as the named nodes' log directories."""
     services: dict[str, Any] = {}
     nodes = nodes_of(cfg, net_prefix)
     first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller")]
@@ -213,6 +218,8 @@ def render_compose(
             "labels": {"org.brokerjepsen.role": f"kafka-{node.role}"},
             "stop_grace_period": "30s",
         }
+        if data_mounts and node.name in data_mounts:
+            service["volumes"] = [f"{data_mounts[node.name]}:{DATA_DIR}"]
         if node.role in ("broker", "combined"):
             service["ports"] = [f"127.0.0.1:{host_ports[node.node_id]}:{EXTERNAL_PORT}"]
             if first_up:
@@ -370,6 +377,7 @@ class KafkaCluster(ComposeCluster):
         self.compose_file = workdir / "docker-compose.yml"
         # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
         self.cluster_id = _kraft_cluster_id()
+        self.disks = LazyDisks(workdir, [b.name for b in brokers]) if config.lazy_disks else None
 
     @property
     def nodes(self) -> list[Node]:
@@ -392,11 +400,14 @@ class KafkaCluster(ComposeCluster):
             self.host_ports,
             self.net_prefix,
             self.cluster_id,
+            {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,
         )
 
     def up(self, timeout: float, registered: Any) -> None:
         """Starts every container, then waits until `registered()` (every broker known)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.disks is not None:
+            self.disks.mount_all()
 
         def start() -> None:
             self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
@@ -434,8 +445,14 @@ class KafkaCluster(ComposeCluster):
         return out
 
     def down(self, timeout: float = 180) -> None:
-        if self.compose_file.exists():
-            compose(self.compose_file, ["down", "-v", "--remove-orphans", "-t", "5"], {}, timeout)
+        try:
+            if self.compose_file.exists():
+                compose(
+                    self.compose_file, ["down", "-v", "--remove-orphans", "-t", "5"], {}, timeout
+                )
+        finally:
+            if self.disks is not None:
+                self.disks.unmount_all()
 
     def topology(self) -> Topology:
         return self.topology_of(n.name for n in self.nodes)

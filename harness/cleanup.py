@@ -7,8 +7,9 @@ from collections.abc import Callable
 import docker
 import docker.errors
 
-from compose.cli import compose
+from compose.cli import ComposeError, compose
 from compose.cluster import PROJECT_PREFIX
+from compose.disks import leftover_mounts, unmount
 from compose.rabbitmq import COMPOSE_FILE, LOCAL_IMAGE
 from nemesis.faults import clean_container
 
@@ -51,4 +52,10 @@ def heal_everything(
             for net in client.networks.list(filters={"label": label}):
                 net.remove()
             say(f"removed {project}")
+    for mountpoint in leftover_mounts():  # after the containers: nothing holds them now
+        try:
+            unmount(mountpoint)
+            say(f"unmounted lazy disk {mountpoint}")
+        except ComposeError as e:
+            say(str(e))
     return len(projects)

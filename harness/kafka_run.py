@@ -96,6 +96,7 @@ class KafkaRun(KafkaClientsRun):
             cluster.topology(),
             self.opts.tools_image,
             HistoryWriter(self.history_dir, "nemesis", "kafka"),
+            disks=cluster.disks,
         )
         self.nemesis = KafkaNemesis(net, admin, c.topic, c.partitions)
         self.watch = PartitionWatch(

@@ -26,7 +26,7 @@ Expectation = Literal["loss", "safe", "unavailable", "duplicates", "no-duplicate
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
 QueueType = Literal["mirrored", "quorum", "classic"]
 NetworkOp = Literal["isolate", "partition", "cut", "cut-clients", "heal"]
-ProcessOp = Literal["kill", "stop", "start", "pause", "resume", "restart"]
+ProcessOp = Literal["kill", "stop", "start", "pause", "resume", "restart", "power-loss"]
 
 
 class ScenarioError(Exception):
@@ -272,6 +272,7 @@ KafkaOp = Literal[
     "restart",
     "pause",
     "resume",
+    "power-loss",  # the targets killed at once, their unsynced writes dropped (lazy_disks), started
     "rolling-restart",  # each target in turn: stop, start, wait until it is back in every ISR
     "elect",  # preferred or unclean leader election through the admin API
     "leaders",  # record leader placement (K23); expect_balanced judges it
@@ -284,7 +285,7 @@ SELECTOR_ROLES = frozenset(
 )
 Selector = str | list[str]
 _NEEDS_TARGET = {"isolate", "cut-clients", "cut-from-quorum", "kill", "stop", "start", "restart"}
-_NEEDS_TARGET |= {"pause", "resume"}
+_NEEDS_TARGET |= {"pause", "resume", "power-loss"}
 
 
 class KafkaClusterSpec(Strict):
@@ -308,6 +309,8 @@ class KafkaClusterSpec(Strict):
     auto_leader_rebalance: bool = False
     leader_imbalance_check_interval_seconds: Annotated[int, Field(ge=1, le=3600)] = 300
     flush_messages: Annotated[int, Field(ge=1)] | None = None
+    # Every broker's log directory on the power-loss filesystem (lazyfs): needed by power-loss.
+    lazy_disks: bool = False
     image: str | None = None
     zookeeper_image: str | None = None
 
@@ -344,6 +347,7 @@ class KafkaClusterSpec(Strict):
             auto_leader_rebalance=self.auto_leader_rebalance,
             leader_imbalance_check_interval_seconds=self.leader_imbalance_check_interval_seconds,
             flush_messages=self.flush_messages,
+            lazy_disks=self.lazy_disks,
             image=self.image,
             zookeeper_image=self.zookeeper_image,
         )
@@ -419,6 +423,8 @@ class KafkaScenario(ScenarioBase):
                         f"nemesis.{i}: no node {unknown[0]!r} in mode {mode} "
                         f"(nodes are {', '.join(sorted(known))})"
                     )
+                if step.op == "power-loss" and not self.cluster.lazy_disks:
+                    raise ValueError(f"nemesis.{i}: power-loss needs cluster.lazy_disks: true")
                 if step.op == "cut-from-quorum" and mode == "kraft":
                     raise ValueError(
                         f"nemesis.{i}: cut-from-quorum needs a quorum apart from the brokers "

@@ -120,7 +120,10 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         return 0
 
     def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
-        os.utime(self._path(path), ns=times, follow_symlinks=False)
+        if times is None:
+            os.utime(self._path(path), follow_symlinks=False)
+        else:
+            os.utime(self._path(path), ns=times, follow_symlinks=False)
         return 0
 
     # ---- files --------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import docker
 import docker.errors
@@ -28,6 +28,16 @@ class NemesisError(Exception):
     """A fault that could not be applied; one line for the user."""
 
 
+class Disks(Protocol):
+    """Nodes whose data directory can lose power (compose.disks.LazyDisks)."""
+
+    def has(self, node: str) -> bool: ...
+
+    def power_loss(self, node: str) -> dict[str, Any]:
+        """Drops what the node's disk never fsynced (its container down); returns the toll."""
+        ...
+
+
 class Nemesis:
     def __init__(
         self,
@@ -35,6 +45,7 @@ class Nemesis:
         tools_image: str,
         history: HistoryWriter | None = None,
         client: docker.DockerClient | None = None,
+        disks: Disks | None = None,
     ) -> None:
         self.topology = topology
         self.tools_image = tools_image
@@ -43,6 +54,7 @@ class Nemesis:
         self.state = NetworkState()
         self.paused: set[str] = set()
         self.down: set[str] = set()
+        self.disks = disks
 
     # ---- network -------------------------------------------------------------------------
 
@@ -187,6 +199,28 @@ class Nemesis:
             self._started(n, c)
 
         self._each("restart", nodes, restart_one)
+
+    def power_loss(self, nodes: Iterable[str]) -> None:
+        """The nodes lose power together: each killed (-9), then every write their disks never
+        fsynced is dropped, then they start again."""
+        names = list(nodes)
+        disks = self.disks
+        if disks is None or not all(disks.has(n) for n in names):
+            raise NemesisError(f"power-loss on {', '.join(names)} needs lazy disks on them")
+
+        def apply() -> dict[str, Any]:
+            containers = {n: self._container(n) for n in names}
+            for name, container in containers.items():
+                container.kill(signal=signal.SIGKILL)
+                self._stopped(name)
+            for container in containers.values():
+                container.wait(timeout=60)  # nothing may hold the disk when it is unmounted
+            dropped = {name: disks.power_loss(name) for name in names}
+            for name, container in containers.items():
+                self._started(name, container)
+            return {"dropped": dropped}
+
+        self.logged("power-loss", {"nodes": names}, apply)
 
     def pause(self, nodes: Iterable[str]) -> None:
         def pause_one(c: Container, n: str) -> None:

@@ -136,6 +136,8 @@ class KafkaNemesis:
             )
         elif op == "rolling-restart":
             self.rolling_restart(target or self.resolve("brokers", 0), step.within)
+        elif op == "power-loss":
+            self.net.power_loss(target)
         elif op in ("kill", "stop", "start", "restart", "pause", "resume"):
             getattr(self.net, op)(target)
         else:
