@@ -68,10 +68,13 @@ def compose(
     env: dict[str, str],
     timeout: float,
     check: bool = True,
+    overrides: tuple[Path, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
+    """`overrides`: more compose files merged over the first (`-f` each, in order)."""
     # Absolute: compose runs in the file's folder, where a relative path would not resolve.
     compose_file = compose_file.resolve()
-    cmd = [*compose_command(), "-f", str(compose_file), *args]
+    files = [a for f in (compose_file, *overrides) for a in ("-f", str(f.resolve()))]
+    cmd = [*compose_command(), *files, *args]
     try:
         result = subprocess.run(
             cmd,

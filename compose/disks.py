@@ -11,7 +11,6 @@ mounts it again, fresh, so no kernel cache keeps what the disk lost.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -31,8 +30,8 @@ class DiskError(ComposeError):
 
 class LazyDisk:
     def __init__(self, base: Path) -> None:
-        self.base = base
-        self.live, self.store, self.mnt = base / "live", base / "store", base / "mnt"
+        self.base = base.resolve()  # compose reads a relative bind path as the file's own
+        self.live, self.store, self.mnt = (self.base / d for d in ("live", "store", "mnt"))
         self.process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -47,15 +46,17 @@ class LazyDisk:
             start_new_session=True,  # a Ctrl-C to the harness must not unmount a live broker
         )
         deadline = time.monotonic() + MOUNT_TIMEOUT
-        while not os.path.ismount(self.mnt):
+        while self.mnt not in leftover_mounts():
             if self.process.poll() is not None or time.monotonic() > deadline:
+                log_file = self._log.name
                 self.unmount()
-                raise DiskError(f"lazy disk {self.mnt} did not mount (see {self._log.name})")
+                raise DiskError(f"lazy disk {self.mnt} did not mount (see {log_file})")
             time.sleep(0.05)
 
     def unmount(self) -> dict[str, Any]:
         """Unmounts and waits for the daemon; returns what it dropped (unsynced files, bytes)."""
-        if os.path.ismount(self.mnt):
+        # /proc/mounts, not ismount: a FUSE mount whose daemon died cannot even be stat'ed.
+        if self.mnt in leftover_mounts():
             unmount(self.mnt)
         if self.process is not None:
             try:
@@ -118,7 +119,7 @@ class LazyDisks:
 
 
 def leftover_mounts() -> list[Path]:
-    """Lazy disks still mounted (a run that was killed): for `harness heal`."""
+    """Lazy disks mounted now (after a run that was killed: what `harness heal` unmounts)."""
     try:
         lines = Path("/proc/mounts").read_text().splitlines()
     except OSError:

@@ -13,6 +13,7 @@ import docker.errors
 
 from compose.cli import ComposeError, compose
 from compose.cluster import ComposeCluster
+from compose.disks import LazyDisks
 from harness.topology import Endpoint, Topology
 
 COMPOSE_FILE = Path(__file__).parent / "rabbitmq" / "docker-compose.yml"
@@ -20,6 +21,7 @@ NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
 OFFICIAL_IMAGE = "rabbitmq:3.13-management"
 LOCAL_IMAGE = "brokerjepsen/rabbitmq:3.10.8-debian"
 AMQP_PORT = 5672
+DATA_DIR = "/var/lib/rabbitmq"
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class ClusterConfig:
     pause_if_all_down_nodes: tuple[str, ...] = ()
     pause_if_all_down_recover: str = "autoheal"
     image: str | None = None
+    lazy_disks: bool = False  # each node's /var/lib/rabbitmq on the power-loss filesystem
 
 
 def render_config(cfg: ClusterConfig) -> str:
@@ -86,6 +89,8 @@ class RabbitMQCluster(ComposeCluster):
         self.config = config
         self.image = choose_image(config.image, self.docker)
         self._env: dict[str, str] = {}
+        self.disks = LazyDisks(workdir, list(NODE_NAMES)) if config.lazy_disks else None
+        self.overrides: tuple[Path, ...] = ()
 
     def up(self, timeout: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -99,10 +104,13 @@ class RabbitMQCluster(ComposeCluster):
             "BJ_ERLANG_COOKIE": secrets.token_hex(16),
         }
         wait = ["up", "-d", "--wait", "--wait-timeout", str(int(timeout))]
+        if self.disks is not None:
+            self.disks.mount_all()
+            self.overrides = (self._disk_override(self.disks),)
 
         def start() -> None:
             self._env["BJ_NET_PREFIX"] = self.net_prefix
-            compose(COMPOSE_FILE, wait, self._env, timeout=timeout + 30)
+            compose(COMPOSE_FILE, wait, self._env, timeout=timeout + 30, overrides=self.overrides)
 
         self.start_on_free_subnet(start)
         running = self.running_nodes("rabbit1")
@@ -110,9 +118,21 @@ class RabbitMQCluster(ComposeCluster):
         if set(running) != expected:
             raise ComposeError(f"cluster did not form: rabbit1 sees {sorted(running)}")
 
+    def _disk_override(self, disks: LazyDisks) -> Path:
+        """A compose file merged over the shipped one: each node's data on its lazy disk."""
+        override = self.workdir / "lazy-disks.yml"
+        services = {n: {"volumes": [f"{disks.mountpoint(n)}:{DATA_DIR}"]} for n in NODE_NAMES}
+        override.write_text(json.dumps({"services": services}, indent=2))
+        return override
+
     def down(self, timeout: float = 120) -> None:
         env = self._env or {"BJ_PROJECT": self.project}
-        compose(COMPOSE_FILE, ["down", "-v", "--remove-orphans", "-t", "5"], env, timeout)
+        try:
+            args = ["down", "-v", "--remove-orphans", "-t", "5"]
+            compose(COMPOSE_FILE, args, env, timeout, overrides=self.overrides)
+        finally:
+            if self.disks is not None:
+                self.disks.unmount_all()
 
     def topology(self) -> Topology:
         return self.topology_of(NODE_NAMES)

@@ -46,6 +46,7 @@ class RabbitMQRun(ScenarioRun):
                 pause_if_all_down_nodes=tuple(c.pause_if_all_down_nodes),
                 pause_if_all_down_recover=c.pause_if_all_down_recover,
                 image=c.image,
+                lazy_disks=c.lazy_disks,
             ),
             workdir=self.run_dir / "cluster",
             project=f"{self.scenario.id}-{self.run_id}".lower(),
@@ -69,6 +70,7 @@ class RabbitMQRun(ScenarioRun):
             self.cluster.topology(),
             self.opts.tools_image,
             HistoryWriter(self.history_dir, "nemesis", c.system),
+            disks=self.cluster.disks,
         )
         self.manifest["topology"] = asdict(self.cluster.topology())
 
@@ -197,6 +199,8 @@ class RabbitMQRun(ScenarioRun):
                 n.cut_clients(step.nodes)
             case "heal":
                 n.heal(step.nodes or None)
+            case "power-loss":
+                n.power_loss(step.nodes)
             case "kill" | "stop" | "start" | "pause" | "resume" | "restart":
                 getattr(n, step.op)(step.nodes)
 

@@ -46,6 +46,8 @@ class RabbitMQCluster(Strict):
     queue_type: QueueType
     # Seconds; short so a partition is detected in seconds, not a minute.
     net_ticktime: Annotated[int, Field(ge=2, le=120)] = 5
+    # Each node's data directory on the power-loss filesystem (lazyfs): needed by power-loss.
+    lazy_disks: bool = False
     image: str | None = None
 
     @model_validator(mode="after")
@@ -166,6 +168,13 @@ class Scenario(ScenarioBase):
     cluster: RabbitMQCluster
     workload: Workload
     nemesis: list[NemesisStep] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _power_loss_needs_lazy_disks(self) -> Scenario:
+        for i, step in enumerate(self.nemesis):
+            if step.op == "power-loss" and not self.cluster.lazy_disks:
+                raise ValueError(f"nemesis.{i}: power-loss needs cluster.lazy_disks: true")
+        return self
 
 
 # ---- kafka-mock: librdkafka's mock cluster (proves our code, never a K-claim) -------------
