@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 
-.PHONY: setup test test-unit test-cluster test-scenario claims kafka-image heal lint format bench clean
+.PHONY: setup test test-unit test-cluster test-scenario claims kafka-image heal lint format bench bench-lazyfs clean
 
 setup:
 	@bash scripts/setup.sh
@@ -55,6 +55,10 @@ format:
 # Checker speed and memory on synthetic histories of growing size (figures, not assertions).
 bench:
 	$(PY) -m checkers.bench
+
+# What the power-loss filesystem costs against the plain directory under it (MB/s, as root).
+bench-lazyfs:
+	$(PY) -m lazyfs.bench
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -177,7 +177,10 @@ class Durable:
             for name in dirnames + filenames:
                 full = os.path.join(root, name)
                 rel = os.path.relpath(full, self.live)
-                st = os.lstat(full)
+                try:
+                    st = os.lstat(full)
+                except FileNotFoundError:
+                    continue  # gone since the listing (names change under the lock only)
                 owner = [st.st_mode & 0o7777, st.st_uid, st.st_gid]
                 if stat.S_ISDIR(st.st_mode):
                     dirs[rel] = owner
@@ -203,7 +206,7 @@ class Durable:
         for root, _, filenames in os.walk(self.live):
             for name in filenames:
                 full = os.path.join(root, name)
-                if os.lstat(full).st_ino == ino:
+                if _inode(full) == ino:
                     fd = os.open(full, os.O_RDONLY)
                     try:
                         self._write_back(ino, fd)
@@ -211,6 +214,13 @@ class Durable:
                         os.close(fd)
                     return
         self.flush_at_commit.discard(ino)  # gone since: nothing to write
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.lstat(path).st_ino
+    except FileNotFoundError:
+        return None
 
 
 def _load_namespace(store: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ The broker sees an ordinary filesystem; what it wrote stays readable until a pow
 from __future__ import annotations
 
 import errno
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 import mfusepy
 
 from lazyfs.durable import Durable
+
+log = logging.getLogger("lazyfs")
 
 _STAT_KEYS = (
     "st_mode",
@@ -73,50 +76,61 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
 
     # ---- metadata: the journal ----------------------------------------------------------------
 
+    # Each change of names holds the journal's lock, so that a commit (an fsync in another
+    # thread) walks a tree nobody is changing under it.
+
     def mkdir(self, path: str, mode: int) -> int:
         full = self._path(path)
-        os.mkdir(full, mode)
-        self._owned_by_caller(full)
-        self.durable.metadata_changed()
+        with self.durable.lock:
+            os.mkdir(full, mode)
+            self._owned_by_caller(full)
+            self.durable.metadata_changed()
         return 0
 
     def rmdir(self, path: str) -> int:
-        os.rmdir(self._path(path))
-        self.durable.metadata_changed()
+        with self.durable.lock:
+            os.rmdir(self._path(path))
+            self.durable.metadata_changed()
         return 0
 
     def unlink(self, path: str) -> int:
-        os.unlink(self._path(path))
-        self.durable.metadata_changed()
+        with self.durable.lock:
+            os.unlink(self._path(path))
+            self.durable.metadata_changed()
         return 0
 
     def symlink(self, target: str, source: str) -> int:
         full = self._path(target)
-        os.symlink(source, full)
-        self._owned_by_caller(full)
-        self.durable.metadata_changed()
+        with self.durable.lock:
+            os.symlink(source, full)
+            self._owned_by_caller(full)
+            self.durable.metadata_changed()
         return 0
 
     def rename(self, old: str, new: str) -> int:
-        ino = os.lstat(self._path(old)).st_ino
-        replaced = os.path.lexists(self._path(new))
-        os.rename(self._path(old), self._path(new))
-        self.durable.renamed(ino, replaced)
+        with self.durable.lock:
+            ino = os.lstat(self._path(old)).st_ino
+            replaced = os.path.lexists(self._path(new))
+            os.rename(self._path(old), self._path(new))
+            self.durable.renamed(ino, replaced)
         return 0
 
     def link(self, target: str, source: str) -> int:
-        os.link(self._path(source), self._path(target))
-        self.durable.metadata_changed()
+        with self.durable.lock:
+            os.link(self._path(source), self._path(target))
+            self.durable.metadata_changed()
         return 0
 
     def chmod(self, path: str, mode: int) -> int:
-        os.chmod(self._path(path), mode)
-        self.durable.metadata_changed()
+        with self.durable.lock:
+            os.chmod(self._path(path), mode)
+            self.durable.metadata_changed()
         return 0
 
     def chown(self, path: str, uid: int, gid: int) -> int:
-        os.lchown(self._path(path), uid, gid)
-        self.durable.metadata_changed()
+        with self.durable.lock:
+            os.lchown(self._path(path), uid, gid)
+            self.durable.metadata_changed()
         return 0
 
     def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
@@ -130,9 +144,10 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
 
     def create(self, path: str, mode: int, fi: Any = None) -> int:
         full = self._path(path)
-        fd = os.open(full, os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
-        self._owned_by_caller(full)
-        self.durable.created(os.fstat(fd).st_ino)
+        with self.durable.lock:
+            fd = os.open(full, os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
+            self._owned_by_caller(full)
+            self.durable.created(os.fstat(fd).st_ino)
         return fd
 
     def open(self, path: str, flags: int) -> int:
@@ -165,11 +180,19 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         return 0
 
     def fsync(self, path: str, datasync: int, fh: int) -> int:
-        self.durable.fsync_file(os.fstat(fh).st_ino, fh)
+        try:
+            self.durable.fsync_file(os.fstat(fh).st_ino, fh)
+        except OSError as e:  # the broker sees EIO-like failures: say which, in lazyfs.log
+            log.error("fsync %s failed: %s", path, e)
+            raise
         return 0
 
     def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
-        self.durable.fsync_dir()
+        try:
+            self.durable.fsync_dir()
+        except OSError as e:
+            log.error("fsync of directory %s failed: %s", path, e)
+            raise
         return 0
 
     def flush(self, path: str, fh: int) -> int:

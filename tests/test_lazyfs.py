@@ -10,6 +10,7 @@ from __future__ import annotations
 import mmap
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,3 +167,42 @@ def test_appends_after_a_loss_go_on_from_the_durable_end(disk: LazyDisk) -> None
         os.fsync(f.fileno())
     disk.power_loss()
     assert (m / "wal").read_bytes() == b"one;three;"
+
+
+def test_fsync_while_other_threads_rename_and_unlink(disk: LazyDisk) -> None:
+    """A broker checkpoints (write, fsync, rename) in one thread while another fsyncs its log:
+    no fsync may fail because a name changed under the journal commit."""
+    m = disk.mnt
+    errors: list[BaseException] = []
+
+    def checkpoints(worker: int) -> None:
+        try:
+            for i in range(150):
+                tmp, final = m / f"cp{worker}.tmp", m / f"cp{worker}"
+                write(tmp, str(i).encode(), fsync=False)
+                os.rename(tmp, final)
+                write(m / f"seg{worker}-{i}", b"x", fsync=False)
+                if i >= 2:
+                    os.unlink(m / f"seg{worker}-{i - 2}")
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    def fsyncs() -> None:
+        try:
+            with open(m / "log", "ab") as f:
+                for _ in range(300):
+                    f.write(b"record")
+                    f.flush()
+                    os.fsync(f.fileno())
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=checkpoints, args=(w,)) for w in range(2)]
+    threads.append(threading.Thread(target=fsyncs))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    disk.power_loss()
+    assert (m / "log").read_bytes() == b"record" * 300
