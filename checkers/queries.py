@@ -149,6 +149,33 @@ def with_fault_overlap(intervals: DataFrame, windows: DataFrame) -> DataFrame:
     )
 
 
+def stalls(
+    summary: DataFrame, receives: DataFrame, groups: DataFrame, min_seconds: float
+) -> DataFrame:
+    """(group, start, end): each gap of at least `min_seconds` in a group's progress while sends
+    were made (from the first invoke to the last outcome), progress being any send
+    acknowledged (every group is fed every message) or any delivery to the group. A queue that
+    confirms no publish and delivers nothing is blocked (a mirror synchronising), whatever
+    the clients were told."""
+    from pyspark.sql import Window
+
+    F = _F()
+    span = summary.agg(
+        F.min("invoke_time").alias("from"), F.max("done_time").alias("to")
+    ).crossJoin(groups)
+    acks = summary.filter(F.col("outcome") == "ok").select(F.col("ack_time").alias("time"))
+    progress = groups.crossJoin(acks).unionByName(receives.select("group", "time"))
+    inside = progress.join(F.broadcast(span), "group").filter(
+        F.col("time").between(F.col("from"), F.col("to"))
+    )
+    previous = F.lag("time").over(Window.partitionBy("group").orderBy("time"))
+    return (
+        inside.withColumn("start", previous)
+        .filter(F.col("time") - F.col("start") >= min_seconds)
+        .select("group", "start", F.col("time").alias("end"))
+    )
+
+
 def client_errors(events: DataFrame) -> DataFrame:
     """(f, name, count) of not-ok sends and commits, by the error text before its first ":"."""
     F = _F()

@@ -72,7 +72,12 @@ def check_run(
     if time.monotonic() - started >= timeout:
         raise HistoryError(f"the checker did not finish in {timeout:.0f} s")
     judgement = judge(
-        result.groups, result.sends, expect, manifest.get("drain_complete", True), result.log
+        result.groups,
+        result.sends,
+        expect,
+        manifest.get("drain_complete", True),
+        result.log,
+        result.stalls,
     )
     spec = manifest.get("scenario_spec") or {}
     judgement = with_client_expectations(
@@ -97,6 +102,7 @@ def check_run(
         "fault_windows": result.fault_windows,
         "history_span": result.history_span,
         "unavailability": result.unavailability,
+        "stalls": result.stalls,
         "errors": result.errors,
         "placement": result.placement,
         "log": result.log,

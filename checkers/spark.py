@@ -16,7 +16,7 @@ from typing import Any
 from checkers import queries as q
 from checkers import timeline
 from checkers.attribution import attribute
-from checkers.faults import fault_windows
+from checkers.faults import fault_windows, overlap
 from checkers.frames import small_frame
 from checkers.ids import write_ids
 from checkers.read import HistoryError, read_history
@@ -50,6 +50,9 @@ class CheckResult:
     fault_windows: list[dict[str, float]] = field(default_factory=list)
     history_span: dict[str, float] = field(default_factory=dict)  # first and last event time
     unavailability: dict[str, Any] = field(default_factory=dict)
+    # Per group: gaps of STALL_SECONDS or more in which no send was acknowledged and nothing was
+    # delivered to it (a blocked queue), and how much of each fell inside the fault windows.
+    stalls: dict[str, Any] = field(default_factory=dict)
     # Second by second, for the report (checkers.timeline): written to timeline.json.
     timeline: dict[str, Any] = field(default_factory=dict)
 
@@ -126,6 +129,7 @@ def check_history(
             producers=_producer_anomalies(events),
             fault_windows=[{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in windows],
             unavailability=_unavailability(spark, summary, windows),
+            stalls=_stalls(summary, receives, groups_df, windows),
             history_span=span,
             timeline=timeline.build(
                 summary,
@@ -217,6 +221,33 @@ def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]
         return out
     finally:
         intervals.unpersist()
+
+
+STALL_SECONDS = 1.0  # under continuous load, a second without progress is a blocked queue
+
+
+def _stalls(
+    summary: Any, receives: Any, groups: Any, windows: list[tuple[float, float]]
+) -> dict[str, Any]:
+    """Per group: its stalls (checkers.queries.stalls), their seconds and the seconds inside
+    fault windows, and the longest few. Gaps of a second or more are few: they come back."""
+    out: dict[str, Any] = {}
+    rows = q.stalls(summary, receives, groups, STALL_SECONDS).collect()
+    for r in sorted(rows, key=lambda r: (r["group"], -(r["end"] - r["start"]), r["start"])):
+        g = out.setdefault(r["group"], {"stalls": 0, "seconds": 0.0, "longest": []})
+        seconds = r["end"] - r["start"]
+        g["stalls"] += 1
+        g["seconds"] = round(g["seconds"] + seconds, 3)
+        if len(g["longest"]) < LONGEST:
+            g["longest"].append(
+                {
+                    "start": r["start"],
+                    "end": r["end"],
+                    "seconds": round(seconds, 3),
+                    "in_fault_seconds": round(overlap(r["start"], r["end"], windows), 3),
+                }
+            )
+    return out
 
 
 def _errors(events: Any) -> dict[str, dict[str, int]]:

@@ -30,12 +30,17 @@ def judge(
     expect: str | None,
     drain_complete: bool = True,
     log: dict[str, Any] | None = None,
+    stalls: dict[str, Any] | None = None,
 ) -> Judgement:
     """The verdict. Without an expectation, any anomaly is a failure.
 
     Where the history names offsets (Kafka), the observed log speaks too: an offset holding two
     different messages refutes a safe claim, and a duplicate is a message written at two
-    offsets (a retry written twice), not a redelivery of one offset."""
+    offsets (a retry written twice), not a redelivery of one offset.
+
+    Unavailable: sends refused or left unknown, or a group blocked inside a fault (`stalls`:
+    no send acknowledged and nothing delivered for a second or more: a queue synchronising a
+    mirror holds its publishers' confirms rather than refuse them)."""
     unexpected = sum(g["unexpected"] for g in groups.values())
     inconsistent = (log or {}).get("inconsistent_offsets", 0)
     duplicated, twice = _duplicates(groups, log)
@@ -91,6 +96,14 @@ def judge(
             return Judgement(
                 "unavailable", True, f"{refused} sends refused or unknown, none acknowledged lost"
             )
+        if blocked := longest_stall_in_faults(stalls):
+            group, stall = blocked
+            return Judgement(
+                "unavailable",
+                True,
+                f"{group} blocked {stall['in_fault_seconds']:.1f} s inside a fault (no send "
+                "acknowledged, nothing delivered), none acknowledged lost",
+            )
         return Judgement("safe", False, "not reproduced: every send was acknowledged")
     if expect in ("duplicates", "no-duplicates"):
         if lost:
@@ -103,6 +116,16 @@ def judge(
             return Judgement("duplicates", False, f"refuted: {duplicated} messages {twice}")
         return Judgement("safe", True, f"no loss, no duplicate ({acked} acknowledged)")
     raise ValueError(f"unknown expectation {expect!r}")
+
+
+def longest_stall_in_faults(stalls: dict[str, Any] | None) -> tuple[str, dict[str, Any]] | None:
+    """The group and stall with the most seconds inside fault windows, if any had any."""
+    best = max(
+        ((g, s) for g, v in (stalls or {}).items() for s in v["longest"]),
+        key=lambda gs: gs[1]["in_fault_seconds"],
+        default=None,
+    )
+    return best if best and best[1]["in_fault_seconds"] > 0 else None
 
 
 def _duplicates(groups: dict[str, dict[str, int]], log: dict[str, Any] | None) -> tuple[int, str]:
@@ -193,6 +216,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     if window := verdict.get("refused_window"):
         lines.append(f"sends refused or unknown over {window['seconds']:.1f} s")
     lines += _unavailability_lines(verdict)
+    lines += _stall_lines(verdict)
     for f, names in sorted((verdict.get("errors") or {}).items()):
         lines.append(f"{f} errors: " + ", ".join(f"{n} {c}" for n, c in sorted(names.items())))
     for snap in verdict.get("placement") or []:
@@ -229,6 +253,21 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         lines.append("tier: kafka-mock (librdkafka's mock cluster): proves the harness, not Kafka")
     if verdict.get("truncated_lines"):
         lines.append(f"truncated last lines skipped: {len(verdict['truncated_lines'])}")
+    return lines
+
+
+def _stall_lines(verdict: dict[str, Any]) -> list[str]:
+    """ "stalled jepsen.primary: 2 stalls, 8.1 s; longest 7.3 s at +31.2 s (7.3 s inside fault
+    windows)" per group that stalled."""
+    run_start = (verdict.get("history_span") or {}).get("first") or 0.0
+    lines = []
+    for group, s in sorted((verdict.get("stalls") or {}).items()):
+        top = s["longest"][0]
+        lines.append(
+            f"stalled {group}: {s['stalls']} stalls, {s['seconds']:.1f} s; longest "
+            f"{top['seconds']:.1f} s at +{top['start'] - run_start:.1f} s "
+            f"({top['in_fault_seconds']:.1f} s inside fault windows)"
+        )
     return lines
 
 

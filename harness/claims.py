@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.verdict import longest_stall_in_faults
 from compose.kafka import KAFKA_LINES, mode_refusal
 from harness.scenario import (
     FINAL_READER,
@@ -174,6 +175,8 @@ def _unavailable_seconds(v: dict[str, Any]) -> float | None:
     producers = v.get("unavailability")
     if producers:
         return float(max(p["seconds"] for p in producers.values()))
+    if blocked := longest_stall_in_faults(v.get("stalls")):
+        return float(blocked[1]["in_fault_seconds"])  # confirms held, not refused (R5)
     if "unavailability" in v:
         return None  # checked per producer, and no send was refused
     return (v.get("refused_window") or {}).get("seconds")

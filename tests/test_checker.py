@@ -347,3 +347,45 @@ def test_unavailable_intervals_per_producer_and_inside_fault_windows(
     assert "B" not in verdict["unavailability"]
     summary = (tmp_path / "run" / "summary.txt").read_text()
     assert "unavailable A: 2 intervals, 2.0 s (1.5 s inside fault windows)" in summary
+
+
+def test_a_blocked_queue_is_a_stall_and_makes_unavailable(spark: Any, tmp_path: Path) -> None:
+    """R5: a mirror synchronising holds confirms and deliveries; nothing is refused. A send every
+    0.1 s, acked at once and delivered 0.05 s later, except that 40-45 (sent 4.0-4.5 s) are
+    acked only at 9.5 s and the producer waits for them: the last progress before is seq 39's
+    delivery at 3.951 s. The restart (the fault) lasts from 3.0 to 8.0 s."""
+    ev: list[dict[str, Any]] = []
+    for seq in [*range(1, 46), *range(95, 101)]:
+        t = seq / 10
+        acked_at = 9.5 if 40 <= seq <= 45 else t + 0.001
+        ev.append(event("A", "invoke", "send", t, producer="A", seq=seq, stream="x"))
+        ev.append(event("A", "ok", "send", acked_at, producer="A", seq=seq, stream="x"))
+        ev.append(recv("q1", "A", seq, acked_at + 0.05))
+    ev.append(event("nemesis", "invoke", "restart", 3.0, value={"nodes": ["rabbit2"]}))
+    ev.append(event("nemesis", "ok", "restart", 8.0, value={"nodes": ["rabbit2"]}))
+    write(tmp_path / "run" / "history", ev)
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps({"expect": "unavailable"}))
+    verdict = check_run(tmp_path / "run", spark=spark)
+    q1 = verdict["stalls"]["q1"]
+    assert q1["stalls"] == 1
+    stall = q1["longest"][0]
+    assert stall["start"] == pytest.approx(3.951, abs=1e-3)
+    assert stall["end"] == pytest.approx(9.5, abs=1e-3)  # the held confirms come back
+    assert stall["in_fault_seconds"] == pytest.approx(8.0 - 3.951, abs=1e-3)
+    assert verdict["outcome"] == "unavailable" and verdict["matched"]
+    assert "blocked 4.0 s" in verdict["reason"] and verdict["sends"]["fail"] == 0
+    assert "stalled q1: 1 stalls, 5.5 s" in (tmp_path / "run" / "summary.txt").read_text()
+
+
+def test_no_stall_under_steady_progress(spark: Any, tmp_path: Path) -> None:
+    ev: list[dict[str, Any]] = []
+    for seq in range(1, 51):
+        ev += send("A", seq, seq / 10, "ok")
+        ev.append(recv("q1", "A", seq, seq / 10 + 0.05))
+    ev.append(event("nemesis", "invoke", "restart", 1.0, value={"nodes": ["rabbit2"]}))
+    ev.append(event("nemesis", "ok", "restart", 3.0, value={"nodes": ["rabbit2"]}))
+    write(tmp_path / "run" / "history", ev)
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps({"expect": "unavailable"}))
+    verdict = check_run(tmp_path / "run", spark=spark)
+    assert verdict["stalls"] == {}
+    assert verdict["outcome"] == "safe" and not verdict["matched"]
