@@ -32,7 +32,8 @@ def judge(
     log: dict[str, Any] | None = None,
     stalls: dict[str, Any] | None = None,
 ) -> Judgement:
-    """The verdict. Without an expectation, any anomaly is a failure.
+    """The verdict. Without an expectation, any anomaly is a failure; with several words
+    ("duplicates+reordered"), each must hold.
 
     Where the history names offsets (Kafka), the observed log speaks too: an offset holding two
     different messages refutes a safe claim, and a duplicate is a message written at two
@@ -41,6 +42,11 @@ def judge(
     Unavailable: sends refused or left unknown, or a group blocked inside a fault (`stalls`:
     no send acknowledged and nothing delivered for a second or more: a queue synchronising a
     mirror holds its publishers' confirms rather than refuse them)."""
+    if expect and "+" in expect:
+        each = [judge(groups, sends, e, drain_complete, log, stalls) for e in expect.split("+")]
+        if failed := [j for j in each if not j.matched]:
+            return failed[0]
+        return Judgement("+".join(j.outcome for j in each), True, "; ".join(j.reason for j in each))
     unexpected = sum(g["unexpected"] for g in groups.values())
     inconsistent = (log or {}).get("inconsistent_offsets", 0)
     duplicated, twice = _duplicates(groups, log)
@@ -105,6 +111,19 @@ def judge(
                 "acknowledged, nothing delivered), none acknowledged lost",
             )
         return Judgement("safe", False, "not reproduced: every send was acknowledged")
+    if expect == "reordered":
+        if lost:
+            return Judgement("loss", False, f"{lost} acknowledged messages lost{where}")
+        if reordered:
+            return Judgement(
+                "reordered",
+                True,
+                f"reproduced: {reordered} messages first delivered after a later one of their "
+                "producer",
+            )
+        return Judgement(
+            "safe", False, "not reproduced: every producer's messages came first in order"
+        )
     if expect in ("duplicates", "no-duplicates"):
         if lost:
             return Judgement("loss", False, f"{lost} acknowledged messages lost{where}")

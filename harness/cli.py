@@ -25,6 +25,7 @@ from harness.scenario import (
     KafkaScenario,
     ScenarioError,
     find_scenario,
+    known_expectation,
     load_scenario,
 )
 from nemesis.faults import NemesisError
@@ -171,13 +172,19 @@ def report(
 def check(
     run_dir: Annotated[Path, typer.Argument(help="a run directory with history/")],
     master: Annotated[str, typer.Option(help="Spark master")] = "local[*]",
-    expect: Annotated[str | None, typer.Option(help="loss | safe | unavailable")] = None,
+    expect: Annotated[
+        str | None,
+        typer.Option(help="loss | safe | unavailable | duplicates | no-duplicates | reordered"),
+    ] = None,
 ) -> None:
     """Check a run's history with PySpark; write verdict.json, ids/ and summary.txt."""
     from checkers.run import check_run
 
-    if expect not in (None, "loss", "safe", "unavailable"):
-        raise _fail(f"--expect must be loss, safe or unavailable, not {expect!r}")
+    if expect is not None:
+        try:
+            known_expectation(expect)
+        except ValueError as e:
+            raise _fail(f"--expect: {e}") from None
     try:
         verdict = check_run(run_dir, master=master, expect=expect)
     except HistoryError as e:

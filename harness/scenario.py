@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from compose.kafka import DEFAULT_KAFKA_LINE, MODES, Mode, nodes_of
 from compose.kafka import KafkaClusterConfig as _KafkaConfig
@@ -22,7 +30,28 @@ RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 # loss / safe / unavailable: claims.md. duplicates: at least one message duplicated and nothing
 # acknowledged lost; no-duplicates: nothing lost and nothing duplicated. On Kafka a duplicate is
 # a message written at two offsets (the observed log); elsewhere, one delivered twice.
-Expectation = Literal["loss", "safe", "unavailable", "duplicates", "no-duplicates"]
+# reordered: at least one message first delivered after a later one of its producer (FIFO per
+# producer broken) and nothing acknowledged lost. A list of words (R7: [duplicates, reordered])
+# expects every one of them; it is kept as one string joined by "+".
+EXPECTATIONS = ("loss", "safe", "unavailable", "duplicates", "no-duplicates", "reordered")
+COMBINABLE = frozenset({"duplicates", "reordered"})
+
+
+def _joined(value: object) -> object:
+    return "+".join(str(v) for v in value) if isinstance(value, list) else value
+
+
+def known_expectation(value: str) -> str:
+    words = value.split("+")
+    for word in words:
+        if word not in EXPECTATIONS:
+            raise ValueError(f"expect {word!r} is not one of {', '.join(EXPECTATIONS)}")
+    if len(words) > 1 and not set(words) <= COMBINABLE:
+        raise ValueError(f"only {' and '.join(sorted(COMBINABLE))} can be expected together")
+    return value
+
+
+Expectation = Annotated[str, BeforeValidator(_joined), AfterValidator(known_expectation)]
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
 QueueType = Literal["mirrored", "quorum", "classic"]
 NetworkOp = Literal["isolate", "partition", "cut", "cut-clients", "heal"]

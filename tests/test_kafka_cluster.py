@@ -194,9 +194,10 @@ def test_kafka_scenarios_are_valid_for_each_of_their_modes(path: Path) -> None:
     s = load_scenario(path)
     assert isinstance(s, KafkaScenario) and s.claim and re.fullmatch(r"K\d+", s.claim)
     assert s.id == path.stem
-    if s.expect == "loss":  # built to lose: a fault aimed at the leader
+    if s.expect == "loss":  # built to lose: a fault aimed at the leader (power-loss: all replicas)
         assert any(
-            step.target == "leader"
+            step.op == "power-loss"
+            or step.target == "leader"
             or step.from_ == "leader"
             or step.to == "leader"
             or step.op == "cut"
@@ -362,6 +363,22 @@ def test_duplicate_expectations() -> None:
     assert judge({"g": G}, {"ok": 10}, "no-duplicates").matched
     lost = {"g": G | {"lost": 1, "duplicated": 3}}
     assert judge(lost, {"ok": 10}, "duplicates").outcome == "loss"
+
+
+def test_reordered_and_several_words_each_must_hold() -> None:
+    both = {"g": G | {"duplicated": 3, "reordered": 2}}
+    assert judge({"g": G | {"reordered": 2}}, {"ok": 10}, "reordered").matched
+    assert not judge({"g": G}, {"ok": 10}, "reordered").matched
+    j = judge(both, {"ok": 10}, "duplicates+reordered")
+    assert j.matched and j.outcome == "duplicates+reordered" and "2 messages first" in j.reason
+    only_dup = judge({"g": G | {"duplicated": 3}}, {"ok": 10}, "duplicates+reordered")
+    assert (
+        not only_dup.matched and "every producer's messages came first in order" in only_dup.reason
+    )
+    lost = judge(
+        {"g": G | {"lost": 1, "duplicated": 3, "reordered": 2}}, {"ok": 10}, "duplicates+reordered"
+    )
+    assert lost.outcome == "loss" and not lost.matched
 
 
 def test_on_a_kafka_log_a_duplicate_is_a_message_written_at_two_offsets() -> None:

@@ -55,7 +55,12 @@ def test_the_required_scenarios_ship() -> None:
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (("expect: safe", "expect: maybe"), "expect: Input should be"),
+        (("expect: safe", "expect: maybe"), "expect 'maybe' is not one of loss, safe"),
+        (("expect: safe", "expect: [safe, loss]"), "only duplicates and reordered can be"),
+        (
+            ("{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: power-loss, nodes: [rabbit3]}"),
+            "power-loss needs cluster.lazy_disks: true",
+        ),
         (("pause_minority", "pause_majority"), "cluster.partition_handling"),
         (("count: 10", "count: -1"), "workload.publishers.0.count"),
         (("op: isolate", "op: explode"), "nemesis.0.op"),
@@ -74,6 +79,16 @@ def test_invalid_fields_are_named(change: tuple[str, str], expected: str) -> Non
     message = str(e.value)
     assert expected in message, message
     assert message.startswith("t.yaml: ") and "\n" not in message
+
+
+def test_expect_several_words_and_lazy_disks() -> None:
+    s = parse_scenario(GOOD.replace("expect: safe", "expect: [duplicates, reordered]"))
+    assert s.expect == "duplicates+reordered"
+    text = GOOD.replace(
+        "{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: power-loss, nodes: [rabbit3]}"
+    )
+    lazy = parse_scenario(text.replace("mirrored}", "mirrored, lazy_disks: true}"))
+    assert lazy.cluster.lazy_disks and lazy.nemesis[0].op == "power-loss"
 
 
 def test_good_scenario_parses() -> None:
