@@ -29,7 +29,17 @@ class DiskError(ComposeError):
 
 
 class LazyDisk:
-    def __init__(self, base: Path) -> None:
+    """`commit_interval`, `writeback_after`: the kernel's background journal commit and
+    writeback, in seconds (Linux's 5 and 30); 0 and 0 is the worst moment, nothing ever
+    written back unless fsynced (the filesystem's own tests use that)."""
+
+    def __init__(
+        self, base: Path, commit_interval: float = 5.0, writeback_after: float = 30.0
+    ) -> None:
+        self.intervals = [
+            f"--commit-interval={commit_interval}",
+            f"--writeback-after={writeback_after}",
+        ]
         self.base = base.resolve()  # compose reads a relative bind path as the file's own
         self.live, self.store, self.mnt = (self.base / d for d in ("live", "store", "mnt"))
         self.process: subprocess.Popen[bytes] | None = None
@@ -40,7 +50,15 @@ class LazyDisk:
             d.mkdir(parents=True, exist_ok=True)
         self._log = open(self.base / "lazyfs.log", "ab")  # noqa: SIM115 - kept for the daemon
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "lazyfs", str(self.live), str(self.store), str(self.mnt)],
+            [
+                sys.executable,
+                "-m",
+                "lazyfs",
+                str(self.live),
+                str(self.store),
+                str(self.mnt),
+                *self.intervals,
+            ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C to the harness must not unmount a live broker

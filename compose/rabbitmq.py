@@ -1,4 +1,5 @@
-"""A three-node RabbitMQ cluster under Docker Compose."""
+"""A RabbitMQ cluster under Docker Compose: three nodes, or the first two; optionally with a
+load balancer (HAProxy) that sends every client to the same node and fails over (R4)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from harness.topology import Endpoint, Topology
 
 COMPOSE_FILE = Path(__file__).parent / "rabbitmq" / "docker-compose.yml"
 NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
+LOAD_BALANCER = "lb"  # the compose service; clients then reach the cluster through it alone
+HAPROXY_IMAGE = "brokerjepsen/haproxy:2.6-debian"
 OFFICIAL_IMAGE = "rabbitmq:3.13-management"
 LOCAL_IMAGE = "brokerjepsen/rabbitmq:3.10.8-debian"
 AMQP_PORT = 5672
@@ -32,6 +35,8 @@ class ClusterConfig:
     pause_if_all_down_recover: str = "autoheal"
     image: str | None = None
     lazy_disks: bool = False  # each node's /var/lib/rabbitmq on the power-loss filesystem
+    nodes: tuple[str, ...] = NODE_NAMES  # the first two or all three
+    load_balancer: bool = False
 
 
 def render_config(cfg: ClusterConfig) -> str:
@@ -39,7 +44,7 @@ def render_config(cfg: ClusterConfig) -> str:
         "cluster_formation.peer_discovery_backend = rabbit_peer_discovery_classic_config",
         *(
             f"cluster_formation.classic_config.nodes.{i} = rabbit@{name}"
-            for i, name in enumerate(NODE_NAMES, 1)
+            for i, name in enumerate(cfg.nodes, 1)
         ),
         f"cluster_partition_handling = {cfg.partition_handling}",
         f"net_ticktime = {cfg.net_ticktime}",
@@ -56,6 +61,35 @@ def render_config(cfg: ClusterConfig) -> str:
             for i, name in enumerate(cfg.pause_if_all_down_nodes, 1)
         ]
     return "\n".join(lines) + "\n"
+
+
+def render_haproxy(nodes: tuple[str, ...], net_prefix: str) -> str:
+    """002's assumption 4: every client on the first node while it answers its port, else on
+    the next; when the first is back, clients on a backup are cut so that they return to it."""
+    address = {n: f"{net_prefix}.{11 + NODE_NAMES.index(n)}" for n in nodes}
+    servers = [
+        f"  server {n} {address[n]}:{AMQP_PORT} check" + ("" if i == 0 else " backup")
+        for i, n in enumerate(nodes)
+    ]
+    return (
+        "\n".join(
+            [
+                "defaults",
+                "  mode tcp",
+                "  timeout connect 5s",
+                "  timeout client 3h",
+                "  timeout server 3h",
+                "frontend amqp",
+                f"  bind *:{AMQP_PORT}",
+                "  default_backend rabbit",
+                "backend rabbit",
+                "  default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions"
+                " on-marked-up shutdown-backup-sessions",
+                *servers,
+            ]
+        )
+        + "\n"
+    )
 
 
 def choose_image(requested: str | None, client: docker.DockerClient) -> str:
@@ -89,7 +123,8 @@ class RabbitMQCluster(ComposeCluster):
         self.config = config
         self.image = choose_image(config.image, self.docker)
         self._env: dict[str, str] = {}
-        self.disks = LazyDisks(workdir, list(NODE_NAMES)) if config.lazy_disks else None
+        self.nodes = config.nodes
+        self.disks = LazyDisks(workdir, list(self.nodes)) if config.lazy_disks else None
         self.overrides: tuple[Path, ...] = ()
 
     def up(self, timeout: float) -> None:
@@ -103,30 +138,38 @@ class RabbitMQCluster(ComposeCluster):
             "BJ_RABBITMQ_CONF": str(conf.resolve()),
             "BJ_ERLANG_COOKIE": secrets.token_hex(16),
         }
-        wait = ["up", "-d", "--wait", "--wait-timeout", str(int(timeout))]
+        services = [*self.nodes, *([LOAD_BALANCER] if self.config.load_balancer else [])]
+        wait = ["up", "-d", "--wait", "--wait-timeout", str(int(timeout)), *services]
         if self.disks is not None:
             self.disks.mount_all()
             self.overrides = (self._disk_override(self.disks),)
 
         def start() -> None:
             self._env["BJ_NET_PREFIX"] = self.net_prefix
+            if self.config.load_balancer:
+                haproxy = self.workdir / "haproxy.cfg"
+                haproxy.write_text(render_haproxy(self.nodes, self.net_prefix))
+                haproxy.chmod(0o644)
+                self._env["BJ_HAPROXY_CONF"] = str(haproxy.resolve())
+                self._env["BJ_HAPROXY_IMAGE"] = HAPROXY_IMAGE
             compose(COMPOSE_FILE, wait, self._env, timeout=timeout + 30, overrides=self.overrides)
 
         self.start_on_free_subnet(start)
-        running = self.running_nodes("rabbit1")
-        expected = {f"rabbit@{n}" for n in NODE_NAMES}
+        running = self.running_nodes(self.nodes[0])
+        expected = {f"rabbit@{n}" for n in self.nodes}
         if set(running) != expected:
             raise ComposeError(f"cluster did not form: rabbit1 sees {sorted(running)}")
 
     def _disk_override(self, disks: LazyDisks) -> Path:
         """A compose file merged over the shipped one: each node's data on its lazy disk."""
         override = self.workdir / "lazy-disks.yml"
-        services = {n: {"volumes": [f"{disks.mountpoint(n)}:{DATA_DIR}"]} for n in NODE_NAMES}
+        services = {n: {"volumes": [f"{disks.mountpoint(n)}:{DATA_DIR}"]} for n in self.nodes}
         override.write_text(json.dumps({"services": services}, indent=2))
         return override
 
     def down(self, timeout: float = 120) -> None:
-        env = self._env or {"BJ_PROJECT": self.project}
+        # The load balancer's profile, so that down takes it too when it ran.
+        env = {**(self._env or {"BJ_PROJECT": self.project}), "COMPOSE_PROFILES": LOAD_BALANCER}
         try:
             args = ["down", "-v", "--remove-orphans", "-t", "5"]
             compose(COMPOSE_FILE, args, env, timeout, overrides=self.overrides)
@@ -135,12 +178,13 @@ class RabbitMQCluster(ComposeCluster):
                 self.disks.unmount_all()
 
     def topology(self) -> Topology:
-        return self.topology_of(NODE_NAMES)
+        return self.topology_of(self.nodes)
 
     def endpoints(self) -> list[Endpoint]:
+        """Where clients reach each node, and the load balancer (named lb) when it runs."""
         out = []
         for name, c in sorted(self.containers().items()):
-            if name not in NODE_NAMES:
+            if name not in (*self.nodes, LOAD_BALANCER):
                 continue
             binding = c.attrs["NetworkSettings"]["Ports"][f"{AMQP_PORT}/tcp"][0]
             out.append(Endpoint(name, binding["HostIp"] or "127.0.0.1", int(binding["HostPort"])))
@@ -166,7 +210,7 @@ class RabbitMQCluster(ComposeCluster):
         """Each queue's message count (ready + unacknowledged) and state, from the first node
         that answers (a paused or stuck node does not)."""
         last: ComposeError | None = None
-        for node in NODE_NAMES:
+        for node in self.nodes:
             try:
                 out = self.rabbitmqctl(
                     node,
@@ -186,6 +230,17 @@ class RabbitMQCluster(ComposeCluster):
                 for q in json.loads(out)
             }
         raise last or ComposeError("no node answered list_queues")
+
+    def queue_messages(self, node: str) -> dict[str, int]:
+        """Each queue's messages as one node counts them (during a partition, its own side)."""
+        out = self.rabbitmqctl(
+            node, "list_queues", "--local", "name", "messages", "--formatter", "json", timeout=30
+        )
+        return {q["name"]: int(q["messages"]) for q in json.loads(out)}
+
+    def set_memory_high_watermark(self, node: str, fraction: float) -> None:
+        """0 blocks every publisher on the node (002's way to let queues drain)."""
+        self.rabbitmqctl(node, "set_vm_memory_high_watermark", str(fraction), timeout=30)
 
     def server_version(self) -> str:
         out = self.rabbitmqctl("rabbit1", "version").strip()

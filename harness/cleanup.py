@@ -44,7 +44,7 @@ def heal_everything(
             compose(
                 COMPOSE_FILE,
                 ["down", "-v", "--remove-orphans", "-t", "5"],
-                {"BJ_PROJECT": project},
+                {"BJ_PROJECT": project, "COMPOSE_PROFILES": "lb"},
                 timeout=180,
             )
             # A Kafka cluster's network has another name than the RabbitMQ file's.

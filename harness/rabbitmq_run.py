@@ -10,14 +10,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from compose.rabbitmq import ClusterConfig, RabbitMQCluster
+from compose.rabbitmq import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
 from harness.history import HistoryWriter
 from harness.results import write_manifest
 from harness.runner import RunOptions, ScenarioRun
-from harness.scenario import Consumer, NemesisStep, Scenario
+from harness.scenario import RABBITMQ_NODES, Consumer, NemesisStep, Scenario
 from harness.topology import Endpoint
 from harness.wait import wait_until
 from nemesis.faults import Nemesis
+from nemesis.rabbitmq import block_publishers, wait_drained
 from workloads.rabbitmq import declare_topology
 
 log = logging.getLogger("harness")
@@ -47,6 +48,8 @@ class RabbitMQRun(ScenarioRun):
                 pause_if_all_down_recover=c.pause_if_all_down_recover,
                 image=c.image,
                 lazy_disks=c.lazy_disks,
+                nodes=RABBITMQ_NODES[: c.nodes],
+                load_balancer=c.load_balancer,
             ),
             workdir=self.run_dir / "cluster",
             project=f"{self.scenario.id}-{self.run_id}".lower(),
@@ -65,7 +68,8 @@ class RabbitMQRun(ScenarioRun):
                 "^(" + "|".join(re.escape(q) for q in w.queues) + ")$"
             )
         self.endpoints = {e.node: e for e in self.cluster.endpoints()}
-        declare_topology(list(self.endpoints.values()), w.exchange, w.queues, c.queue_type)
+        nodes = [e for n, e in self.endpoints.items() if n != LOAD_BALANCER]
+        declare_topology(nodes, w.exchange, w.queues, c.queue_type)
         self.nemesis = Nemesis(
             self.cluster.topology(),
             self.opts.tools_image,
@@ -201,8 +205,18 @@ class RabbitMQRun(ScenarioRun):
                 n.heal(step.nodes or None)
             case "power-loss":
                 n.power_loss(step.nodes)
+            case "block-publishers":
+                assert self.cluster is not None
+                block_publishers(n, self.cluster, step.nodes)
+            case "wait-drained":
+                assert self.cluster is not None
+                wait_drained(n, self.cluster, step.nodes, step.within)
             case "kill" | "stop" | "start" | "pause" | "resume" | "restart":
                 getattr(n, step.op)(step.nodes)
 
     def _endpoints_for(self, nodes: list[str]) -> list[dict[str, Any]]:
-        return [asdict(self.endpoints[n]) for n in nodes]
+        """The client's nodes in its order, those the cluster has; with a load balancer, it
+        alone (002's assumption 4: every client on the node it chooses)."""
+        if LOAD_BALANCER in self.endpoints:
+            return [asdict(self.endpoints[LOAD_BALANCER])]
+        return [asdict(self.endpoints[n]) for n in nodes if n in self.endpoints]

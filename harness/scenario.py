@@ -56,6 +56,9 @@ PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_al
 QueueType = Literal["mirrored", "quorum", "classic"]
 NetworkOp = Literal["isolate", "partition", "cut", "cut-clients", "heal"]
 ProcessOp = Literal["kill", "stop", "start", "pause", "resume", "restart", "power-loss"]
+# 002's manual resolution (R4): memory high watermark 0 on the nodes, then wait until their
+# queues hold nothing (at most `within` seconds).
+ProcedureOp = Literal["block-publishers", "wait-drained"]
 
 
 class ScenarioError(Exception):
@@ -77,6 +80,9 @@ class RabbitMQCluster(Strict):
     net_ticktime: Annotated[int, Field(ge=2, le=120)] = 5
     # Each node's data directory on the power-loss filesystem (lazyfs): needed by power-loss.
     lazy_disks: bool = False
+    nodes: Annotated[int, Field(ge=2, le=3)] = 3  # rabbit1..rabbitN
+    # HAProxy in front: every client through it, all on the first node while it answers (R4).
+    load_balancer: bool = False
     image: str | None = None
 
     @model_validator(mode="after")
@@ -138,8 +144,9 @@ class Workload(Strict):
 
 class NemesisStep(Strict):
     at: Annotated[float, Field(ge=0, le=3600)]  # seconds after the workload starts
-    op: NetworkOp | ProcessOp
+    op: NetworkOp | ProcessOp | ProcedureOp
     nodes: list[str] = Field(default_factory=list)
+    within: Annotated[float, Field(gt=0, le=3600)] = 120.0  # wait-drained: the bound
     groups: list[list[str]] = Field(default_factory=list)
     from_: list[str] = Field(default_factory=list, alias="from")
     to: list[str] = Field(default_factory=list)
@@ -199,10 +206,16 @@ class Scenario(ScenarioBase):
     nemesis: list[NemesisStep] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _power_loss_needs_lazy_disks(self) -> Scenario:
+    def _steps_fit_the_cluster(self) -> Scenario:
+        known = RABBITMQ_NODES[: self.cluster.nodes]
         for i, step in enumerate(self.nemesis):
             if step.op == "power-loss" and not self.cluster.lazy_disks:
                 raise ValueError(f"nemesis.{i}: power-loss needs cluster.lazy_disks: true")
+            named = [*step.nodes, *step.from_, *step.to, *(n for g in step.groups for n in g)]
+            if unknown := [n for n in named if n not in known]:
+                raise ValueError(
+                    f"nemesis.{i}: no node {unknown[0]!r} in a cluster of {self.cluster.nodes}"
+                )
         return self
 
 

@@ -1,14 +1,19 @@
-"""`python -m lazyfs LIVE STORE MOUNTPOINT`: serve the lazy filesystem until unmounted.
+"""`python -m lazyfs LIVE STORE MOUNTPOINT [--commit-interval S] [--writeback-after S]`: serve
+the lazy filesystem until unmounted.
 
-On its way out it writes `STORE/dropped.json`: what the unmount threw away (files with
-unsynced data, their bytes, whether metadata was uncommitted): a power loss's toll.
+The intervals are the kernel's background work (lazyfs.durable): the journal commit (ext4's 5 s)
+and the writeback of data dirty that long (Linux's 30 s); 0 turns either off, the worst moment
+for a power loss. On its way out it writes `STORE/dropped.json`: what the unmount threw away
+(files with unsynced data, their bytes, whether metadata was uncommitted), a power loss's toll.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
+import threading
 from pathlib import Path
 
 import mfusepy
@@ -17,25 +22,41 @@ from lazyfs.durable import Durable
 from lazyfs.fs import LazyFS
 
 DROPPED = "dropped.json"
+TICK = 1.0  # seconds between looks at the background work (the kernel's: 5 s)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print("usage: python -m lazyfs LIVE STORE MOUNTPOINT", file=sys.stderr)
-        return 2
-    live, store, mountpoint = (Path(a) for a in argv)
+    parser = argparse.ArgumentParser(prog="python -m lazyfs")
+    parser.add_argument("live", type=Path)
+    parser.add_argument("store", type=Path)
+    parser.add_argument("mountpoint", type=Path)
+    parser.add_argument("--commit-interval", type=float, default=5.0)
+    parser.add_argument("--writeback-after", type=float, default=30.0)
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    durable = Durable(live, store)
-    (store / DROPPED).unlink(missing_ok=True)
-    mfusepy.FUSE(
-        LazyFS(live, durable),
-        str(mountpoint),
-        foreground=True,
-        allow_other=True,  # the broker in its container may run as another user
-        default_permissions=True,  # the kernel checks modes; the daemon is root
-        fsname="brokerjepsen-lazyfs",
-    )
-    (store / DROPPED).write_text(json.dumps(durable.unsynced()))
+    durable = Durable(args.live, args.store, args.commit_interval, args.writeback_after)
+    (args.store / DROPPED).unlink(missing_ok=True)
+    stop = threading.Event()
+
+    def background() -> None:
+        while not stop.wait(TICK):
+            durable.tick()
+
+    if args.commit_interval or args.writeback_after:
+        threading.Thread(target=background, daemon=True).start()
+    try:
+        mfusepy.FUSE(
+            LazyFS(args.live, durable),
+            str(args.mountpoint),
+            foreground=True,
+            allow_other=True,  # the broker in its container may run as another user
+            default_permissions=True,  # the kernel checks modes; the daemon is root
+            fsname="brokerjepsen-lazyfs",
+        )
+    finally:
+        stop.set()
+    with durable.lock:  # nothing more is written back once unmounted: the power is off
+        (args.store / DROPPED).write_text(json.dumps(durable.unsynced()))
     return 0
 
 

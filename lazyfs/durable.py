@@ -5,8 +5,8 @@ broker reads back what it wrote; this module keeps, beside it, only what an fsyn
 A power loss throws the live directory away and rebuilds it from this image.
 
 The semantics are those of ext4 in its default mode (data=ordered, delayed allocation,
-auto_da_alloc) at the worst moment, with no background writeback or periodic journal commit
-having happened since the last fsync (the model of Jepsen's lazyfs):
+auto_da_alloc) with Linux's default background writeback, or, with both intervals 0, at the
+worst moment, no background writeback or periodic journal commit ever (Jepsen's lazyfs):
 
 - File data is durable once that file is fsynced (fsync or fdatasync, msync of a mapping).
 - Metadata (which names exist, renames, unlinks, new directories, modes and owners) goes into
@@ -15,6 +15,11 @@ having happened since the last fsync (the model of Jepsen's lazyfs):
 - A file renamed over an existing one has its data written when that rename is committed
   (auto_da_alloc), so replace-by-rename without an fsync of the new file keeps its new contents
   once anything commits the journal, and keeps the old file's otherwise.
+- In the background (`tick`), the journal commits every `commit_interval` seconds (ext4's
+  commit=5) and a file whose data has been dirty for `writeback_after` seconds is written
+  back (vm.dirty_expire_centisecs=3000, checked every 5 s). So a power loss takes the last
+  half minute or so of unsynced writes, not everything since the last fsync: a file written
+  once at start-up without an fsync (Kafka's bootstrap.checkpoint) is on disk a minute later.
 
 On disk, in the store directory: `files/<id>` (each file's durable contents, by a stable id, so
 a rename moves a name, not the data) and `namespace.json` (the committed names).
@@ -27,6 +32,7 @@ import os
 import shutil
 import stat
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +46,8 @@ class Pending:
 
     ranges: list[list[int]] = field(default_factory=list)  # [start, end), appends merged
     resized: bool = False
+    since: float = field(default_factory=time.monotonic)  # dirty since (the oldest change)
+    path: str = ""  # where the live file is now (relative), for the background writeback
 
     def wrote(self, offset: int, length: int) -> None:
         end = offset + length
@@ -68,7 +76,18 @@ class Durable:
     Thread-safe: the FUSE loop calls it from several threads.
     """
 
-    def __init__(self, live: Path, store: Path) -> None:
+    def __init__(
+        self,
+        live: Path,
+        store: Path,
+        commit_interval: float = 5.0,
+        writeback_after: float = 30.0,
+    ) -> None:
+        """`commit_interval`, `writeback_after`: the background journal commit and writeback
+        (seconds; 0: never)."""
+        self.commit_interval = commit_interval
+        self.writeback_after = writeback_after
+        self.last_commit = time.monotonic()
         self.live = live
         self.store = store
         self.files_dir = store / "files"
@@ -99,19 +118,39 @@ class Durable:
         with self.lock:
             self.journal_dirty = True
 
-    def renamed(self, ino: int, replaced_existing: bool) -> None:
+    def renamed(self, ino: int, new_path: str, replaced_existing: bool) -> None:
         with self.lock:
             self.journal_dirty = True
-            if replaced_existing and ino in self.pending:
-                self.flush_at_commit.add(ino)
+            if ino in self.pending:
+                self.pending[ino].path = new_path
+                if replaced_existing:
+                    self.flush_at_commit.add(ino)
 
-    def wrote(self, ino: int, offset: int, length: int) -> None:
+    def wrote(self, ino: int, path: str, offset: int, length: int) -> None:
         with self.lock:
-            self.pending.setdefault(ino, Pending()).wrote(offset, length)
+            pending = self.pending.setdefault(ino, Pending())
+            pending.wrote(offset, length)
+            pending.path = path
 
-    def resized(self, ino: int) -> None:
+    def resized(self, ino: int, path: str) -> None:
         with self.lock:
-            self.pending.setdefault(ino, Pending()).resized = True
+            pending = self.pending.setdefault(ino, Pending())
+            pending.resized = True
+            pending.path = path
+
+    def tick(self, now: float | None = None) -> None:
+        """The kernel's background work: write back data dirty for `writeback_after` seconds,
+        and commit the journal every `commit_interval` (each, when not 0)."""
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            if self.writeback_after:
+                expired = [
+                    ino for ino, p in self.pending.items() if now - p.since >= self.writeback_after
+                ]
+                for ino in expired:
+                    self._write_back_at(ino, self.pending[ino].path)
+            if self.commit_interval and now - self.last_commit >= self.commit_interval:
+                self._commit()
 
     def fsync_file(self, ino: int, live_fd: int) -> None:
         """fsync/fdatasync of a file: its data, then the journal (every metadata change)."""
@@ -164,12 +203,31 @@ class Durable:
         finally:
             os.close(fd)
 
+    def _write_back_at(self, ino: int, rel: str) -> None:
+        """Writes back a file's data, opening it where it lives now; a file no longer there
+        (unlinked since) has nothing to write back."""
+        try:
+            fd = os.open(self.live / rel, os.O_RDONLY)
+        except OSError:
+            self.pending.pop(ino, None)
+            return
+        try:
+            if os.fstat(fd).st_ino == ino:
+                self._write_back(ino, fd)
+            else:
+                self.pending.pop(ino, None)
+        finally:
+            os.close(fd)
+
     def _commit(self) -> None:
         """The journal commit: the live tree's names become the durable ones."""
+        self.last_commit = time.monotonic()
         if not self.journal_dirty and not self.flush_at_commit:
             return
         for ino in list(self.flush_at_commit):
-            self._write_back_by_inode(ino)
+            if ino in self.pending:
+                self._write_back_at(ino, self.pending[ino].path)
+            self.flush_at_commit.discard(ino)
         dirs: dict[str, list[int]] = {}
         files: dict[str, dict[str, Any]] = {}
         links: dict[str, str] = {}
@@ -200,27 +258,6 @@ class Durable:
             if durable.name not in kept:
                 durable.unlink()
         self.journal_dirty = False
-
-    def _write_back_by_inode(self, ino: int) -> None:
-        """auto_da_alloc's write-back of a file renamed over another: found by its inode."""
-        for root, _, filenames in os.walk(self.live):
-            for name in filenames:
-                full = os.path.join(root, name)
-                if _inode(full) == ino:
-                    fd = os.open(full, os.O_RDONLY)
-                    try:
-                        self._write_back(ino, fd)
-                    finally:
-                        os.close(fd)
-                    return
-        self.flush_at_commit.discard(ino)  # gone since: nothing to write
-
-
-def _inode(path: str) -> int | None:
-    try:
-        return os.lstat(path).st_ino
-    except FileNotFoundError:
-        return None
 
 
 def _load_namespace(store: Path) -> dict[str, Any]:

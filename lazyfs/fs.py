@@ -112,7 +112,7 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
             ino = os.lstat(self._path(old)).st_ino
             replaced = os.path.lexists(self._path(new))
             os.rename(self._path(old), self._path(new))
-            self.durable.renamed(ino, replaced)
+            self.durable.renamed(ino, new.lstrip("/"), replaced)
         return 0
 
     def link(self, target: str, source: str) -> int:
@@ -157,7 +157,7 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         fd = os.open(self._path(path), access)
         if flags & os.O_TRUNC:
             os.ftruncate(fd, 0)
-            self.durable.resized(os.fstat(fd).st_ino)
+            self.durable.resized(os.fstat(fd).st_ino, path.lstrip("/"))
         return fd
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
@@ -165,7 +165,7 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
         written = os.pwrite(fh, data, offset)
-        self.durable.wrote(os.fstat(fh).st_ino, offset, written)
+        self.durable.wrote(os.fstat(fh).st_ino, path.lstrip("/"), offset, written)
         return written
 
     def truncate(self, path: str, length: int, fh: int | None = None) -> int:
@@ -176,7 +176,7 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
             full = self._path(path)
             os.truncate(full, length)
             ino = os.lstat(full).st_ino
-        self.durable.resized(ino)
+        self.durable.resized(ino, path.lstrip("/"))
         return 0
 
     def fsync(self, path: str, datasync: int, fh: int) -> int:

@@ -5,6 +5,7 @@
 # DEBIAN_MIRROR says otherwise.
 #
 #   brokerjepsen/rabbitmq:3.10.8-debian    rabbitmq-server from Debian
+#   brokerjepsen/haproxy:2.6-debian        haproxy from Debian (the load balancer of R4)
 #   brokerjepsen/zookeeper:3.8.0-debian    zookeeper + OpenJDK 17 from Debian (also the JVM
 #                                          base of the Kafka image)
 #   brokerjepsen/kafka:<version>-debian    Kafka 3.9 and 4.1 from Maven Central, and from a
@@ -15,6 +16,7 @@ set -euo pipefail
 SUITE=${DEBIAN_SUITE:-bookworm}
 RABBITMQ_IMAGE=${LOCAL_RABBITMQ_IMAGE:-brokerjepsen/rabbitmq:3.10.8-debian}
 ZOOKEEPER_IMAGE=${LOCAL_ZOOKEEPER_IMAGE:-brokerjepsen/zookeeper:3.8.0-debian}
+HAPROXY_IMAGE=${LOCAL_HAPROXY_IMAGE:-brokerjepsen/haproxy:2.6-debian}
 here=$(cd "$(dirname "$0")" && pwd)
 TOOLS=iptables,iproute2,procps,iputils-ping,ca-certificates
 
@@ -72,6 +74,12 @@ prepare_rabbitmq() {
   rm -rf "$rootfs"/var/lib/rabbitmq/mnesia "$rootfs"/var/lib/rabbitmq/.erlang.cookie
 }
 
+prepare_haproxy() {
+  local rootfs=$1
+  chroot "$rootfs" dpkg-query -W -f='${Version}' haproxy >"$rootfs/etc/brokerjepsen-version"
+  mkdir -p "$rootfs/usr/local/etc/haproxy"
+}
+
 prepare_zookeeper() {
   local rootfs=$1
   chroot "$rootfs" dpkg-query -W -f='${Version}' libzookeeper-java >"$rootfs/etc/brokerjepsen-version"
@@ -84,6 +92,13 @@ else
   debootstrap_image "$RABBITMQ_IMAGE" rabbitmq-server rabbitmq-entrypoint.sh prepare_rabbitmq \
     --change 'CMD ["rabbitmq-server"]' --change 'EXPOSE 5672 15672 25672 4369' \
     --change "LABEL org.brokerjepsen.rabbitmq-version=3.10.8"
+fi
+
+if present "$HAPROXY_IMAGE"; then
+  echo "image $HAPROXY_IMAGE present"
+else
+  debootstrap_image "$HAPROXY_IMAGE" haproxy haproxy-entrypoint.sh prepare_haproxy \
+    --change 'EXPOSE 5672' --change "LABEL org.brokerjepsen.haproxy-version=2.6"
 fi
 
 if present "$ZOOKEEPER_IMAGE"; then

@@ -1,0 +1,55 @@
+"""RabbitMQ's own steps in 002's manual resolution of a partition (R4): block the publishers of
+a node (memory high watermark 0) and wait until that node's queues are drained. The network and
+process steps are the common nemesis's (`Nemesis`); what RabbitMQ adds comes through
+`RabbitMQControl`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from nemesis.faults import Nemesis
+
+
+class RabbitMQControl(Protocol):
+    def queue_messages(self, node: str) -> dict[str, int]: ...
+
+    def set_memory_high_watermark(self, node: str, fraction: float) -> None: ...
+
+
+def block_publishers(net: Nemesis, control: RabbitMQControl, nodes: list[str]) -> None:
+    """Memory high watermark 0 on each node: its publishers are blocked, consumers go on. A
+    runtime setting: a restart of the node brings its configured watermark back."""
+
+    def apply() -> None:
+        for node in nodes:
+            control.set_memory_high_watermark(node, 0.0)
+
+    net.logged("block-publishers", {"nodes": nodes, "vm_memory_high_watermark": 0}, apply)
+
+
+def wait_drained(
+    net: Nemesis, control: RabbitMQControl, nodes: list[str], within: float, poll: float = 1.0
+) -> None:
+    """Waits, at most `within` seconds, until every queue each node hosts holds no message. Not
+    drained in time is recorded (`drained: false`) and the schedule goes on: the procedure's
+    assumption did not hold, and the verdict will say what that cost."""
+
+    def apply() -> dict[str, Any]:
+        deadline = time.monotonic() + within
+        left: dict[str, dict[str, int]] = {}
+        while True:
+            left = {}
+            for node in nodes:
+                try:
+                    counts = control.queue_messages(node)
+                except Exception:  # noqa: BLE001 - a node busy answering: ask again
+                    left[node] = {"(no answer)": 1}
+                    continue
+                if busy := {q: n for q, n in counts.items() if n}:
+                    left[node] = busy
+            if not left or time.monotonic() >= deadline:
+                return {"drained": not left, "left": left}
+            time.sleep(poll)
+
+    net.logged("wait-drained", {"nodes": nodes, "within": within}, apply)
