@@ -115,8 +115,21 @@ class RabbitMQRun(ScenarioRun):
 
         ok = wait_until(reunited, self.scenario.timeouts.recovery, interval=2)
         self.manifest["cluster_recovered"] = ok
+        # Ignore mode leaves a healed partition in place: say so, node by node.
+        self.manifest["partitions_after_recovery"] = self._partitions(names)
         if not ok:
             log.warning("cluster not reunited after %.0f s", self.scenario.timeouts.recovery)
+
+    def _partitions(self, names: tuple[str, ...]) -> dict[str, Any]:
+        """Each node's view of the partitions it still reports (None: it did not answer)."""
+        assert self.cluster is not None
+        out: dict[str, Any] = {}
+        for n in names:
+            try:
+                out[n] = self.cluster.cluster_status(n).get("partitions") or {}
+            except Exception:  # noqa: BLE001 - a node that does not answer says nothing
+                out[n] = None
+        return out
 
     def _spawn_consumer(self, process: str, c: Consumer, deadline: float, drain_now: bool) -> None:
         w = self.scenario.workload

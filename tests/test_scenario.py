@@ -140,3 +140,27 @@ def test_cli_unknown_flag_exits_2() -> None:
     result = _harness("run", "--bogus")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+def test_two_nodes_and_a_load_balancer() -> None:
+    two = GOOD.replace("mirrored}", "mirrored, nodes: 2, load_balancer: true}")
+    s = parse_scenario(two.replace("rabbit3", "rabbit2"))
+    assert s.cluster.nodes == 2 and s.cluster.load_balancer
+    with pytest.raises(ScenarioError, match="no node 'rabbit3' in a cluster of 2"):
+        parse_scenario(two)  # isolates rabbit3
+    steps = "  - {at: 1, op: block-publishers, nodes: [rabbit1]}\n"
+    steps += "  - {at: 1, op: wait-drained, nodes: [rabbit1], within: 30}\n"
+    r4 = parse_scenario(two.split("nemesis:")[0] + "nemesis:\n" + steps)
+    assert [(x.op, x.within) for x in r4.nemesis] == [
+        ("block-publishers", 120.0),
+        ("wait-drained", 30.0),
+    ]
+
+
+def test_the_load_balancer_sends_every_client_to_the_first_node() -> None:
+    from compose.rabbitmq import render_haproxy
+
+    cfg = render_haproxy(("rabbit1", "rabbit2"), "172.29.57")
+    assert "  server rabbit1 172.29.57.11:5672 check\n" in cfg
+    assert "  server rabbit2 172.29.57.12:5672 check backup\n" in cfg
+    assert "on-marked-down shutdown-sessions on-marked-up shutdown-backup-sessions" in cfg
