@@ -80,6 +80,9 @@ def judge(
         return Judgement("inconclusive", False, "no message was acknowledged: nothing was tested")
     if unexpected:
         return Judgement("anomalies", False, f"{unexpected} received messages were never sent")
+    if lost and expect in ("unavailable", "reordered", "duplicates", "no-duplicates"):
+        # Each of these says what else happened, on top of nothing acknowledged lost.
+        return Judgement("loss", False, f"{lost} acknowledged messages lost{where}")
     if expect == "loss":
         if lost:
             return Judgement("loss", True, f"reproduced: {lost} acknowledged messages lost{where}")
@@ -96,8 +99,6 @@ def judge(
             )
         return Judgement("safe", True, f"no acknowledged message lost ({acked} acknowledged)")
     if expect == "unavailable":
-        if lost:
-            return Judgement("loss", False, f"{lost} acknowledged messages lost{where}")
         if refused:
             return Judgement(
                 "unavailable", True, f"{refused} sends refused or unknown, none acknowledged lost"
@@ -112,8 +113,6 @@ def judge(
             )
         return Judgement("safe", False, "not reproduced: every send was acknowledged")
     if expect == "reordered":
-        if lost:
-            return Judgement("loss", False, f"{lost} acknowledged messages lost{where}")
         if reordered:
             return Judgement(
                 "reordered",
@@ -125,8 +124,6 @@ def judge(
             "safe", False, "not reproduced: every producer's messages came first in order"
         )
     if expect in ("duplicates", "no-duplicates"):
-        if lost:
-            return Judgement("loss", False, f"{lost} acknowledged messages lost{where}")
         if expect == "duplicates":
             if duplicated:
                 return Judgement("duplicates", True, f"reproduced: {duplicated} messages {twice}")

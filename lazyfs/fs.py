@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -180,20 +181,12 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         return 0
 
     def fsync(self, path: str, datasync: int, fh: int) -> int:
-        try:
-            self.durable.fsync_file(os.fstat(fh).st_ino, fh)
-        except OSError as e:  # the broker sees EIO-like failures: say which, in lazyfs.log
-            log.error("fsync %s failed: %s", path, e)
-            raise
-        return 0
+        return _said_if_failed(
+            f"fsync {path}", lambda: self.durable.fsync_file(os.fstat(fh).st_ino, fh)
+        )
 
     def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
-        try:
-            self.durable.fsync_dir()
-        except OSError as e:
-            log.error("fsync of directory %s failed: %s", path, e)
-            raise
-        return 0
+        return _said_if_failed(f"fsync of directory {path}", self.durable.fsync_dir)
 
     def flush(self, path: str, fh: int) -> int:
         return 0  # close(2) makes nothing durable
@@ -201,3 +194,13 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
     def release(self, path: str, fh: int) -> int:
         os.close(fh)
         return 0
+
+
+def _said_if_failed(what: str, sync: Callable[[], None]) -> int:
+    """A failed fsync reaches the broker as an I/O error: lazyfs.log says which and why."""
+    try:
+        sync()
+    except OSError as e:
+        log.error("%s failed: %s", what, e)
+        raise
+    return 0

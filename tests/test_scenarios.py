@@ -97,3 +97,33 @@ def test_R6_quorum_queues_lose_nothing(
     manifest, verdict = common_checks(run_dir, docker_client)
     assert verdict["matched"], verdict["reason"]
     assert result.returncode == 0
+
+
+def nemesis_oks(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "history" / "nemesis.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["type"] == "ok"]
+
+
+def test_R4_002s_manual_procedure_behind_the_load_balancer_loses_nothing(
+    docker_client: Any, rabbitmq_image: str, tmp_path: Path
+) -> None:
+    """Two nodes in ignore mode, every client through HAProxy; 002's procedure as steps."""
+    result, run_dir = run_harness("R4", tmp_path)
+    manifest, verdict = common_checks(run_dir, docker_client)
+    done = {e["f"]: e["value"] for e in nemesis_oks(run_dir)}
+    assert done["block-publishers"]["nodes"] == ["rabbit1"]
+    assert done["wait-drained"]["drained"] is True, done["wait-drained"]
+    assert manifest["topology"]["nodes"][-1]["name"] == "rabbit2"  # two nodes, no rabbit3
+    assert verdict["matched"], verdict["reason"]
+    assert result.returncode == 0
+
+
+def test_R8_quorum_queues_survive_every_node_losing_power(
+    docker_client: Any, rabbitmq_image: str, tmp_path: Path
+) -> None:
+    result, run_dir = run_harness("R8-quorum", tmp_path)
+    manifest, verdict = common_checks(run_dir, docker_client)
+    (power_loss,) = [e for e in nemesis_oks(run_dir) if e["f"] == "power-loss"]
+    assert set(power_loss["value"]["dropped"]) == {"rabbit1", "rabbit2", "rabbit3"}
+    assert verdict["matched"], verdict["reason"]
+    assert result.returncode == 0
