@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -16,6 +17,22 @@ from harness.topology import NodeHandle, Topology
 
 PROJECT_PREFIX = "brokerjepsen-"  # every project we start; `harness heal` looks for it
 SUBNET_ATTEMPTS = 3
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free on 127.0.0.1 now: a node keeps its published port across restarts (Docker
+    gives an ephemeral one anew at each start), and Kafka advertises it up front."""
+    socks, ports = [], []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
 
 
 class ComposeCluster:

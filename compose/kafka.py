@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import re
 import secrets
-import socket
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,7 +27,7 @@ import docker.errors
 import yaml
 
 from compose.cli import ComposeError, compose
-from compose.cluster import ComposeCluster
+from compose.cluster import ComposeCluster, free_ports
 from compose.disks import LazyDisks
 from harness.topology import Topology
 
@@ -331,21 +330,6 @@ def choose_zookeeper_image(requested: str | None, client: docker.DockerClient) -
         f"no ZooKeeper image: run make setup (builds {LOCAL_ZOOKEEPER_IMAGE} from Debian's "
         "zookeeper package) or docker pull confluentinc/cp-zookeeper:7.9.1"
     )
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 now (the advertised listeners must name them up front)."""
-    socks, ports = [], []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
 
 
 # ---- a running cluster -----------------------------------------------------------------------

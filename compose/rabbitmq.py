@@ -13,7 +13,7 @@ import docker
 import docker.errors
 
 from compose.cli import ComposeError, compose
-from compose.cluster import ComposeCluster
+from compose.cluster import ComposeCluster, free_ports
 from compose.disks import LazyDisks
 from harness.topology import Endpoint, Topology
 
@@ -132,7 +132,10 @@ class RabbitMQCluster(ComposeCluster):
         conf = self.workdir / "rabbitmq.conf"
         conf.write_text(render_config(self.config))
         conf.chmod(0o644)
+        ports = free_ports(len(NODE_NAMES) + 1)
         self._env = {
+            **{f"BJ_PORT_{n.upper()}": str(p) for n, p in zip(NODE_NAMES, ports[:-1], strict=True)},
+            "BJ_PORT_LB": str(ports[-1]),
             "BJ_PROJECT": self.project,
             "RABBITMQ_IMAGE": self.image,
             "BJ_RABBITMQ_CONF": str(conf.resolve()),
