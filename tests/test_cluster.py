@@ -179,6 +179,15 @@ def test_kill_and_start_reapplies_the_nodes_rules(
     assert chain_rules(cluster, "rabbit2") == [f"-A {network.CHAIN} -i lo -j RETURN"]
 
 
+def test_a_restarted_node_keeps_its_port(cluster: RabbitMQCluster, nemesis: Nemesis) -> None:
+    """Clients hold each node's port from the start: a node back from kill must answer there."""
+    before = {e.node: e for e in cluster.endpoints()}
+    nemesis.kill(["rabbit3"])
+    nemesis.start(["rabbit3"])
+    assert {e.node: e for e in cluster.endpoints()} == before
+    assert wait_until(lambda: amqp_works(before["rabbit3"]), 120, interval=2)
+
+
 def test_pause_and_resume(cluster: RabbitMQCluster, nemesis: Nemesis) -> None:
     nemesis.pause(["rabbit2"])
     assert cluster.containers()["rabbit2"].status == "paused"
