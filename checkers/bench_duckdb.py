@@ -30,6 +30,7 @@ COLUMNS = {
     "node": "VARCHAR",
     "error": "VARCHAR",
     "value": "JSON",
+    "redelivered": "BOOLEAN",
 }
 
 # Each statement builds one table; its name is what it counts (checkers.queries has the words).
@@ -44,7 +45,8 @@ _TABLES = {
     "invoked": "SELECT DISTINCT msg_id FROM ev WHERE f = 'send' AND type = 'invoke'",
     "recv": 'SELECT coalesce("group", stream) AS grp, '
     "coalesce(msg_id, '?' || file || ':' || line) AS msg_id, process, stream, producer, seq, "
-    "partition, \"offset\", time, file, line FROM ev WHERE f = 'receive' AND type = 'ok'",
+    'partition, "offset", time, file, line, redelivered FROM ev '
+    "WHERE f = 'receive' AND type = 'ok'",
     "per_msg": "SELECT grp, msg_id, count(*) AS deliveries FROM recv GROUP BY grp, msg_id",
     "m_acked": "SELECT grp, msg_id FROM groups CROSS JOIN acked",
     "m_received": "SELECT grp, msg_id FROM per_msg",
@@ -53,6 +55,8 @@ _TABLES = {
     "m_unexpected": "SELECT grp, msg_id FROM per_msg ANTI JOIN invoked USING (msg_id)",
     "m_recovered": "SELECT grp, msg_id FROM per_msg SEMI JOIN "
     "(SELECT msg_id FROM outcomes WHERE outcome <> 'ok') USING (msg_id)",
+    "m_unflagged": "SELECT DISTINCT grp, msg_id FROM recv QUALIFY row_number() OVER "
+    "(PARTITION BY grp, msg_id ORDER BY time, file, line) > 1 AND redelivered = false",
     "first_seen": "SELECT * FROM recv QUALIFY row_number() OVER "
     "(PARTITION BY grp, msg_id ORDER BY time, file, line) = 1",
     "m_reordered": "SELECT grp, msg_id FROM first_seen QUALIFY seq < max(seq) OVER "

@@ -15,7 +15,7 @@ from harness.history import EVENT_TYPES
 EVENT_SCHEMA = (
     "time double, process string, type string, f string, stream string, `group` string, "
     "producer string, seq bigint, msg_id string, partition bigint, offset bigint, node string, "
-    "error string, value string"
+    "error string, value string, redelivered boolean"
 )
 ROW_SCHEMA = f"{EVENT_SCHEMA}, file string, line bigint"
 EVENT_COLUMNS = tuple(field.split()[0].strip("`") for field in EVENT_SCHEMA.split(", "))
@@ -23,6 +23,12 @@ EVENT_COLUMNS = tuple(field.split()[0].strip("`") for field in EVENT_SCHEMA.spli
 
 def _opt(value: Any, kind: type | tuple[type, ...], name: str) -> Any:
     if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"{name} has the wrong type")
+
+
+def _opt_bool(value: Any, name: str) -> Any:
+    if value is None or isinstance(value, bool):
         return value
     raise ValueError(f"{name} has the wrong type")
 
@@ -62,6 +68,7 @@ def parse_line(file: str, index: int, text: str) -> tuple[str, Any]:
             _opt(event.get("node"), str, "node"),
             _opt(event.get("error"), str, "error"),
             None if event.get("value") is None else json.dumps(event["value"], sort_keys=True),
+            _opt_bool(event.get("redelivered"), "redelivered"),
             file,
             line_no,
         )

@@ -7,6 +7,8 @@ acknowledged message of the run expected in every group:
   received    distinct msg_ids received in g
   lost        acked, never received in g
   duplicated  distinct msg_ids received more than once in g
+  unflagged   duplicated in g with a delivery after the first that lacked the broker's
+              redelivered flag (RabbitMQ; Kafka's receives carry no flag)
   unexpected  received in g, never sent (no invoke), or a body we did not write
   recovered   received in g although its send ended fail, info or never completed
   reordered   first deliveries in g (by time, ties by file and line) whose seq is below the
@@ -229,6 +231,21 @@ def lost(msgs: DataFrame) -> DataFrame:
 
 def duplicated(msgs: DataFrame) -> DataFrame:
     return msgs.filter(_F().col("deliveries") > 1).select("group", "msg_id")
+
+
+def unflagged(receives: DataFrame) -> DataFrame:
+    """Delivered again in g (any delivery after the first, by time) without the broker's
+    redelivered flag: a replay RabbitMQ did not mark as one. Our publishers never publish a
+    seq twice, so every RabbitMQ duplicate is a redelivery and should carry the flag. Kafka's
+    receives carry no flag (null) and never count."""
+    from pyspark.sql import Window
+
+    F = _F()
+    nth = F.row_number().over(Window.partitionBy("group", "msg_id").orderBy(*DELIVERY_ORDER))
+    replays = receives.withColumn("n", nth).filter(
+        (F.col("n") > 1) & (F.col("redelivered") == F.lit(False))
+    )
+    return replays.select("group", "msg_id").distinct()
 
 
 def unexpected(msgs: DataFrame) -> DataFrame:

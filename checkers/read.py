@@ -7,8 +7,8 @@ is found in Python, on the driver, for the one line reported.
 
 The JSONL files are the contract; history.parquet beside them is a columnar copy, made by one
 pass over the JSONL the first time a history is checked, and read from then on while it is
-fresh: its sidecar records each JSONL file's size, and a history that changed since is copied
-again. pandas (pyarrow) and DuckDB open it as they are (Spark's _SUCCESS and our sidecar start
+fresh: its sidecar records each JSONL file's size and the columns read, and a history that
+changed since, or a copy made for other columns, is copied again. pandas (pyarrow) and DuckDB open it as they are (Spark's _SUCCESS and our sidecar start
 with "_", which they skip); a row whose `malformed` column is set is a last line cut off by a
 crash, not an event.
 """
@@ -93,7 +93,7 @@ def _write_parquet(spark: Any, history_dir: Path) -> dict[str, Any]:
     except HistoryError:
         shutil.rmtree(path, ignore_errors=True)
         raise
-    sidecar = {"files": sizes, "truncated_lines": truncated}
+    sidecar = {"files": sizes, "truncated_lines": truncated, "schema": EVENT_SCHEMA}
     (path / SIDECAR).write_text(json.dumps(sidecar, indent=1) + "\n")
     return sidecar
 
@@ -110,6 +110,8 @@ def _fresh_parquet(history_dir: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     if not isinstance(made_from, dict) or made_from.get("files") != _sizes(history_dir):
+        return None
+    if made_from.get("schema") != EVENT_SCHEMA:  # made by a checker that read other columns
         return None
     return made_from
 

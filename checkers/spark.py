@@ -106,6 +106,7 @@ def check_history(
             "lost": lost,
             "unseen": q.unseen(lost, q.ack_positions(events), q.highest_read(receives)),
             "duplicated": q.duplicated(msgs),
+            "unflagged": q.unflagged(receives),
             "reordered": reordered,
             "unexpected": q.unexpected(msgs),
             "recovered": q.recovered(msgs),

@@ -11,6 +11,7 @@ METRICS = (
     "lost",
     "unseen",
     "duplicated",
+    "unflagged",
     "reordered",
     "unexpected",
     "recovered",
@@ -126,7 +127,11 @@ def judge(
     if expect in ("duplicates", "no-duplicates"):
         if expect == "duplicates":
             if duplicated:
-                return Judgement("duplicates", True, f"reproduced: {duplicated} messages {twice}")
+                return Judgement(
+                    "duplicates",
+                    True,
+                    f"reproduced: {duplicated} messages {twice}{_replay_flags(groups, log)}",
+                )
             return Judgement("safe", False, f"not reproduced: no message {twice}")
         if duplicated:
             return Judgement("duplicates", False, f"refuted: {duplicated} messages {twice}")
@@ -149,6 +154,17 @@ def _duplicates(groups: dict[str, dict[str, int]], log: dict[str, Any] | None) -
     if log and log.get("positions"):
         return log.get("duplicate_offsets", 0), "written at two offsets or more"
     return sum(g["duplicated"] for g in groups.values()), "delivered twice or more"
+
+
+def _replay_flags(groups: dict[str, dict[str, int]], log: dict[str, Any] | None) -> str:
+    """How the replays were marked, where the broker marks them (RabbitMQ's redelivered flag):
+    a replay without it is not the redelivery the broker promises to announce."""
+    if log and log.get("positions"):
+        return ""  # Kafka: a duplicate is a second offset, and no delivery carries a flag
+    unflagged = sum(g.get("unflagged", 0) for g in groups.values())
+    if unflagged:
+        return f", {unflagged} of them replayed without the redelivered flag"
+    return ", every replay flagged redelivered"
 
 
 def _lost_in(groups: dict[str, dict[str, int]]) -> tuple[int, str]:

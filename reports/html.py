@@ -78,7 +78,7 @@ def versions(manifest: dict[str, Any]) -> list[tuple[str, str]]:
 def anomaly_rows(run: RunData) -> list[dict[str, Any]]:
     """Every non-zero anomaly count of every group, with its first ids and its id file."""
     rows = []
-    shown = ("lost", "unseen", "duplicated", "reordered", "unexpected", "recovered")
+    shown = ("lost", "unseen", "duplicated", "unflagged", "reordered", "unexpected", "recovered")
     for group, counts in sorted(((run.verdict or {}).get("groups") or {}).items()):
         for metric in shown:
             if counts.get(metric):

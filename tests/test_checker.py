@@ -40,7 +40,9 @@ def send(producer: str, seq: int, t: float, outcome: str | None) -> list[dict[st
     return events
 
 
-def recv(group: str, producer: str, seq: int, t: float, **kw: Any) -> dict[str, Any]:
+def recv(
+    group: str, producer: str, seq: int, t: float, redelivered: bool = False, **kw: Any
+) -> dict[str, Any]:
     return event(
         f"c-{group}",
         "ok",
@@ -50,7 +52,7 @@ def recv(group: str, producer: str, seq: int, t: float, **kw: Any) -> dict[str, 
         seq=seq,
         group=group,
         stream=group,
-        redelivered=False,
+        redelivered=redelivered,
         **kw,
     )
 
@@ -71,8 +73,8 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
     ev += send("A", 7, 7, "info")  # unknown outcome, later received: recovered
     ev += send("A", 8, 8, "fail")  # definitely failed, never received
     ev += send("A", 9, 9, None)  # invoke, no completion: counts as info
-    # q1: 1, 2, 4, 3 (reordered), 2 again (duplicate), 7 (recovered), 5 and 6 lost,
-    #     Z:1 never sent (unexpected)
+    # q1: 1, 2, 4, 3 (reordered), 2 again (duplicate, its replay unflagged), 7 (recovered),
+    #     5 and 6 lost, Z:1 never sent (unexpected)
     for i, seq in enumerate([1, 2, 4, 3, 2, 7]):
         ev.append(recv("q1", "A", seq, 100 + i))
     ev.append(recv("q1", "Z", 1, 200))
@@ -88,16 +90,19 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
         "lost": 2,
         "unseen": 0,  # no offsets here (RabbitMQ): nothing to place a loss above or below
         "duplicated": 1,
+        "unflagged": 1,
         "reordered": 1,
         "unexpected": 1,
         "recovered": 1,
     }
     q1_ids = {m: read_ids(result.ids_dir, "q1", m) for m in METRICS}
     assert {
-        m: q1_ids[m] for m in ("lost", "duplicated", "reordered", "unexpected", "recovered")
+        m: q1_ids[m]
+        for m in ("lost", "duplicated", "unflagged", "reordered", "unexpected", "recovered")
     } == {
         "lost": ["A:5", "A:6"],
         "duplicated": ["A:2"],
+        "unflagged": ["A:2"],
         "reordered": ["A:3"],
         "unexpected": ["Z:1"],
         "recovered": ["A:7"],
@@ -110,6 +115,7 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
         "lost": 0,
         "unseen": 0,
         "duplicated": 0,
+        "unflagged": 0,
         "reordered": 0,
         "unexpected": 0,
         "recovered": 0,
@@ -135,6 +141,25 @@ def test_reorder_ties_break_by_file_order_and_partitions_are_separate(
     write(tmp_path / "history", ev)
     result = check_history(spark, tmp_path / "history", tmp_path / "ids")
     assert read_ids(result.ids_dir, "g", "reordered") == ["A:1"]
+
+
+def test_a_replay_without_the_redelivered_flag_is_counted(spark: Any, tmp_path: Path) -> None:
+    """RabbitMQ marks a requeued delivery redelivered; a replay without the mark is counted, and
+    the duplicates verdict says how the replays were marked."""
+    ev: list[dict[str, Any]] = []
+    for seq in (1, 2, 3):
+        ev += send("A", seq, seq, "ok")
+    ev += [recv("g", "A", s, 10.0 + s) for s in (1, 2, 3)]
+    # 1 replayed with the flag, twice; 2 replayed once with it and once without; 3 not replayed.
+    ev += [recv("g", "A", 1, 20.0, redelivered=True), recv("g", "A", 1, 21.0, redelivered=True)]
+    ev += [recv("g", "A", 2, 22.0, redelivered=True), recv("g", "A", 2, 23.0)]
+    write(tmp_path / "run" / "history", ev)
+    verdict = check_run(tmp_path / "run", spark=spark, expect="duplicates")
+    assert verdict["groups"]["g"]["duplicated"] == 2
+    assert verdict["groups"]["g"]["unflagged"] == 1
+    assert (tmp_path / "run" / "ids" / "g" / "unflagged.txt").read_text() == "A:2\n"
+    assert verdict["matched"]
+    assert "1 of them replayed without the redelivered flag" in verdict["reason"]
 
 
 def test_truncated_last_line_is_skipped_and_counted(spark: Any, tmp_path: Path) -> None:
@@ -189,8 +214,11 @@ def reference(events: list[dict[str, Any]], groups: list[str]) -> dict[str, dict
         highest: dict[tuple[Any, Any], int] = {}
         seen: set[str] = set()
         reordered = 0
+        unflagged: set[str] = set()
         for e in deliveries:  # already in (time, file, line) order
             if e["msg_id"] in seen:
+                if e["redelivered"] is False:
+                    unflagged.add(e["msg_id"])
                 continue
             seen.add(e["msg_id"])
             key = (e["producer"], e["partition"])
@@ -203,6 +231,7 @@ def reference(events: list[dict[str, Any]], groups: list[str]) -> dict[str, dict
             "lost": len(acked - counts.keys()),
             "unseen": 0,  # these histories carry no offsets
             "duplicated": sum(1 for n in counts.values() if n > 1),
+            "unflagged": len(unflagged),
             "reordered": reordered,
             "unexpected": len(counts.keys() - outcome.keys()),
             "recovered": len({m for m in counts if m in outcome and outcome[m] < 3}),
@@ -212,7 +241,9 @@ def reference(events: list[dict[str, Any]], groups: list[str]) -> dict[str, dict
 
 histories = st.tuples(
     st.lists(st.sampled_from(["ok", "fail", "info", None]), min_size=1, max_size=12),
-    st.lists(st.tuples(st.sampled_from(["g1", "g2"]), st.integers(1, 14)), max_size=30),
+    st.lists(
+        st.tuples(st.sampled_from(["g1", "g2"]), st.integers(1, 14), st.booleans()), max_size=30
+    ),
 )
 
 
@@ -226,8 +257,8 @@ def test_spark_agrees_with_the_reference_model(spark: Any, tmp_path_factory: Any
     for seq, outcome in enumerate(outcomes, 1):
         events += send("P", seq, float(seq), outcome)
     # Distinct, increasing times: the reference reads deliveries in time order.
-    for i, (group, seq) in enumerate(deliveries):
-        events.append(recv(group, "P", seq, 1000.0 + i))
+    for i, (group, seq, redelivered) in enumerate(deliveries):
+        events.append(recv(group, "P", seq, 1000.0 + i, redelivered=redelivered))
     history = tmp_path_factory.mktemp("h") / "history"
     write(history, events)
     result = check_history(spark, history, history.parent / "ids", ["g1", "g2"])
