@@ -8,9 +8,9 @@ is found in Python, on the driver, for the one line reported.
 The JSONL files are the contract; history.parquet beside them is a columnar copy, made by one
 pass over the JSONL the first time a history is checked, and read from then on while it is
 fresh: its sidecar records each JSONL file's size and the columns read, and a history that
-changed since, or a copy made for other columns, is copied again. pandas (pyarrow) and DuckDB open it as they are (Spark's _SUCCESS and our sidecar start
-with "_", which they skip); a row whose `malformed` column is set is a last line cut off by a
-crash, not an event.
+changed since, or a copy made for other columns, is copied again. pandas (pyarrow) and DuckDB
+open it as they are (Spark's _SUCCESS and our sidecar start with "_", which they skip); a row
+whose `malformed` column is set is a last line cut off by a crash, not an event.
 """
 
 from __future__ import annotations
