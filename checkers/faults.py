@@ -5,6 +5,8 @@ A fault window is a maximal span of time in which at least one fault was in effe
             stop-partition (or heal) that leaves no cut and no degraded link
   process   a node killed, stopped or paused, from that invoke until the ok of the start or
             resume that brings it back; a restart or a power loss, from its invoke to its ok
+  injected  errors queued for the next requests (the kafka-mock tier's inject-errors), from
+            that invoke until a heal: when the queue empties is the client's to see, not ours
 Elections and leader-placement snapshots are not faults. A fault still in effect when the
 history ends lasts to the end of the run.
 """
@@ -25,11 +27,12 @@ NODE_UP = frozenset({"start", "resume"})
 @dataclass
 class _State:
     network: bool = False
+    injected: bool = False
     down: set[str] = field(default_factory=set)
     restarting: set[str] = field(default_factory=set)
 
     def faulty(self) -> bool:
-        return self.network or bool(self.down) or bool(self.restarting)
+        return self.network or self.injected or bool(self.down) or bool(self.restarting)
 
 
 def fault_windows(nemesis: list[dict[str, Any]], run_end: float) -> list[tuple[float, float]]:
@@ -63,6 +66,9 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
             state.network = False
         if f == "heal":  # the mock tier's heal also brings every broker back
             state.down.clear()
+            state.injected = False
+    elif type_ == "invoke" and f == "inject-errors":
+        state.injected = True
     elif type_ == "invoke" and f in NODE_DOWN:
         state.down |= names
     elif type_ == "ok" and f in NODE_UP:

@@ -140,14 +140,20 @@ def unavailable_intervals(summary: DataFrame) -> DataFrame:
 
 
 def with_fault_overlap(intervals: DataFrame, windows: DataFrame) -> DataFrame:
-    """intervals with in_faults: the seconds of each inside the fault windows (w_start, w_end)."""
+    """intervals with in_faults, the seconds of each inside the fault windows (w_start, w_end),
+    and touches_fault, whether it meets one at all (a single refused send inside a fault spans
+    next to no time, but it is a refusal the fault caused)."""
     F = _F()
     inside = F.greatest(F.lit(0.0), F.least("end", "w_end") - F.greatest("start", "w_start"))
+    touches = (F.col("start") <= F.col("w_end")) & (F.col("end") >= F.col("w_start"))
     keys = ["producer", "start", "end", "sends", "refused", "unknown"]
     return (
         intervals.join(F.broadcast(windows), how="left")
         .groupBy(*keys)
-        .agg(F.coalesce(F.sum(inside), F.lit(0.0)).alias("in_faults"))
+        .agg(
+            F.coalesce(F.sum(inside), F.lit(0.0)).alias("in_faults"),
+            F.coalesce(F.max(touches), F.lit(False)).alias("touches_fault"),
+        )
     )
 
 

@@ -17,6 +17,7 @@ from checkers.verdict import (
     placement_mismatches,
     summary_lines,
     with_client_expectations,
+    with_sync_windows,
 )
 
 
@@ -71,6 +72,8 @@ def check_run(
         watchdog.join()
     if time.monotonic() - started >= timeout:
         raise HistoryError(f"the checker did not finish in {timeout:.0f} s")
+    span_end = (result.history_span or {}).get("last") or 0.0
+    result.stalls = with_sync_windows(result.stalls, manifest.get("mirrored_queues"), span_end)
     judgement = judge(
         result.groups,
         result.sends,
@@ -78,6 +81,7 @@ def check_run(
         manifest.get("drain_complete", True),
         result.log,
         result.stalls,
+        result.unavailability,
     )
     spec = manifest.get("scenario_spec") or {}
     judgement = with_client_expectations(
@@ -111,6 +115,8 @@ def check_run(
         "producers": result.producers,
         "kafka_mode": manifest.get("kafka_mode"),
         "kafka_version": ((manifest.get("images") or {}).get("kafka") or {}).get("version"),
+        # RabbitMQ's own log of its mirrored queues (recoveries, mirrors added, syncs).
+        "mirrored_queues": manifest.get("mirrored_queues"),
         "cluster_recovered": manifest.get("cluster_recovered"),
         "drain_complete": manifest.get("drain_complete", True),
         "truncated_lines": result.truncated_lines,

@@ -191,16 +191,24 @@ def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]
     intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows_df)
     intervals = intervals.withColumn("seconds", F.col("end") - F.col("start")).cache()
     try:
+        in_fault = F.col("touches_fault")
         totals = intervals.groupBy("producer").agg(
             F.count("*").alias("intervals"),
             F.sum("seconds").alias("seconds"),
             F.sum("in_faults").alias("in_faults"),
+            F.sum(F.when(in_fault, F.col("refused") + F.col("unknown")).otherwise(0)).alias(
+                "in_fault_sends"
+            ),
         )
         out: dict[str, Any] = {
             r["producer"]: {
                 "intervals": r["intervals"],
                 "seconds": round(r["seconds"], 3),
                 "in_fault_seconds": round(r["in_faults"], 3),
+                # Refused or unknown sends in intervals that meet a fault window: the ones a
+                # fault can have caused (a publisher's in-flight sends at its own deadline
+                # are not).
+                "in_fault_sends": r["in_fault_sends"],
                 "longest": [],
             }
             for r in totals.collect()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from checkers.faults import overlap
+
 METRICS = (
     "acked",
     "received",
@@ -32,6 +34,7 @@ def judge(
     drain_complete: bool = True,
     log: dict[str, Any] | None = None,
     stalls: dict[str, Any] | None = None,
+    unavailability: dict[str, Any] | None = None,
 ) -> Judgement:
     """The verdict. Without an expectation, any anomaly is a failure; with several words
     ("duplicates+reordered"), each must hold.
@@ -40,11 +43,17 @@ def judge(
     different messages refutes a safe claim, and a duplicate is a message written at two
     offsets (a retry written twice), not a redelivery of one offset.
 
-    Unavailable: sends refused or left unknown, or a group blocked inside a fault (`stalls`:
-    no send acknowledged and nothing delivered for a second or more: a queue synchronising a
-    mirror holds its publishers' confirms rather than refuse them)."""
+    Unavailable: sends refused or left unknown while a fault was in effect (`unavailability`:
+    per producer, in_fault_sends), or a group blocked inside a fault (`stalls`: no send
+    acknowledged and nothing delivered for a second or more: a queue synchronising a mirror
+    holds its publishers' confirms rather than refuse them). Sends refused or unknown outside
+    every fault window (a publisher's in-flight sends when it stops at its deadline) are not
+    the unavailability a claim speaks of."""
     if expect and "+" in expect:
-        each = [judge(groups, sends, e, drain_complete, log, stalls) for e in expect.split("+")]
+        each = [
+            judge(groups, sends, e, drain_complete, log, stalls, unavailability)
+            for e in expect.split("+")
+        ]
         if failed := [j for j in each if not j.matched]:
             return failed[0]
         return Judgement("+".join(j.outcome for j in each), True, "; ".join(j.reason for j in each))
@@ -100,9 +109,12 @@ def judge(
             )
         return Judgement("safe", True, f"no acknowledged message lost ({acked} acknowledged)")
     if expect == "unavailable":
-        if refused:
+        if in_fault := sum(u.get("in_fault_sends", 0) for u in (unavailability or {}).values()):
             return Judgement(
-                "unavailable", True, f"{refused} sends refused or unknown, none acknowledged lost"
+                "unavailable",
+                True,
+                f"{in_fault} sends refused or unknown while a fault was in effect, none "
+                "acknowledged lost",
             )
         if blocked := longest_stall_in_faults(stalls):
             group, stall = blocked
@@ -111,6 +123,22 @@ def judge(
                 True,
                 f"{group} blocked {stall['in_fault_seconds']:.1f} s inside a fault (no send "
                 "acknowledged, nothing delivered), none acknowledged lost",
+            )
+        if blocked := longest_stall_in_faults(stalls, SYNC_SECONDS):
+            group, stall = blocked
+            return Judgement(
+                "unavailable",
+                True,
+                f"{group} blocked {stall[SYNC_SECONDS]:.1f} s while the broker synchronised a "
+                "mirror (its log), after the fault (no send acknowledged, nothing delivered), "
+                "none acknowledged lost",
+            )
+        if refused:
+            return Judgement(
+                "safe",
+                False,
+                f"not reproduced: {refused} sends refused or unknown, but none while a fault "
+                "was in effect, and no group blocked inside one",
             )
         return Judgement("safe", False, "not reproduced: every send was acknowledged")
     if expect == "reordered":
@@ -139,14 +167,36 @@ def judge(
     raise ValueError(f"unknown expectation {expect!r}")
 
 
-def longest_stall_in_faults(stalls: dict[str, Any] | None) -> tuple[str, dict[str, Any]] | None:
-    """The group and stall with the most seconds inside fault windows, if any had any."""
+# A stall's seconds inside the windows in which the broker logged a mirror synchronisation
+# (checkers.run adds them from the run's manifest).
+SYNC_SECONDS = "in_sync_seconds"
+
+
+def longest_stall_in_faults(
+    stalls: dict[str, Any] | None, key: str = "in_fault_seconds"
+) -> tuple[str, dict[str, Any]] | None:
+    """The group and stall with the most seconds inside fault windows (or, with key
+    SYNC_SECONDS, inside the broker's logged synchronisations), if any had any."""
     best = max(
         ((g, s) for g, v in (stalls or {}).items() for s in v["longest"]),
-        key=lambda gs: gs[1]["in_fault_seconds"],
+        key=lambda gs: gs[1].get(key, 0.0),
         default=None,
     )
-    return best if best and best[1]["in_fault_seconds"] > 0 else None
+    return best if best and best[1].get(key, 0.0) > 0 else None
+
+
+def with_sync_windows(
+    stalls: dict[str, Any], mirrored_queues: dict[str, Any] | None, run_end: float
+) -> dict[str, Any]:
+    """Each stall with SYNC_SECONDS: its seconds inside a synchronisation RabbitMQ logged
+    (a sync with no "complete" lasts to the end of the run). R5's claim is that the sync,
+    which follows the restart once the node has booted, blocks the queue."""
+    syncs = (mirrored_queues or {}).get("syncs") or []
+    windows = [(s["start"], s["end"] if s["end"] is not None else run_end) for s in syncs]
+    for group in stalls.values():
+        for stall in group["longest"]:
+            stall[SYNC_SECONDS] = round(overlap(stall["start"], stall["end"], windows), 3)
+    return stalls
 
 
 def _duplicates(groups: dict[str, dict[str, int]], log: dict[str, Any] | None) -> tuple[int, str]:
@@ -249,6 +299,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         lines.append(f"sends refused or unknown over {window['seconds']:.1f} s")
     lines += _unavailability_lines(verdict)
     lines += _stall_lines(verdict)
+    lines += _mirror_lines(verdict)
     for f, names in sorted((verdict.get("errors") or {}).items()):
         lines.append(f"{f} errors: " + ", ".join(f"{n} {c}" for n, c in sorted(names.items())))
     for snap in verdict.get("placement") or []:
@@ -298,7 +349,35 @@ def _stall_lines(verdict: dict[str, Any]) -> list[str]:
         lines.append(
             f"stalled {group}: {s['stalls']} stalls, {s['seconds']:.1f} s; longest "
             f"{top['seconds']:.1f} s at +{top['start'] - run_start:.1f} s "
-            f"({top['in_fault_seconds']:.1f} s inside fault windows)"
+            f"({top['in_fault_seconds']:.1f} s inside fault windows"
+            + (
+                f", {top[SYNC_SECONDS]:.1f} s while a mirror synchronised"
+                if top.get(SYNC_SECONDS)
+                else ""
+            )
+            + ")"
+        )
+    return lines
+
+
+def _mirror_lines(verdict: dict[str, Any]) -> list[str]:
+    """What RabbitMQ logged of its mirrors: each node that started again and how many classic
+    queues it recovered (a mirror's copy is not one of them), and each synchronisation."""
+    story = verdict.get("mirrored_queues") or {}
+    run_start = (verdict.get("history_span") or {}).get("first") or 0.0
+    lines, booted = [], set()
+    for r in story.get("recoveries") or []:
+        if r["node"] in booted:
+            lines.append(
+                f"broker log: {r['node']} started again at +{r['at'] - run_start:.1f} s and "
+                f"recovered {r['classic_queues']} classic queues"
+            )
+        booted.add(r["node"])
+    for s in story.get("syncs") or []:
+        took = f"in {s['seconds']:.2f} s" if s["seconds"] is not None else "never completed"
+        lines.append(
+            f"broker log: {s['master']} synchronised {s['queue']} to {', '.join(s['mirrors'])}: "
+            f"{s['messages']} messages at +{s['start'] - run_start:.1f} s, {took}"
         )
     return lines
 

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.verdict import longest_stall_in_faults
+from checkers.verdict import SYNC_SECONDS, longest_stall_in_faults
 from compose.kafka import KAFKA_LINES, mode_refusal
 from harness.scenario import (
     FINAL_READER,
@@ -170,13 +170,17 @@ def record_of(run_dir: Path, seconds: float, failure: str | None) -> RunRecord:
 
 
 def _unavailable_seconds(v: dict[str, Any]) -> float | None:
-    """The longest any producer's sends were refused or unknown, summed over its intervals;
-    verdicts from before per-producer intervals give first to last refusal."""
+    """The longest any producer's sends were refused or unknown, summed over its intervals, or
+    the longest a group was blocked inside a fault (confirms held, not refused: R5), whichever
+    is longer; verdicts from before per-producer intervals give first to last refusal."""
     producers = v.get("unavailability")
-    if producers:
-        return float(max(p["seconds"] for p in producers.values()))
-    if blocked := longest_stall_in_faults(v.get("stalls")):
-        return float(blocked[1]["in_fault_seconds"])  # confirms held, not refused (R5)
+    stalls = v.get("stalls")
+    blocked = longest_stall_in_faults(stalls) or longest_stall_in_faults(stalls, SYNC_SECONDS)
+    seconds = [float(p["seconds"]) for p in (producers or {}).values()]
+    if blocked:
+        seconds.append(float(blocked[1]["seconds"]))
+    if seconds:
+        return max(seconds)
     if "unavailability" in v:
         return None  # checked per producer, and no send was refused
     return (v.get("refused_window") or {}).get("seconds")

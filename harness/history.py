@@ -56,9 +56,15 @@ def msg_id(producer: str, seq: int) -> str:
     return f"{producer}:{seq}"
 
 
-def encode_body(producer: str, seq: int) -> bytes:
-    """The message body every workload sends: producer id and sequence number."""
-    return json.dumps({"producer": producer, "seq": seq}, separators=(",", ":")).encode()
+def encode_body(producer: str, seq: int, size: int = 0) -> bytes:
+    """The message body every workload sends: producer id and sequence number, padded to at
+    least `size` bytes (a backlog that takes a mirror seconds to synchronise needs bulk)."""
+    body = {"producer": producer, "seq": seq}
+    plain = json.dumps(body, separators=(",", ":")).encode()
+    if size <= len(plain):
+        return plain
+    pad = size - len(plain) - len(',"pad":""')
+    return json.dumps(body | {"pad": "." * max(pad, 0)}, separators=(",", ":")).encode()
 
 
 def decode_body(body: bytes) -> tuple[str | None, int | None]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from compose.rabbitmq import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
+from compose.rabbitmq_log import mirror_story
 from harness.history import HistoryWriter
 from harness.results import write_manifest
 from harness.runner import RunOptions, ScenarioRun
@@ -96,6 +97,7 @@ class RabbitMQRun(ScenarioRun):
                     "rate": p.rate,
                     "in_flight": p.in_flight,
                     "confirm_timeout": p.confirm_timeout,
+                    "body_bytes": p.body_bytes,
                 },
             )
         return [p.id for p in w.publishers]
@@ -119,6 +121,18 @@ class RabbitMQRun(ScenarioRun):
         self.manifest["partitions_after_recovery"] = self._partitions(names)
         if not ok:
             log.warning("cluster not reunited after %.0f s", self.scenario.timeouts.recovery)
+
+    def _cluster_down(self) -> None:
+        super()._cluster_down()
+        if self.cluster is None or self.scenario.cluster.queue_type != "mirrored":
+            return
+        # The broker's word on its mirrors (R5): read from the logs just saved.
+        logs = {
+            n: path.read_text(errors="replace")
+            for n in self.cluster.nodes
+            if (path := self.run_dir / "logs" / f"{n}.log").exists()
+        }
+        self.manifest["mirrored_queues"] = mirror_story(logs)
 
     def _partitions(self, names: tuple[str, ...]) -> dict[str, Any]:
         """Each node's view of the partitions it still reports (None: it did not answer)."""

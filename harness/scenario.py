@@ -103,6 +103,8 @@ class Publisher(Strict):
     )
     in_flight: Annotated[int, Field(ge=1, le=10_000)] = 1
     confirm_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
+    # Each body padded to this many bytes (0: producer and seq alone, about 30 bytes).
+    body_bytes: Annotated[int, Field(ge=0, le=1_048_576)] = 0
 
 
 class Consumer(Strict):

@@ -375,9 +375,35 @@ def test_unavailable_intervals_per_producer_and_inside_fault_windows(
         2,
         1,
     )
+    assert a["in_fault_sends"] == 3  # seq 8 came after the heal
     assert "B" not in verdict["unavailability"]
     summary = (tmp_path / "run" / "summary.txt").read_text()
     assert "unavailable A: 2 intervals, 2.0 s (1.5 s inside fault windows)" in summary
+
+
+def test_sends_left_unknown_outside_every_fault_are_not_unavailability(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The first R5 run: a restart from 3 to 4 s changed nothing the clients saw; the
+    publisher's in-flight sends at its deadline (9.5 s) were left unknown, and arrived. That is
+    not the unavailability a claim promises: not reproduced, not a match."""
+    ev: list[dict[str, Any]] = []
+    for seq in range(1, 11):
+        ev += send("A", seq, seq, "info" if seq >= 9 else "ok")
+        ev.append(recv("g", "A", seq, seq + 0.05))
+    ev.append(event("nemesis", "invoke", "restart", 3.0, value={"nodes": ["rabbit3"]}))
+    ev.append(event("nemesis", "ok", "restart", 4.0, value={"nodes": ["rabbit3"]}))
+    write(tmp_path / "run" / "history", ev)
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps({"expect": "unavailable"}))
+    verdict = check_run(tmp_path / "run", spark=spark)
+    assert verdict["unavailability"]["A"]["in_fault_sends"] == 0
+    assert not verdict["matched"] and verdict["claim_verdict"] is None
+    assert verdict["reason"].startswith("not reproduced: 2 sends refused or unknown, but none")
+    # The same refusals inside the restart are what the claim speaks of.
+    ev.append(event("nemesis", "invoke", "restart", 8.5, value={"nodes": ["rabbit3"]}))
+    write(tmp_path / "run" / "history", ev)
+    verdict = check_run(tmp_path / "run", spark=spark)
+    assert verdict["matched"] and verdict["unavailability"]["A"]["in_fault_sends"] == 2
 
 
 def test_a_blocked_queue_is_a_stall_and_makes_unavailable(spark: Any, tmp_path: Path) -> None:
@@ -406,6 +432,37 @@ def test_a_blocked_queue_is_a_stall_and_makes_unavailable(spark: Any, tmp_path: 
     assert verdict["outcome"] == "unavailable" and verdict["matched"]
     assert "blocked 4.0 s" in verdict["reason"] and verdict["sends"]["fail"] == 0
     assert "stalled q1: 1 stalls, 5.5 s" in (tmp_path / "run" / "summary.txt").read_text()
+
+
+def test_a_stall_while_the_broker_synchronised_a_mirror_makes_unavailable(
+    spark: Any, tmp_path: Path
+) -> None:
+    """R5 as it ran: the restart (3-4 s) ends when the container starts; the node boots, and
+    the master's log says it synchronised the mirror from 6.0 to 8.2 s. Progress stops from
+    5.95 to 8.3 s: blocked while synchronising, after the fault's window."""
+    ev: list[dict[str, Any]] = []
+    times = [t / 10 for t in range(10, 60)] + [8.3 + t / 10 for t in range(10)]
+    for seq, t in enumerate(times, 1):
+        ev += send("A", seq, t, "ok")
+        ev.append(recv("q1", "A", seq, t + 0.05 if t < 8 else t))
+    ev.append(event("nemesis", "invoke", "restart", 3.0, value={"nodes": ["rabbit3"]}))
+    ev.append(event("nemesis", "ok", "restart", 4.0, value={"nodes": ["rabbit3"]}))
+    write(tmp_path / "run" / "history", ev)
+    manifest: dict[str, Any] = {"expect": "unavailable"}
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps(manifest))
+    verdict = check_run(tmp_path / "run", spark=spark)
+    assert verdict["stalls"]["q1"]["longest"][0]["in_fault_seconds"] == 0
+    assert not verdict["matched"]  # no broker log of a sync: nothing ties the stall to one
+    sync = {"queue": "q1", "master": "rabbit1", "messages": 42592, "mirrors": ["rabbit3"]}
+    manifest["mirrored_queues"] = {"syncs": [sync | {"start": 6.0, "end": 8.2, "seconds": 2.2}]}
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps(manifest))
+    verdict = check_run(tmp_path / "run", spark=spark)
+    stall = verdict["stalls"]["q1"]["longest"][0]
+    assert stall["in_sync_seconds"] == pytest.approx(2.2, abs=1e-3)
+    assert verdict["matched"] and "while the broker synchronised a mirror" in verdict["reason"]
+    summary = (tmp_path / "run" / "summary.txt").read_text()
+    assert "2.2 s while a mirror synchronised" in summary
+    assert "broker log: rabbit1 synchronised q1 to rabbit3: 42592 messages" in summary
 
 
 def test_no_stall_under_steady_progress(spark: Any, tmp_path: Path) -> None:

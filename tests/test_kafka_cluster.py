@@ -412,8 +412,14 @@ def test_expected_client_errors_and_placement() -> None:
     snaps = [{"label": "after", "expect_balanced": True, "balanced": False, "per_broker": {}}]
     problems = placement_mismatches(snaps)
     assert problems and "after" in problems[0]
-    j = judge({"g": G}, {"ok": 10, "fail": 4}, "unavailable")
+    refused_in_fault = {"P1": {"in_fault_sends": 4}}
+    j = judge({"g": G}, {"ok": 10, "fail": 4}, "unavailable", unavailability=refused_in_fault)
     assert j.matched
+    # Refused, but none while a fault was in effect: not the claimed unavailability.
+    outside = judge(
+        {"g": G}, {"ok": 10, "fail": 4}, "unavailable", unavailability={"P1": {"in_fault_sends": 0}}
+    )
+    assert not outside.matched and outside.reason.startswith("not reproduced")
     assert not with_client_expectations(j, ["no commit failed"], []).matched
     assert with_client_expectations(j, [], []).matched
 

@@ -47,6 +47,7 @@ class PublisherConfig:
     rate: float = 0.0
     in_flight: int = 1
     confirm_timeout: float = 10.0
+    body_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,9 @@ class Publisher:
             on_open_error_callback=self._on_open_error,
             on_close_callback=self._on_closed,
         )
-        self._conn.ioloop.call_later(max(0.0, self.cfg.deadline - time.time()), self._close)
+        self._conn.ioloop.call_later(
+            max(0.0, self.cfg.deadline - time.time()), self._stop_at_deadline
+        )
         self._conn.ioloop.start()
         self._conn = self._channel = None
 
@@ -168,6 +171,12 @@ class Publisher:
         log.info("connection closed: %r", reason)
         self._resolve_all_info(f"connection closed: {reason!r}")
         conn.ioloop.stop()
+
+    def _stop_at_deadline(self) -> None:
+        # Said before the close, which would call them a closed channel's: the broker refused
+        # nothing, we stopped waiting.
+        self._resolve_all_info("publisher stopped at its deadline before a confirm")
+        self._close()
 
     def _close(self) -> None:
         conn = self._conn
@@ -213,7 +222,7 @@ class Publisher:
             channel.basic_publish(
                 exchange=self.cfg.exchange,
                 routing_key="",
-                body=encode_body(producer, seq),
+                body=encode_body(producer, seq, self.cfg.body_bytes),
                 properties=pika.BasicProperties(delivery_mode=2, headers={"producer": producer}),
                 mandatory=True,
             )

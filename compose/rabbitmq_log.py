@@ -1,0 +1,97 @@
+"""What RabbitMQ's own log says of its classic mirrored queues (R5): which node recovered how
+many classic queues when it started, when a mirror was added, and each synchronisation the
+master ran: how many messages, to which mirrors, from start to "complete".
+
+A restarted mirror does not keep its copy: the node recovers no queue it only mirrored
+("Recovering 0 queues of type rabbit_classic_queue"), is added back as a new, empty mirror, and
+the master copies the whole backlog to it, blocking the queue while it does. These lines are the
+broker's word for that; the history is ours.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+# "2026-11-23 12:27:27.634470+00:00 [info] <0.1098.0> message"
+_LINE = re.compile(
+    r"(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+[+-]\d\d:\d\d) \[\w+\] <[\d.]+> (?P<text>.*)"
+)
+_QUEUE = re.compile(r"Mirrored queue '(?P<queue>[^']*)' in vhost '[^']*': (?P<what>.*)")
+_TO_SYNC = re.compile(r"Synchronising: (?P<n>\d+) messages to synchronise")
+_MIRRORS = re.compile(r"Synchronising: mirrors \[(?P<mirrors>[^\]]*)\] to sync")
+_ADDED = re.compile(r"Adding mirror on node (?P<node>\S+?):")
+_RECOVERED = re.compile(r"Recovering (?P<n>\d+) queues of type rabbit_classic_queue")
+
+
+@dataclass
+class MirrorSync:
+    queue: str
+    master: str  # the node whose log ran it
+    messages: int
+    start: float
+    mirrors: list[str] = field(default_factory=list)  # empty: every mirror already synced
+    end: float | None = None  # None: no "complete" before the log ended
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.end is None else round(self.end - self.start, 3)
+
+
+def _timestamp(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()
+
+
+def _node_name(erlang_node: str) -> str:
+    return erlang_node.split("@", 1)[-1]
+
+
+def read_node_log(node: str, text: str) -> dict[str, list[Any]]:
+    """One node's log: its recoveries, the mirrors its queues added, the syncs it ran."""
+    out: dict[str, list[Any]] = {"recoveries": [], "mirrors_added": [], "syncs": []}
+    open_syncs: dict[str, MirrorSync] = {}
+    for raw in text.splitlines():
+        m = _LINE.search(raw)
+        if not m:
+            continue
+        at, line = _timestamp(m["time"]), m["text"]
+        if r := _RECOVERED.search(line):
+            out["recoveries"].append({"node": node, "at": at, "classic_queues": int(r["n"])})
+            continue
+        q = _QUEUE.match(line)
+        if not q:
+            continue
+        queue, what = q["queue"], q["what"]
+        if a := _ADDED.match(what):
+            out["mirrors_added"].append({"queue": queue, "node": _node_name(a["node"]), "at": at})
+        elif s := _TO_SYNC.match(what):
+            sync = MirrorSync(queue, node, int(s["n"]), at)
+            open_syncs[queue] = sync
+            out["syncs"].append(sync)
+        elif (ms := _MIRRORS.match(what)) and queue in open_syncs:
+            names = [_node_name(n.strip()) for n in ms["mirrors"].split(",") if n.strip()]
+            open_syncs[queue].mirrors = names
+        elif what.startswith("Synchronising: all mirrors already synced"):
+            if queue in open_syncs:
+                open_syncs.pop(queue).end = at
+        elif what.startswith("Synchronising: complete") and queue in open_syncs:
+            open_syncs.pop(queue).end = at
+    return out
+
+
+def mirror_story(logs: dict[str, str]) -> dict[str, Any]:
+    """Every node's log read together: recoveries and added mirrors in time order, and the
+    syncs that copied messages to a mirror (those where every mirror was in sync copy nothing
+    and are left out)."""
+    story: dict[str, list[Any]] = {"recoveries": [], "mirrors_added": [], "syncs": []}
+    for node, text in sorted(logs.items()):
+        for key, items in read_node_log(node, text).items():
+            story[key] += items
+    syncs = sorted((s for s in story["syncs"] if s.mirrors), key=lambda s: s.start)
+    return {
+        "recoveries": sorted(story["recoveries"], key=lambda r: r["at"]),
+        "mirrors_added": sorted(story["mirrors_added"], key=lambda r: r["at"]),
+        "syncs": [asdict(s) | {"seconds": s.seconds} for s in syncs],
+    }
