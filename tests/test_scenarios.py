@@ -127,3 +127,24 @@ def test_R8_quorum_queues_survive_every_node_losing_power(
     assert set(power_loss["value"]["dropped"]) == {"rabbit1", "rabbit2", "rabbit3"}
     assert verdict["matched"], verdict["reason"]
     assert result.returncode == 0
+
+
+def test_R5_a_restarted_mirror_rejoins_empty_and_its_sync_blocks_the_queue(
+    docker_client: Any, rabbitmq_image: str, tmp_path: Path
+) -> None:
+    """The broker's log says the mechanism (the mirror recovered nothing and was refilled by a
+    sync); the history says what clients saw. A sync the log times at 1.5 s or more must show
+    as a blocked queue in the verdict: two witnesses of one event that must agree."""
+    result, run_dir = run_harness("R5", tmp_path)
+    manifest, verdict = common_checks(run_dir, docker_client)
+    assert sum(g["lost"] for g in verdict["groups"].values()) == 0, verdict["reason"]
+    story = manifest["mirrored_queues"]
+    (restart,) = [e for e in nemesis_oks(run_dir) if e["f"] == "restart"]
+    back = [r for r in story["recoveries"] if r["node"] == "rabbit3" and r["at"] > restart["time"]]
+    assert back and back[0]["classic_queues"] == 0, story["recoveries"]
+    refills = [s for s in story["syncs"] if s["mirrors"] == ["rabbit3"] and s["messages"] > 0]
+    assert refills, story["syncs"]
+    if (refills[0]["seconds"] or 0) >= 1.5:
+        assert verdict["matched"], verdict["reason"]
+        assert "synchronised a mirror" in verdict["reason"]
+        assert result.returncode == 0
