@@ -381,6 +381,24 @@ def test_unavailable_intervals_per_producer_and_inside_fault_windows(
     assert "unavailable A: 2 intervals, 2.0 s (1.5 s inside fault windows)" in summary
 
 
+def restart(node: str, start: float, end: float) -> list[dict[str, Any]]:
+    """A nemesis restart of `node`, its window from start to end."""
+    value = {"nodes": [node]}
+    return [
+        event("nemesis", "invoke", "restart", start, value=value),
+        event("nemesis", "ok", "restart", end, value=value),
+    ]
+
+
+def check_expecting(
+    spark: Any, tmp_path: Path, ev: list[dict[str, Any]], expect: str, **manifest: Any
+) -> dict[str, Any]:
+    """The history written as a run expecting `expect`, checked."""
+    write(tmp_path / "run" / "history", ev)
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps({"expect": expect, **manifest}))
+    return check_run(tmp_path / "run", spark=spark)
+
+
 def test_sends_left_unknown_outside_every_fault_are_not_unavailability(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -391,18 +409,14 @@ def test_sends_left_unknown_outside_every_fault_are_not_unavailability(
     for seq in range(1, 11):
         ev += send("A", seq, seq, "info" if seq >= 9 else "ok")
         ev.append(recv("g", "A", seq, seq + 0.05))
-    ev.append(event("nemesis", "invoke", "restart", 3.0, value={"nodes": ["rabbit3"]}))
-    ev.append(event("nemesis", "ok", "restart", 4.0, value={"nodes": ["rabbit3"]}))
-    write(tmp_path / "run" / "history", ev)
-    (tmp_path / "run" / "manifest.json").write_text(json.dumps({"expect": "unavailable"}))
-    verdict = check_run(tmp_path / "run", spark=spark)
+    ev += restart("rabbit3", 3.0, 4.0)
+    verdict = check_expecting(spark, tmp_path, ev, "unavailable")
     assert verdict["unavailability"]["A"]["in_fault_sends"] == 0
     assert not verdict["matched"] and verdict["claim_verdict"] is None
     assert verdict["reason"].startswith("not reproduced: 2 sends refused or unknown, but none")
     # The same refusals inside the restart are what the claim speaks of.
-    ev.append(event("nemesis", "invoke", "restart", 8.5, value={"nodes": ["rabbit3"]}))
-    write(tmp_path / "run" / "history", ev)
-    verdict = check_run(tmp_path / "run", spark=spark)
+    ev += restart("rabbit3", 8.5, 9.8)
+    verdict = check_expecting(spark, tmp_path, ev, "unavailable")
     assert verdict["matched"] and verdict["unavailability"]["A"]["in_fault_sends"] == 2
 
 
@@ -418,11 +432,8 @@ def test_a_blocked_queue_is_a_stall_and_makes_unavailable(spark: Any, tmp_path: 
         ev.append(event("A", "invoke", "send", t, producer="A", seq=seq, stream="x"))
         ev.append(event("A", "ok", "send", acked_at, producer="A", seq=seq, stream="x"))
         ev.append(recv("q1", "A", seq, acked_at + 0.05))
-    ev.append(event("nemesis", "invoke", "restart", 3.0, value={"nodes": ["rabbit2"]}))
-    ev.append(event("nemesis", "ok", "restart", 8.0, value={"nodes": ["rabbit2"]}))
-    write(tmp_path / "run" / "history", ev)
-    (tmp_path / "run" / "manifest.json").write_text(json.dumps({"expect": "unavailable"}))
-    verdict = check_run(tmp_path / "run", spark=spark)
+    ev += restart("rabbit2", 3.0, 8.0)
+    verdict = check_expecting(spark, tmp_path, ev, "unavailable")
     q1 = verdict["stalls"]["q1"]
     assert q1["stalls"] == 1
     stall = q1["longest"][0]
@@ -445,18 +456,13 @@ def test_a_stall_while_the_broker_synchronised_a_mirror_makes_unavailable(
     for seq, t in enumerate(times, 1):
         ev += send("A", seq, t, "ok")
         ev.append(recv("q1", "A", seq, t + 0.05 if t < 8 else t))
-    ev.append(event("nemesis", "invoke", "restart", 3.0, value={"nodes": ["rabbit3"]}))
-    ev.append(event("nemesis", "ok", "restart", 4.0, value={"nodes": ["rabbit3"]}))
-    write(tmp_path / "run" / "history", ev)
-    manifest: dict[str, Any] = {"expect": "unavailable"}
-    (tmp_path / "run" / "manifest.json").write_text(json.dumps(manifest))
-    verdict = check_run(tmp_path / "run", spark=spark)
+    ev += restart("rabbit3", 3.0, 4.0)
+    verdict = check_expecting(spark, tmp_path, ev, "unavailable")
     assert verdict["stalls"]["q1"]["longest"][0]["in_fault_seconds"] == 0
     assert not verdict["matched"]  # no broker log of a sync: nothing ties the stall to one
     sync = {"queue": "q1", "master": "rabbit1", "messages": 42592, "mirrors": ["rabbit3"]}
-    manifest["mirrored_queues"] = {"syncs": [sync | {"start": 6.0, "end": 8.2, "seconds": 2.2}]}
-    (tmp_path / "run" / "manifest.json").write_text(json.dumps(manifest))
-    verdict = check_run(tmp_path / "run", spark=spark)
+    syncs = {"syncs": [sync | {"start": 6.0, "end": 8.2, "seconds": 2.2}]}
+    verdict = check_expecting(spark, tmp_path, ev, "unavailable", mirrored_queues=syncs)
     stall = verdict["stalls"]["q1"]["longest"][0]
     assert stall["in_sync_seconds"] == pytest.approx(2.2, abs=1e-3)
     assert verdict["matched"] and "while the broker synchronised a mirror" in verdict["reason"]
@@ -470,10 +476,7 @@ def test_no_stall_under_steady_progress(spark: Any, tmp_path: Path) -> None:
     for seq in range(1, 51):
         ev += send("A", seq, seq / 10, "ok")
         ev.append(recv("q1", "A", seq, seq / 10 + 0.05))
-    ev.append(event("nemesis", "invoke", "restart", 1.0, value={"nodes": ["rabbit2"]}))
-    ev.append(event("nemesis", "ok", "restart", 3.0, value={"nodes": ["rabbit2"]}))
-    write(tmp_path / "run" / "history", ev)
-    (tmp_path / "run" / "manifest.json").write_text(json.dumps({"expect": "unavailable"}))
-    verdict = check_run(tmp_path / "run", spark=spark)
+    ev += restart("rabbit2", 1.0, 3.0)
+    verdict = check_expecting(spark, tmp_path, ev, "unavailable")
     assert verdict["stalls"] == {}
     assert verdict["outcome"] == "safe" and not verdict["matched"]

@@ -148,3 +148,18 @@ def test_R5_a_restarted_mirror_rejoins_empty_and_its_sync_blocks_the_queue(
         assert verdict["matched"], verdict["reason"]
         assert "synchronised a mirror" in verdict["reason"]
         assert result.returncode == 0
+
+
+def test_R7_a_master_failing_with_unacknowledged_deliveries_replays_them_flagged(
+    docker_client: Any, rabbitmq_image: str, tmp_path: Path
+) -> None:
+    """Consumers hold 50 unacknowledged deliveries each on rabbit1 when it is killed: the
+    promoted masters requeue them, and each replay must carry the redelivered flag."""
+    result, run_dir = run_harness("R7", tmp_path)
+    manifest, verdict = common_checks(run_dir, docker_client)
+    assert verdict["matched"], verdict["reason"]
+    assert result.returncode == 0
+    groups = verdict["groups"].values()
+    assert all(g["duplicated"] > 0 for g in groups), verdict["groups"]
+    assert sum(g["unflagged"] for g in groups) == 0, "a replay without the redelivered flag"
+    assert "every replay flagged redelivered" in verdict["reason"]
