@@ -22,13 +22,8 @@ EVENT_COLUMNS = tuple(field.split()[0].strip("`") for field in EVENT_SCHEMA.spli
 
 
 def _opt(value: Any, kind: type | tuple[type, ...], name: str) -> Any:
-    if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
-        return value
-    raise ValueError(f"{name} has the wrong type")
-
-
-def _opt_bool(value: Any, name: str) -> Any:
-    if value is None or isinstance(value, bool):
+    # JSON's true is a Python int too: a bool passes only where a bool is asked for.
+    if value is None or (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))):
         return value
     raise ValueError(f"{name} has the wrong type")
 
@@ -68,7 +63,7 @@ def parse_line(file: str, index: int, text: str) -> tuple[str, Any]:
             _opt(event.get("node"), str, "node"),
             _opt(event.get("error"), str, "error"),
             None if event.get("value") is None else json.dumps(event["value"], sort_keys=True),
-            _opt_bool(event.get("redelivered"), "redelivered"),
+            _opt(event.get("redelivered"), bool, "redelivered"),
             file,
             line_no,
         )
