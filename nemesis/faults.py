@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import docker
 import docker.errors
 from docker.models.containers import Container
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from harness.history import HistoryWriter
 from harness.topology import Topology
@@ -223,11 +224,18 @@ class Nemesis:
         self.logged("power-loss", {"nodes": names}, apply)
 
     def pause(self, nodes: Iterable[str]) -> None:
-        def pause_one(c: Container, n: str) -> None:
-            c.pause()
-            self.paused.add(n)
+        names = list(nodes)
 
-        self._each("pause", nodes, pause_one)
+        def apply() -> dict[str, Any] | None:
+            retried = {}
+            for name in names:
+                attempts = freeze(self._container(name), name)
+                self.paused.add(name)
+                if attempts > 1:
+                    retried[name] = attempts
+            return {"freeze_attempts": retried} if retried else None
+
+        self.logged("pause", {"nodes": names}, apply)
 
     def resume(self, nodes: Iterable[str]) -> None:
         def resume_one(c: Container, n: str) -> None:
@@ -290,6 +298,35 @@ class Nemesis:
         if self.history:
             self.history.write("ok", f, value={**value, **(extra or {})})
         log.info("nemesis %s %s", f, value)
+
+
+FREEZE_ATTEMPTS = 3
+
+
+def freeze(container: Container, name: str) -> int:
+    """Pauses one container; returns the attempts it took.
+
+    On cgroup v1 (this machine's) the kernel cannot reliably freeze a cgroup while processes
+    keep appearing in it: runc retries for a while, then thaws the cgroup back and reports
+    "unable to freeze". The node was never paused then, so trying again is the same fault a
+    moment later; the history's ok says how many attempts it took.
+    """
+
+    def unable_to_freeze(e: BaseException) -> bool:
+        return isinstance(e, docker.errors.APIError) and "unable to freeze" in str(e.explanation)
+
+    try:
+        for attempt in Retrying(
+            stop=stop_after_attempt(FREEZE_ATTEMPTS),
+            wait=wait_fixed(0.5),
+            retry=retry_if_exception(unable_to_freeze),
+            reraise=True,
+        ):
+            with attempt:
+                container.pause()
+    except docker.errors.APIError as e:
+        raise NemesisError(f"cannot pause {name}: {e.explanation}") from None
+    return attempt.retry_state.attempt_number
 
 
 def _cut_list(cuts: Iterable[network.Cut]) -> list[list[str]]:
