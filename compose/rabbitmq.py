@@ -16,6 +16,7 @@ from compose.cli import ComposeError, compose
 from compose.cluster import ComposeCluster, free_ports
 from compose.disks import LazyDisks
 from harness.topology import Endpoint, Topology
+from harness.wait import wait_until
 
 COMPOSE_FILE = Path(__file__).parent / "rabbitmq" / "docker-compose.yml"
 NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
@@ -158,10 +159,24 @@ class RabbitMQCluster(ComposeCluster):
             compose(COMPOSE_FILE, wait, self._env, timeout=timeout + 30, overrides=self.overrides)
 
         self.start_on_free_subnet(start)
-        running = self.running_nodes(self.nodes[0])
+        self._wait_formed(timeout=60)
+
+    def _wait_formed(self, timeout: float) -> None:
+        """Every node in the first one's running nodes. Healthy means a node's listener is up,
+        which RabbitMQ opens a fraction of a second before it reports the app running."""
         expected = {f"rabbit@{n}" for n in self.nodes}
-        if set(running) != expected:
-            raise ComposeError(f"cluster did not form: rabbit1 sees {sorted(running)}")
+        seen: list[str] = []
+
+        def formed() -> bool:
+            nonlocal seen
+            try:
+                seen = self.running_nodes(self.nodes[0])
+            except ComposeError:
+                return False
+            return set(seen) == expected
+
+        if not wait_until(formed, timeout, interval=1):
+            raise ComposeError(f"cluster did not form: {self.nodes[0]} sees {sorted(seen)}")
 
     def _disk_override(self, disks: LazyDisks) -> Path:
         """A compose file merged over the shipped one: each node's data on its lazy disk."""
