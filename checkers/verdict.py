@@ -373,6 +373,12 @@ def _mirror_lines(verdict: dict[str, Any]) -> list[str]:
                 f"recovered {r['classic_queues']} classic queues"
             )
         booted.add(r["node"])
+    for d in story.get("discarded") or []:
+        lines.append(
+            f"broker log: {d['node']} came back without its copy of {d['queue']}; "
+            f"a master's last count of it before then, at +{d['counted_at'] - run_start:.1f} s, "
+            f"was {d['messages']} messages"
+        )
     for s in story.get("syncs") or []:
         took = f"in {s['seconds']:.2f} s" if s["seconds"] is not None else "never completed"
         lines.append(

@@ -1,6 +1,7 @@
 """What RabbitMQ's own log says of its classic mirrored queues (R5): which node recovered how
 many classic queues when it started, when a mirror was added, and each synchronisation the
-master ran: how many messages, to which mirrors, from start to "complete".
+master ran: how many messages, to which mirrors, from start to "complete"; and from those, the
+copy each restarted mirror threw away.
 
 A restarted mirror does not keep its copy: the node recovers no queue it only mirrored
 ("Recovering 0 queues of type rabbit_classic_queue"), is added back as a new, empty mirror, and
@@ -81,17 +82,63 @@ def read_node_log(node: str, text: str) -> dict[str, list[Any]]:
     return out
 
 
+def _holders(added: list[dict[str, Any]], syncs: list[MirrorSync]) -> dict[tuple[str, str], float]:
+    """(node, queue) -> when the node is first seen holding the queue: added as its mirror,
+    or checking its mirrors as its master."""
+    seen = [(a["node"], a["queue"], a["at"]) for a in added]
+    seen += [(s.master, s.queue, s.start) for s in syncs]
+    first: dict[tuple[str, str], float] = {}
+    for node, queue, at in sorted(seen, key=lambda x: x[2]):
+        first.setdefault((node, queue), at)
+    return first
+
+
+def discarded_copies(
+    recoveries: list[dict[str, Any]], added: list[dict[str, Any]], syncs: list[MirrorSync]
+) -> list[dict[str, Any]]:
+    """The copies nodes threw away: a node that had held a queue (its mirror or its master)
+    and started again recovering no classic queue came back without its copy. Its size is
+    what a master counted at the last check with every mirror in step (one runs whenever a
+    mirror leaves or a master fails over) between the node first holding it and its return:
+    the whole queue, which every node in step holds."""
+    holders = _holders(added, syncs)
+    out = []
+    for r in recoveries:
+        if r["classic_queues"] != 0:
+            continue
+        held = {q: at for (node, q), at in holders.items() if node == r["node"] and at < r["at"]}
+        for queue, since in sorted(held.items()):
+            checks = [
+                s for s in syncs if s.queue == queue and not s.mirrors and since < s.start < r["at"]
+            ]
+            if checks:
+                last = max(checks, key=lambda s: s.start)
+                out.append(
+                    {
+                        "node": r["node"],
+                        "queue": queue,
+                        "messages": last.messages,
+                        "counted_at": last.start,
+                        "back_at": r["at"],
+                    }
+                )
+    return out
+
+
 def mirror_story(logs: dict[str, str]) -> dict[str, Any]:
-    """Every node's log read together: recoveries and added mirrors in time order, and the
-    syncs that copied messages to a mirror (those where every mirror was in sync copy nothing
-    and are left out)."""
+    """Every node's log read together: recoveries and added mirrors in time order, the copies
+    restarted mirrors discarded, and the syncs that copied messages to a mirror (those where
+    every mirror was in sync copy nothing and are left out)."""
     story: dict[str, list[Any]] = {"recoveries": [], "mirrors_added": [], "syncs": []}
     for node, text in sorted(logs.items()):
         for key, items in read_node_log(node, text).items():
             story[key] += items
+    recoveries = sorted(story["recoveries"], key=lambda r: r["at"])
+    added = sorted(story["mirrors_added"], key=lambda r: r["at"])
     syncs = sorted((s for s in story["syncs"] if s.mirrors), key=lambda s: s.start)
     return {
-        "recoveries": sorted(story["recoveries"], key=lambda r: r["at"]),
-        "mirrors_added": sorted(story["mirrors_added"], key=lambda r: r["at"]),
+        "recoveries": recoveries,
+        "mirrors_added": added,
+        "discarded": discarded_copies(recoveries, added, story["syncs"]),
         "syncs": [asdict(s) | {"seconds": s.seconds} for s in syncs],
     }

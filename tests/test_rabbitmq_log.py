@@ -13,6 +13,7 @@ Q = "Mirrored queue 'jepsen.primary' in vhost '/': "
 MASTER = "\n".join(
     T.format(s=s) + text
     for s, text in [
+        ("02.000000", Q + "Adding mirror on node rabbit@rabbit3: <13089.789.0>"),
         ("12.758788", Q + "Synchronising: 17359 messages to synchronise"),
         ("12.759397", Q + "Synchronising: batch size: 4096"),
         ("12.972654", Q + "Synchronising: all mirrors already synced"),
@@ -41,8 +42,17 @@ def test_a_restarted_mirror_and_the_sync_that_refilled_it() -> None:
         ("rabbit3", 0),
     ]
     assert [(a["queue"], a["node"]) for a in story["mirrors_added"]] == [
-        ("jepsen.primary", "rabbit3")
+        ("jepsen.primary", "rabbit3"),
+        ("jepsen.primary", "rabbit3"),
     ]
+    # rabbit3 mirrored the queue from +2 s, left, and came back with nothing: what it threw
+    # away is the queue as the master counted it when rabbit3 left, every mirror in step.
+    (discarded,) = story["discarded"]
+    assert (discarded["node"], discarded["queue"], discarded["messages"]) == (
+        "rabbit3",
+        "jepsen.primary",
+        17359,
+    )
     # The sync with every mirror already in step copied nothing: left out.
     first, second = story["syncs"]
     assert (first["master"], first["messages"], first["mirrors"]) == ("rabbit1", 23065, ["rabbit3"])
@@ -68,6 +78,10 @@ def test_the_summary_says_what_the_broker_logged() -> None:
         "broker log: rabbit1 synchronised jepsen.primary to rabbit3: 23065 messages at +26.6 s,"
         " in 0.54 s" in lines
     )
+    assert (
+        "broker log: rabbit3 came back without its copy of jepsen.primary; a master's last count"
+        " of it before then, at +11.8 s, was 17359 messages" in lines
+    )
     assert any(line.endswith("never completed") for line in lines)
 
 
@@ -75,5 +89,6 @@ def test_lines_that_are_not_the_brokers_are_passed_over() -> None:
     assert mirror_story({"rabbit1": "no timestamp\n\n  ##  ##  RabbitMQ 3.10.8\n"}) == {
         "recoveries": [],
         "mirrors_added": [],
+        "discarded": [],
         "syncs": [],
     }

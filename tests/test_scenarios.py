@@ -142,6 +142,10 @@ def test_R5_a_restarted_mirror_rejoins_empty_and_its_sync_blocks_the_queue(
     (restart,) = [e for e in nemesis_oks(run_dir) if e["f"] == "restart"]
     back = [r for r in story["recoveries"] if r["node"] == "rabbit3" and r["at"] > restart["time"]]
     assert back and back[0]["classic_queues"] == 0, story["recoveries"]
+    thrown = [
+        d for d in story["discarded"] if d["node"] == "rabbit3" and d["back_at"] == back[0]["at"]
+    ]
+    assert thrown and thrown[0]["messages"] > 0, story["discarded"]
     refills = [s for s in story["syncs"] if s["mirrors"] == ["rabbit3"] and s["messages"] > 0]
     assert refills, story["syncs"]
     if (refills[0]["seconds"] or 0) >= 1.5:
