@@ -224,18 +224,12 @@ class Nemesis:
         self.logged("power-loss", {"nodes": names}, apply)
 
     def pause(self, nodes: Iterable[str]) -> None:
-        names = list(nodes)
+        def pause_one(c: Container, n: str) -> int | None:
+            attempts = freeze(c, n)
+            self.paused.add(n)
+            return attempts if attempts > 1 else None
 
-        def apply() -> dict[str, Any] | None:
-            retried = {}
-            for name in names:
-                attempts = freeze(self._container(name), name)
-                self.paused.add(name)
-                if attempts > 1:
-                    retried[name] = attempts
-            return {"freeze_attempts": retried} if retried else None
-
-        self.logged("pause", {"nodes": names}, apply)
+        self._each("pause", nodes, pause_one, noted_as="freeze_attempts")
 
     def resume(self, nodes: Iterable[str]) -> None:
         def resume_one(c: Container, n: str) -> None:
@@ -255,13 +249,24 @@ class Nemesis:
         if name in self.state.nodes_with_rules():
             self._apply_rules([name])
 
-    def _each(self, f: str, nodes: Iterable[str], act: Callable[[Container, str], None]) -> None:
+    def _each(
+        self,
+        f: str,
+        nodes: Iterable[str],
+        act: Callable[[Container, str], Any],
+        noted_as: str | None = None,
+    ) -> None:
+        """`act` on each node in turn, logged as one op; what it returns for a node, when not
+        None, goes into the op's ok under `noted_as`."""
         names = list(nodes)
 
-        def apply() -> None:
+        def apply() -> dict[str, Any] | None:
+            noted = {}
             for name in names:
-                container = self._container(name)
-                act(container, name)
+                out = act(self._container(name), name)
+                if out is not None:
+                    noted[name] = out
+            return {noted_as: noted} if noted_as and noted else None
 
         self.logged(f, {"nodes": names}, apply)
 

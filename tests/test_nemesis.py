@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, cast
 
 import docker.errors
 import pytest
 from docker.models.containers import Container
 
-from nemesis.faults import FREEZE_ATTEMPTS, NemesisError, freeze
+from harness.history import HistoryWriter
+from harness.topology import NodeHandle, Topology
+from nemesis.faults import FREEZE_ATTEMPTS, Nemesis, NemesisError, freeze
 
 RUNC_REFUSAL = "OCI runtime pause failed: unable to freeze: unknown"
 
@@ -49,3 +53,28 @@ def test_other_refusals_are_not_retried() -> None:
     with pytest.raises(NemesisError, match="is not running"):
         freeze(as_container(node), "rabbit2")
     assert node.calls == 1
+
+
+class Engine:
+    """Just enough of a Docker client for the nemesis to find each node's container."""
+
+    def __init__(self, nodes: dict[str, Freezer]) -> None:
+        self.containers = self
+        self.nodes = nodes
+
+    def get(self, container: str) -> Freezer:
+        return self.nodes[container]
+
+
+def test_the_pause_ok_records_which_nodes_needed_more_than_one_freeze(tmp_path: Path) -> None:
+    nodes = {"rabbit1": Freezer(refusals=0), "rabbit2": Freezer(refusals=2)}
+    topology = Topology(
+        tuple(NodeHandle(n, n, f"10.0.0.{i}") for i, n in enumerate(nodes, 1)), "10.0.0.254"
+    )
+    history = HistoryWriter(tmp_path, "nemesis", "rabbitmq")
+    nemesis = Nemesis(topology, "unused", history, client=cast(Any, Engine(nodes)))
+    nemesis.pause(["rabbit1", "rabbit2"])
+    assert nemesis.paused == {"rabbit1", "rabbit2"}
+    ok = json.loads((tmp_path / "nemesis.jsonl").read_text().splitlines()[-1])
+    assert (ok["type"], ok["f"]) == ("ok", "pause")
+    assert ok["value"] == {"nodes": ["rabbit1", "rabbit2"], "freeze_attempts": {"rabbit2": 3}}
