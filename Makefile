@@ -13,9 +13,9 @@ setup:
 test:
 	$(PY) -m pytest
 
-# Unit and checker tests only: no Docker needed.
+# Pure Python: neither Java, Docker nor root (the markers are in pyproject.toml).
 test-unit:
-	$(PY) -m pytest -m "not cluster"
+	$(PY) -m pytest -m unit
 
 test-cluster:
 	$(PY) -m pytest -m cluster
@@ -46,7 +46,7 @@ heal:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy harness nemesis checkers workloads compose reports lazyfs
+	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports harness
 
 format:
 	$(VENV)/bin/ruff format .
@@ -58,7 +58,7 @@ bench:
 
 # What the power-loss filesystem costs against the plain directory under it (MB/s, as root).
 bench-lazyfs:
-	$(PY) -m lazyfs.bench
+	$(PY) -m compose.disks_bench
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .mypy_cache .hypothesis

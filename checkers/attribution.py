@@ -11,7 +11,8 @@ from typing import Any
 
 from checkers import queries as q
 from checkers.frames import small_frame
-from harness.history import event_value
+from contract.history import event_value
+from faults.registry import is_step
 
 
 def step_label(number: int, f: str, value: str | None, since_start: float) -> str:
@@ -41,7 +42,7 @@ def describe(v: dict[str, Any]) -> str:
 def fault_steps(nemesis: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The nemesis's steps: each invoke of a fault (leader-placement snapshots are not faults),
     in order; nemesis: its events in order (checkers.queries.nemesis_events)."""
-    return [e for e in nemesis if e["type"] == "invoke" and e["f"] != "leaders"]
+    return [e for e in nemesis if e["type"] == "invoke" and is_step(e["f"])]
 
 
 def steps_frame(spark: Any, nemesis: list[dict[str, Any]], run_start: float) -> Any:

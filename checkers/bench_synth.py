@@ -5,7 +5,7 @@ the final log. Planted, at fixed rates: refused sends, retries written twice (du
 tail truncations after which later writes reuse acknowledged offsets (inconsistent offsets and
 lost messages), skipped records (holes, poll skips), swapped neighbours (reorders, nonmonotonic
 polls) and redeliveries (duplicates). A nemesis cuts and heals along the way, so attribution has
-steps to tie anomalies to. Lines are written with the fields of harness.history, as a run would.
+steps to tie anomalies to. Lines are written with the fields of contract.history, as a run would.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 from typing import TextIO
 
-from harness.history import FIELDS
+from contract.history import FIELDS
 
 PARTITIONS = 3
 TOPIC = "x"
@@ -31,7 +31,7 @@ FAULT_STEPS = 6
 
 
 def _line(**fields: object) -> str:
-    """A line as harness.history writes it: every field, nulls included."""
+    """A line as contract.history writes it: every field, nulls included."""
     return json.dumps({**dict.fromkeys(FIELDS), **fields}, separators=(",", ":")) + "\n"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.history import EVENT_TYPES
+from contract.history import EVENT_TYPES
 
 # The fields of an event the checker reads, as a Spark DDL schema; a row adds where it was.
 EVENT_SCHEMA = (

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.history import NEMESIS_PROCESS, PARTITION_STATE
+from contract.history import NEMESIS_PROCESS, PARTITION_STATE
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
 DELIVERY_ORDER = ("time", "file", "line")  # ties in time break by file, then line

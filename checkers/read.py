@@ -25,7 +25,7 @@ from urllib.parse import unquote
 
 from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
-from harness.history import EVENT_TYPES
+from contract.history import EVENT_TYPES
 
 PARQUET = "history.parquet"  # beside the history directory
 SIDECAR = "_brokerjepsen.json"  # in it: the JSONL sizes it was made from, and cut last lines

@@ -16,11 +16,11 @@ from typing import Any
 from checkers import queries as q
 from checkers import timeline
 from checkers.attribution import attribute
-from checkers.faults import fault_windows, overlap
 from checkers.frames import small_frame
 from checkers.ids import write_ids
 from checkers.read import HistoryError, read_history
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
+from checkers.windows import fault_windows, overlap
 
 __all__ = ["METRIC_IDS", "CheckResult", "HistoryError", "check_history", "spark_session"]
 
@@ -45,7 +45,7 @@ class CheckResult:
     # Per reader process: poll_skips, nonmonotonic_polls; per producer: nonmonotonic_sends.
     readers: dict[str, dict[str, int]] = field(default_factory=dict)
     producers: dict[str, dict[str, int]] = field(default_factory=dict)
-    # When a fault was in effect (checkers.faults), and per producer when its sends were refused
+    # When a fault was in effect (checkers.windows), and per producer when its sends were refused
     # or left unknown, and how much of that fell inside those windows.
     fault_windows: list[dict[str, float]] = field(default_factory=list)
     history_span: dict[str, float] = field(default_factory=dict)  # first and last event time

@@ -13,7 +13,7 @@ from typing import Any
 
 from checkers import queries as q
 from checkers.attribution import fault_steps, step_label
-from harness.history import event_value
+from contract.history import event_value
 
 LATENCY_QUANTILES = (0.5, 0.99)
 

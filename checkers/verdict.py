@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from checkers.faults import overlap
+from checkers.windows import overlap
 
 METRICS = (
     "acked",

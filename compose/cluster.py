@@ -13,7 +13,7 @@ import docker.errors
 
 from compose.cli import ComposeError
 from compose.subnet import SUBNET_TAKEN, free_net_prefix
-from harness.topology import NodeHandle, Topology
+from contract.topology import NodeHandle, Topology
 
 PROJECT_PREFIX = "brokerjepsen-"  # every project we start; `harness heal` looks for it
 SUBNET_ATTEMPTS = 3

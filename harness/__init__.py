@@ -1,3 +1,5 @@
 """brokerjepsen: a Jepsen-style fault-injection harness for message brokers."""
 
-__version__ = "0.1.0"
+from contract import VERSION as __version__
+
+__all__ = ["__version__"]

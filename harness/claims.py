@@ -21,15 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from checkers.verdict import SYNC_SECONDS, longest_stall_in_faults
-from compose.kafka import KAFKA_LINES, mode_refusal
-from harness.scenario import (
-    FINAL_READER,
-    KafkaScenario,
-    Scenario,
-    ScenarioError,
-    load_scenario,
-)
 from reports.junit import Case, matrix_case
+from systems.kafka.config import KAFKA_LINES, mode_refusal
+from systems.kafka.scenario import FINAL_READER, KafkaScenario
+from systems.rabbitmq.scenario import RabbitMQScenario
+from systems.registry import load_scenario
+from systems.scenario import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -68,20 +65,20 @@ class RunRecord:
     final_read: bool | None = None
 
 
-def claim_scenarios(scenarios_dir: Path) -> list[Scenario | KafkaScenario]:
+def claim_scenarios(scenarios_dir: Path) -> list[RabbitMQScenario | KafkaScenario]:
     """The shipped scenarios that test a claim on a real cluster (mock tier excluded)."""
-    out: list[Scenario | KafkaScenario] = []
+    out: list[RabbitMQScenario | KafkaScenario] = []
     for path in sorted(scenarios_dir.glob("*.yaml")):
         try:
             spec = load_scenario(path)
         except ScenarioError:
             continue
-        if spec.claim and isinstance(spec, (Scenario, KafkaScenario)):
+        if spec.claim and isinstance(spec, (RabbitMQScenario, KafkaScenario)):
             out.append(spec)
     return out
 
 
-def cells_of(spec: Scenario | KafkaScenario, runs: int) -> list[Cell]:
+def cells_of(spec: RabbitMQScenario | KafkaScenario, runs: int) -> list[Cell]:
     """The cells of one scenario: every mode on every Kafka line that runs it. A loss row gets
     LOSS_RUNS runs on its first mode of the default line, so "2 of 3" can be judged."""
     claim = spec.claim or ""

@@ -10,8 +10,8 @@ import docker.errors
 from compose.cli import ComposeError, compose
 from compose.cluster import PROJECT_PREFIX
 from compose.disks import leftover_mounts, unmount
-from compose.rabbitmq import COMPOSE_FILE, LOCAL_IMAGE
-from nemesis.faults import clean_container
+from nemesis.containers import clean_container
+from systems.rabbitmq.cluster import COMPOSE_FILE, LOCAL_IMAGE
 
 
 def heal_everything(

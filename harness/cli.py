@@ -17,18 +17,14 @@ from rich.console import Console
 from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
 from compose.cli import ComposeError
-from compose.kafka import KAFKA_LINES
+from contract.expectations import known_expectation
+from contract.rundir import DEFAULT_ROOT
 from harness.progress import STATUS_CONSOLE
-from harness.results import DEFAULT_ROOT
-from harness.scenario import (
-    MODE_NAMES,
-    KafkaScenario,
-    ScenarioError,
-    find_scenario,
-    known_expectation,
-    load_scenario,
-)
-from nemesis.faults import NemesisError
+from nemesis.containers import NemesisError
+from systems.kafka.config import KAFKA_LINES, MODES
+from systems.kafka.scenario import KafkaScenario
+from systems.registry import find_scenario, load_scenario
+from systems.scenario import ScenarioError
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 EXIT_MATCHED, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
@@ -98,14 +94,16 @@ def run(
     """Run one scenario end to end and print its verdict."""
     _setup_logging(verbose)
     from checkers.run import check_run
-    from harness.runner import Interrupted, RunOptions, make_run
+    from harness.progress import RunProgress
+    from systems.registry import make_run
+    from systems.run import Interrupted, RunOptions
 
     runner: Any = None  # the run, once it has a directory
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
         spec = load_scenario(path)
-        if mode is not None and mode not in MODE_NAMES:
-            raise ScenarioError(f"--mode must be one of {', '.join(MODE_NAMES)}, not {mode!r}")
+        if mode is not None and mode not in MODES:
+            raise ScenarioError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
         if mode is not None and not isinstance(spec, KafkaScenario):
             raise ScenarioError(f"--mode is for Kafka scenarios; {spec.id} is not one")
         if kafka is not None and kafka not in KAFKA_LINES:
@@ -119,7 +117,7 @@ def run(
             kafka_mode=mode,
             kafka_line=kafka,
         )
-        runner = make_run(spec, path, opts)
+        runner = make_run(spec, path, opts, RunProgress)
         err.print(f"run {spec.id} -> {runner.run_dir}", markup=False)
         runner.execute()
         verdict = check_run(runner.run_dir, master=master)
@@ -272,8 +270,8 @@ def claims(
     if wanted_lines and not wanted_lines <= set(KAFKA_LINES):
         raise _fail(f"--kafka takes {', '.join(KAFKA_LINES)}, not {kafka!r}")
     wanted_modes = _csv(modes)
-    if wanted_modes and not wanted_modes <= {*MODE_NAMES, "rabbitmq"}:
-        raise _fail(f"--modes takes {', '.join(MODE_NAMES)} or rabbitmq, not {modes!r}")
+    if wanted_modes and not wanted_modes <= {*MODES, "rabbitmq"}:
+        raise _fail(f"--modes takes {', '.join(MODES)} or rabbitmq, not {modes!r}")
     every = [c for s in claim_scenarios(SCENARIOS_DIR) for c in cells_of(s, runs)]
     chosen = select(every, _csv(only), wanted_modes, wanted_lines)
     if not chosen:

@@ -21,7 +21,7 @@ from rich.live import Live
 from rich.text import Text
 
 from checkers.attribution import describe
-from harness.history import NEMESIS_PROCESS, event_value
+from contract.history import NEMESIS_PROCESS, event_value
 
 REFRESH_SECONDS = 1.0
 # The harness's stderr: log lines and the live status share it, so neither garbles the other.

@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import missing
+from tests.conftest import missing
 
 ARTIFACTS = Path(os.environ.get("BJ_TEST_ARTIFACTS", "test-artifacts"))
 # Chromium's own background traffic goes nowhere on these machines: keep it from trying.

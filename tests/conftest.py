@@ -46,10 +46,20 @@ def docker_client() -> Any:
 @pytest.fixture(scope="session")
 def rabbitmq_image(docker_client: Any) -> str:
     from compose.cli import ComposeError
-    from compose.rabbitmq import choose_image
+    from systems.rabbitmq.cluster import choose_image
 
     try:
         return choose_image(None, docker_client)
     except ComposeError as e:
         missing(str(e))
         raise
+
+
+COSTS = ("spark", "cluster", "e2e", "root")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test with no cost marker is a unit test: `make test-unit` runs those alone."""
+    for item in items:
+        if not any(item.get_closest_marker(c) for c in COSTS):
+            item.add_marker(pytest.mark.unit)

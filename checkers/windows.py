@@ -1,0 +1,83 @@
+"""When a fault was in effect, from the nemesis's own events (a few rows per run).
+
+A fault window is a maximal span of time in which at least one fault was in effect. What each
+history name does to it is the fault registry's (faults.registry.Window):
+  network   from the invoke of a cut or degraded link until the ok of a heal that leaves no
+            cut and no degraded link
+  process   a node killed, stopped or paused, from that invoke until the ok of the start or
+            resume that brings it back; a restart or a power loss, from its invoke to its ok
+  injected  errors queued for the next requests (the kafka-mock tier's inject-errors), from
+            that invoke until a heal: when the queue empties is the client's to see, not ours
+Elections and leader-placement snapshots are not faults. A fault still in effect when the
+history ends lasts to the end of the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contract.history import event_value
+from faults.registry import window_of
+
+
+@dataclass
+class _State:
+    network: bool = False
+    injected: bool = False
+    down: set[str] = field(default_factory=set)
+    restarting: set[str] = field(default_factory=set)
+
+    def faulty(self) -> bool:
+        return self.network or self.injected or bool(self.down) or bool(self.restarting)
+
+
+def fault_windows(nemesis: list[dict[str, Any]], run_end: float) -> list[tuple[float, float]]:
+    """(start, end) of every fault window; nemesis: its events (time, type, f, value) in order."""
+    state = _State()
+    windows: list[tuple[float, float]] = []
+    opened: float | None = None
+    for e in nemesis:
+        was = state.faulty()
+        _apply(state, e["type"], e["f"], event_value(e.get("value")))
+        now = state.faulty()
+        if now and not was:
+            opened = e["time"]
+        elif was and not now and opened is not None:
+            windows.append((opened, e["time"]))
+            opened = None
+    if opened is not None:
+        windows.append((opened, max(run_end, opened)))
+    return windows
+
+
+def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
+    nodes = value.get("nodes")
+    names = {str(n) for n in nodes} if isinstance(nodes, list) else set()
+    window = window_of(f)
+    if type_ == "invoke" and window == "network-start":
+        state.network = True
+    elif type_ == "ok" and window in ("network-heal", "heal-all"):
+        # The heal reports what it left in place; a heal of some nodes may leave other cuts.
+        remaining = value.get("remaining_cuts") or value.get("remaining_degraded")
+        if not remaining and (nodes in (None, "all") or "remaining_cuts" in value):
+            state.network = False
+        if window == "heal-all":  # the mock tier's heal also brings every broker back
+            state.down.clear()
+            state.injected = False
+    elif type_ == "invoke" and window == "injected":
+        state.injected = True
+    elif type_ == "invoke" and window == "node-down":
+        state.down |= names
+    elif type_ == "ok" and window == "node-up":
+        state.down -= names
+    elif window == "node-bounce":
+        if type_ == "invoke":
+            state.restarting |= names
+        else:
+            state.restarting -= names
+
+
+def overlap(start: float, end: float, windows: list[tuple[float, float]]) -> float:
+    """Seconds of [start, end] inside the windows."""
+    return sum(max(0.0, min(end, w_end) - max(start, w_start)) for w_start, w_end in windows)

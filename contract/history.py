@@ -1,0 +1,117 @@
+"""The history contract: one JSON object per line, one file per process.
+
+Other tools read these files, so the field set is fixed here and nowhere else.
+Every event is written and flushed as it happens, so a process killed mid-run loses
+nothing it had already logged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+EventType = Literal["invoke", "ok", "fail", "info"]
+System = Literal["rabbitmq", "kafka"]
+
+FIELDS: tuple[str, ...] = (
+    "time",
+    "process",
+    "type",
+    "f",
+    "system",
+    "stream",
+    "group",
+    "producer",
+    "seq",
+    "msg_id",
+    "partition",
+    "offset",
+    "node",
+    "error",
+    "value",
+    "redelivered",
+)
+EVENT_TYPES: frozenset[str] = frozenset({"invoke", "ok", "fail", "info"})
+NEMESIS_PROCESS = "nemesis"
+# Kafka runs: leader and ISR as clients' metadata showed them (systems.kafka.watch).
+WATCH_PROCESS = "partition-watch"
+PARTITION_STATE = "partition-state"
+
+
+def event_value(raw: Any) -> dict[str, Any]:
+    """An event's `value` as an object, whether read back as JSON text (the checker's reader
+    keeps it a string) or still a dict; anything else is empty."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def msg_id(producer: str, seq: int) -> str:
+    return f"{producer}:{seq}"
+
+
+def encode_body(producer: str, seq: int, size: int = 0) -> bytes:
+    """The message body every workload sends: producer id and sequence number, padded to at
+    least `size` bytes (a backlog that takes a mirror seconds to synchronise needs bulk)."""
+    body = {"producer": producer, "seq": seq}
+    plain = json.dumps(body, separators=(",", ":")).encode()
+    if size <= len(plain):
+        return plain
+    pad = size - len(plain) - len(',"pad":""')
+    return json.dumps(body | {"pad": "." * max(pad, 0)}, separators=(",", ":")).encode()
+
+
+def decode_body(body: bytes) -> tuple[str | None, int | None]:
+    """(producer, seq) from a body, or (None, None) for a body we did not write."""
+    try:
+        data = json.loads(body)
+        producer, seq = data["producer"], data["seq"]
+        if isinstance(producer, str) and isinstance(seq, int):
+            return producer, seq
+    except (ValueError, KeyError, TypeError):
+        pass
+    return None, None
+
+
+class HistoryWriter:
+    """Appends events for one process to `<history_dir>/<process>.jsonl`."""
+
+    def __init__(self, history_dir: Path, process: str, system: System) -> None:
+        history_dir.mkdir(parents=True, exist_ok=True)
+        self.path = history_dir / f"{process}.jsonl"
+        self.process = process
+        self.system = system
+        self._fh: TextIO = open(self.path, "a", encoding="utf-8", buffering=1)
+        # Publishers write from I/O callbacks and timers; one lock keeps lines whole.
+        self._lock = threading.Lock()
+
+    def write(self, type: EventType, f: str, **fields: Any) -> dict[str, Any]:
+        event: dict[str, Any] = dict.fromkeys(FIELDS)
+        event.update(time=time.time(), process=self.process, type=type, f=f, system=self.system)
+        unknown = set(fields) - set(FIELDS)
+        if unknown:
+            raise ValueError(f"not history fields: {sorted(unknown)}")
+        event.update(fields)
+        if event["producer"] is not None and event["seq"] is not None and event["msg_id"] is None:
+            event["msg_id"] = msg_id(event["producer"], event["seq"])
+        line = json.dumps(event, separators=(",", ":"), default=str)
+        with self._lock:
+            self._fh.write(line + "\n")
+            self._fh.flush()
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,184 @@
+"""Every fault op, declared once.
+
+A scenario's nemesis step names an op (`kill`, `isolate`, `broker-down`, ...). Each op is
+declared here with the systems that dispatch it, the arguments it needs, the op that heals it
+(kill -> start, pause -> resume, isolate -> heal) or none for a one-off, and the history name
+its nemesis events carry. Each history name is declared with what it does to the run's fault
+windows. Every reader of faults works from these two tables: each system's scenario schema
+(which ops it accepts and what they need), each system's dispatcher (one handler per op, a test
+holds them equal), the checker's fault windows and steps, and the report's labels.
+
+Nothing here runs a fault: it only says what the faults are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+System = Literal["rabbitmq", "kafka", "kafka-mock"]
+RABBITMQ: frozenset[System] = frozenset({"rabbitmq"})
+KAFKA: frozenset[System] = frozenset({"kafka"})
+MOCK: frozenset[System] = frozenset({"kafka-mock"})
+REAL: frozenset[System] = RABBITMQ | KAFKA
+
+# What a step must name besides its op:
+#   target    the nodes it hits (RabbitMQ: nodes; Kafka: a role, @label or node names)
+#   from-to   sources and destinations of a one-way link
+#   groups    two or more node groups cut apart
+#   optional  a target, or everything when none is named (heal)
+#   none      nothing (the op names its own subject: the topic, the whole cluster)
+Arguments = Literal["target", "from-to", "groups", "optional", "none"]
+
+# What a history name does to the fault windows (a span in which some fault is in effect):
+#   network-start  a cut or degraded link begins (at the invoke)
+#   network-heal   cuts end (at the ok), unless the heal reports cuts or degraded links left
+#   heal-all       every fault of the kafka-mock tier ends (at the ok): links, brokers, errors
+#   node-down      the nodes are down from the invoke until a node-up brings them back
+#   node-up        the nodes are back (at the ok)
+#   node-bounce    the nodes are down from the invoke to the ok of the same op
+#   injected       queued errors are in effect from the invoke until a heal-all
+#   none           not a fault: an election, a snapshot, a procedure step, a note
+Window = Literal[
+    "network-start",
+    "network-heal",
+    "heal-all",
+    "node-down",
+    "node-up",
+    "node-bounce",
+    "injected",
+    "none",
+]
+
+
+@dataclass(frozen=True)
+class HistoryName:
+    """The `f` of the nemesis's events for one kind of fault."""
+
+    f: str
+    window: Window
+    step: bool = True  # an invoke of it is a step of the schedule (attribution, report bands)
+
+
+@dataclass(frozen=True)
+class FaultOp:
+    """One op a scenario's nemesis step can name."""
+
+    name: str
+    systems: frozenset[System]
+    arguments: Arguments
+    writes: tuple[str, ...]  # the history names of its events (a system writes one of them)
+    healed_by: str | None  # the op that ends it; None: one-off, or itself a recovery
+    label: str  # what the report calls it
+    needs_lazy_disks: bool = False
+
+
+HISTORY_NAMES: tuple[HistoryName, ...] = (
+    HistoryName("start-partition", "network-start"),
+    HistoryName("start-degrade", "network-start"),
+    HistoryName("start-slow", "network-start"),
+    HistoryName("stop-partition", "network-heal"),
+    HistoryName("heal", "heal-all"),
+    HistoryName("kill", "node-down"),
+    HistoryName("stop", "node-down"),
+    HistoryName("pause", "node-down"),
+    HistoryName("start", "node-up"),
+    HistoryName("resume", "node-up"),
+    HistoryName("restart", "node-bounce"),
+    HistoryName("power-loss", "node-bounce"),
+    HistoryName("inject-errors", "injected"),
+    # The kafka-mock tier's broker-down has never opened a fault window (the checker did not
+    # know the name); declared as it has always been judged so no mock verdict moves.
+    HistoryName("broker-down", "none"),
+    HistoryName("broker-up", "none"),
+    HistoryName("move-leader", "none"),
+    HistoryName("block-publishers", "none"),
+    HistoryName("wait-drained", "none"),
+    HistoryName("elect", "none"),
+    HistoryName("leaders", "none", step=False),
+)
+
+OPS: tuple[FaultOp, ...] = (
+    # network, both real systems (iptables in each node's namespace)
+    FaultOp("isolate", REAL, "target", ("start-partition",), "heal", "isolate"),
+    FaultOp("partition", REAL, "groups", ("start-partition",), "heal", "partition"),
+    FaultOp("cut", REAL, "from-to", ("start-partition",), "heal", "one-way cut"),
+    FaultOp("cut-clients", REAL, "target", ("start-partition",), "heal", "clients cut"),
+    FaultOp("heal", REAL | MOCK, "optional", ("stop-partition", "heal"), None, "heal"),
+    # processes, both real systems (Docker)
+    FaultOp("kill", REAL, "target", ("kill",), "start", "kill -9"),
+    FaultOp("stop", REAL, "target", ("stop",), "start", "graceful stop"),
+    FaultOp("start", REAL, "target", ("start",), None, "start"),
+    FaultOp("restart", REAL, "target", ("restart",), None, "restart"),
+    FaultOp("pause", REAL, "target", ("pause",), "resume", "pause (SIGSTOP)"),
+    FaultOp("resume", REAL, "target", ("resume",), None, "resume"),
+    FaultOp(
+        "power-loss", REAL, "target", ("power-loss",), None, "power loss", needs_lazy_disks=True
+    ),
+    # RabbitMQ: the manual resolution of a partition (memory watermark 0, wait for empty queues)
+    FaultOp(
+        "block-publishers", RABBITMQ, "target", ("block-publishers",), None, "block publishers"
+    ),
+    FaultOp("wait-drained", RABBITMQ, "target", ("wait-drained",), None, "wait until drained"),
+    # Kafka
+    FaultOp(
+        "cut-from-quorum", KAFKA, "target", ("start-partition",), "heal", "cut from the quorum"
+    ),
+    FaultOp("degrade", KAFKA, "from-to", ("start-degrade",), "heal", "degraded link"),
+    FaultOp("rolling-restart", KAFKA, "optional", ("restart",), None, "rolling restart"),
+    FaultOp("elect", KAFKA, "none", ("elect",), None, "leader election"),
+    FaultOp("leaders", KAFKA, "none", ("leaders",), None, "leader placement"),
+    # kafka-mock: librdkafka's mock cluster through its own API
+    FaultOp("broker-down", MOCK, "target", ("broker-down",), "broker-up", "broker down"),
+    FaultOp("broker-up", MOCK, "target", ("broker-up",), None, "broker up"),
+    FaultOp("move-leader", MOCK, "none", ("move-leader",), None, "leader moved"),
+    FaultOp("produce-errors", MOCK, "none", ("inject-errors",), "heal", "produce errors"),
+    FaultOp("rtt", MOCK, "target", ("start-slow",), "heal", "round-trip delay"),
+)
+
+_OPS = {op.name: op for op in OPS}
+_HISTORY = {h.f: h for h in HISTORY_NAMES}
+
+
+def op(name: str) -> FaultOp:
+    return _OPS[name]
+
+
+def ops_of(system: System) -> tuple[str, ...]:
+    """The op names a system's scenarios may use, in declaration order."""
+    return tuple(o.name for o in OPS if system in o.systems)
+
+
+def check_op(system: System, name: str) -> str:
+    """`name` if the system has that op; otherwise a one-line ValueError listing its ops."""
+    known = ops_of(system)
+    if name not in known:
+        raise ValueError(f"{name!r} is not a {system} fault op (ops: {', '.join(known)})")
+    return name
+
+
+def history_names(window: Window | Iterable[Window]) -> frozenset[str]:
+    """The history names with that effect (or any of those effects) on the fault windows."""
+    wanted = {window} if isinstance(window, str) else set(window)
+    return frozenset(h.f for h in HISTORY_NAMES if h.window in wanted)
+
+
+def window_of(f: str) -> Window:
+    """What a nemesis event's `f` does to the fault windows ("none" for a name not declared)."""
+    h = _HISTORY.get(f)
+    return h.window if h else "none"
+
+
+def is_step(f: str) -> bool:
+    """Whether an invoke of `f` is a step of the schedule (a snapshot is not)."""
+    h = _HISTORY.get(f)
+    return h.step if h else True
+
+
+def label_of(f: str) -> str:
+    """The report's word for a history name: the label of the first op that writes it."""
+    for o in OPS:
+        if f in o.writes:
+            return o.label
+    return f

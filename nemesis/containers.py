@@ -1,0 +1,355 @@
+"""The nemesis: applies network and process faults to a cluster and logs each to the history.
+
+Network rules run in each node's own network namespace from a short-lived helper container
+(`--network container:<node>`, NET_ADMIN), so nodes built from official images, which have no
+iptables, can be cut too, on Linux and on Docker Desktop alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
+
+from contract.history import HistoryWriter
+from contract.topology import Topology
+from nemesis import network
+from nemesis.network import CLIENTS, NetworkState
+
+log = logging.getLogger(__name__)
+
+
+class NemesisError(Exception):
+    """A fault that could not be applied; one line for the user."""
+
+
+class Disks(Protocol):
+    """Nodes whose data directory can lose power (compose.disks.LazyDisks)."""
+
+    def has(self, node: str) -> bool: ...
+
+    def power_loss(self, node: str) -> dict[str, Any]:
+        """Drops what the node's disk never fsynced (its container down); returns the toll."""
+        ...
+
+
+class Nemesis:
+    def __init__(
+        self,
+        topology: Topology,
+        tools_image: str,
+        history: HistoryWriter | None = None,
+        client: docker.DockerClient | None = None,
+        disks: Disks | None = None,
+    ) -> None:
+        self.topology = topology
+        self.tools_image = tools_image
+        self.history = history
+        self.docker = client or docker.from_env()
+        self.state = NetworkState()
+        self.paused: set[str] = set()
+        self.down: set[str] = set()
+        self.disks = disks
+
+    # ---- network -------------------------------------------------------------------------
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        addresses = {n.name: n.address for n in self.topology.nodes}
+        addresses[CLIENTS] = self.topology.client_address
+        return addresses
+
+    def isolate(self, nodes: Iterable[str]) -> None:
+        nodes = list(nodes)
+        cuts = network.isolate(nodes, self.topology.names)
+        self.logged("start-partition", {"op": "isolate", "nodes": nodes}, lambda: self._cut(cuts))
+
+    def partition(self, groups: Iterable[Iterable[str]]) -> None:
+        groups = [list(g) for g in groups]
+        cuts = network.partition(groups, self.topology.names)
+        self.logged(
+            "start-partition", {"op": "partition", "groups": groups}, lambda: self._cut(cuts)
+        )
+
+    def cut(self, sources: Iterable[str], destinations: Iterable[str]) -> None:
+        sources, destinations = list(sources), list(destinations)
+        cuts = network.one_way(sources, destinations)
+        value = {"op": "cut", "from": sources, "to": destinations}
+        self.logged("start-partition", value, lambda: self._cut(cuts))
+
+    def cut_clients(self, nodes: Iterable[str]) -> None:
+        nodes = list(nodes)
+        cuts = network.cut_clients(nodes)
+        self.logged(
+            "start-partition", {"op": "cut-clients", "nodes": nodes}, lambda: self._cut(cuts)
+        )
+
+    def degrade(
+        self,
+        sources: Iterable[str],
+        destinations: Iterable[str],
+        loss_pct: float = 0.0,
+        delay_ms: int = 0,
+        jitter_ms: int = 0,
+        rate_kbit: int = 0,
+    ) -> None:
+        """Links from sources to destinations lose, delay or rate-limit what they carry."""
+        sources, destinations = list(sources), list(destinations)
+        links = network.degrade(sources, destinations, loss_pct, delay_ms, jitter_ms, rate_kbit)
+        value = {
+            "op": "degrade",
+            "from": sources,
+            "to": destinations,
+            "loss_pct": loss_pct,
+            "delay_ms": delay_ms,
+            "jitter_ms": jitter_ms,
+            "rate_kbit": rate_kbit,
+        }
+        self.logged("start-degrade", value, lambda: self._change(self.state.with_degraded(links)))
+
+    def heal(self, nodes: Iterable[str] | None = None) -> None:
+        names = list(nodes) if nodes else None
+
+        def apply() -> dict[str, Any]:
+            self._change(self.state.healed(names))
+            return {
+                "remaining_cuts": _cut_list(self.state.cuts),
+                "remaining_degraded": len(self.state.degraded),
+            }
+
+        self.logged("stop-partition", {"op": "heal", "nodes": names or "all"}, apply)
+
+    def _cut(self, cuts: set[network.Cut]) -> dict[str, Any]:
+        self._change(self.state.with_cuts(cuts))
+        return {"cuts": _cut_list(cuts)}
+
+    def _change(self, new: NetworkState) -> None:
+        """Moves to `new`, rewriting the rules of every node whose rules differ."""
+        before, self.state = self.state, new
+
+        def rules(state: NetworkState, n: str) -> tuple[object, ...]:
+            return (state.rules_on(n), state.losses_on(n), state.shaped_from(n))
+
+        nodes = before.nodes_with_rules() | new.nodes_with_rules()
+        changed = sorted(n for n in nodes if rules(before, n) != rules(new, n))
+        try:
+            self._apply_rules(changed)
+        except NemesisError:
+            # A fault that could not be applied must not linger half-applied: back to before.
+            self.state = before
+            self._apply_rules(changed)
+            raise
+
+    def _apply_rules(self, nodes: Iterable[str]) -> None:
+        for name in nodes:
+            if name in self.down:
+                continue  # a stopped node has no namespace; its rules go on when it starts
+            script = network.iptables_restore_script(name, self.state, self.addresses)
+            shaping = network.tc_script(name, self.state, self.addresses)
+            self._in_namespace(name, f"{network.apply_command(script)} && {{ {shaping}; }}")
+
+    def _in_namespace(self, name: str, command: str) -> None:
+        node = self.topology.node(name)
+        try:
+            self.docker.containers.run(
+                self.tools_image,
+                entrypoint=["sh", "-c", command],
+                network_mode=f"container:{node.container}",
+                cap_add=["NET_ADMIN"],
+                remove=True,
+                stdout=True,
+                stderr=True,
+            )
+        except docker.errors.ContainerError as e:
+            err = (e.stderr or b"").decode(errors="replace").strip().splitlines()
+            raise NemesisError(f"network rules on {name} failed: {err[-1] if err else e}") from None
+        except docker.errors.APIError as e:
+            raise NemesisError(
+                f"cannot enter {name}'s network namespace: {e.explanation}"
+            ) from None
+
+    # ---- processes -----------------------------------------------------------------------
+
+    def kill(self, nodes: Iterable[str]) -> None:
+        def kill_one(c: Container, n: str) -> None:
+            c.kill(signal=signal.SIGKILL)
+            self._stopped(n)
+
+        self._each("kill", nodes, kill_one)
+
+    def stop(self, nodes: Iterable[str]) -> None:
+        def stop_one(c: Container, n: str) -> None:
+            c.stop(timeout=30)
+            self._stopped(n)
+
+        self._each("stop", nodes, stop_one)
+
+    def start(self, nodes: Iterable[str]) -> None:
+        self._each("start", nodes, lambda c, n: self._started(n, c))
+
+    def restart(self, nodes: Iterable[str]) -> None:
+        def restart_one(c: Container, n: str) -> None:
+            c.stop(timeout=30)
+            self._stopped(n)
+            self._started(n, c)
+
+        self._each("restart", nodes, restart_one)
+
+    def power_loss(self, nodes: Iterable[str]) -> None:
+        """The nodes lose power together: each killed (-9), then every write their disks never
+        fsynced is dropped, then they start again."""
+        names = list(nodes)
+        disks = self.disks
+        if disks is None or not all(disks.has(n) for n in names):
+            raise NemesisError(f"power-loss on {', '.join(names)} needs lazy disks on them")
+
+        def apply() -> dict[str, Any]:
+            containers = {n: self._container(n) for n in names}
+            for name, container in containers.items():
+                container.kill(signal=signal.SIGKILL)
+                self._stopped(name)
+            for container in containers.values():
+                container.wait(timeout=60)  # nothing may hold the disk when it is unmounted
+            dropped = {name: disks.power_loss(name) for name in names}
+            for name, container in containers.items():
+                self._started(name, container)
+            return {"dropped": dropped}
+
+        self.logged("power-loss", {"nodes": names}, apply)
+
+    def pause(self, nodes: Iterable[str]) -> None:
+        def pause_one(c: Container, n: str) -> int | None:
+            attempts = freeze(c, n)
+            self.paused.add(n)
+            return attempts if attempts > 1 else None
+
+        self._each("pause", nodes, pause_one, noted_as="freeze_attempts")
+
+    def resume(self, nodes: Iterable[str]) -> None:
+        def resume_one(c: Container, n: str) -> None:
+            c.unpause()
+            self.paused.discard(n)
+
+        self._each("resume", nodes, resume_one)
+
+    def _stopped(self, name: str) -> None:
+        self.down.add(name)
+        self.paused.discard(name)
+
+    def _started(self, name: str, container: Container) -> None:
+        container.start()
+        self.down.discard(name)
+        # A restarted container has a new network namespace: the node's rules are gone.
+        if name in self.state.nodes_with_rules():
+            self._apply_rules([name])
+
+    def _each(
+        self,
+        f: str,
+        nodes: Iterable[str],
+        act: Callable[[Container, str], Any],
+        noted_as: str | None = None,
+    ) -> None:
+        """`act` on each node in turn, logged as one op; what it returns for a node, when not
+        None, goes into the op's ok under `noted_as`."""
+        names = list(nodes)
+
+        def apply() -> dict[str, Any] | None:
+            noted = {}
+            for name in names:
+                out = act(self._container(name), name)
+                if out is not None:
+                    noted[name] = out
+            return {noted_as: noted} if noted_as and noted else None
+
+        self.logged(f, {"nodes": names}, apply)
+
+    def _container(self, name: str) -> Container:
+        try:
+            return self.docker.containers.get(self.topology.node(name).container)
+        except docker.errors.NotFound:
+            raise NemesisError(f"node {name} has no container") from None
+
+    # ---- recovery ------------------------------------------------------------------------
+
+    def heal_all(self) -> None:
+        """End every fault: network healed, paused nodes resumed, stopped nodes started.
+
+        Idempotent; used at the end of a run, on failure and on SIGINT/SIGTERM.
+        """
+        if self.paused:
+            self.resume(sorted(self.paused))
+        if self.down:
+            self.start(sorted(self.down))
+        if self.state.cuts or self.state.degraded:
+            self.heal()
+
+    def logged(self, f: str, value: dict[str, Any], act: Callable[[], Any]) -> None:
+        """Runs `act` between an invoke and its ok (with what act returns) or fail."""
+        if self.history:
+            self.history.write("invoke", f, value=value)
+        try:
+            extra = act()
+        except Exception as e:  # noqa: BLE001 - every failure is logged, then re-raised
+            if self.history:
+                self.history.write("fail", f, value=value, error=str(e))
+            raise
+        if self.history:
+            self.history.write("ok", f, value={**value, **(extra or {})})
+        log.info("nemesis %s %s", f, value)
+
+
+FREEZE_ATTEMPTS = 3
+
+
+def freeze(container: Container, name: str) -> int:
+    """Pauses one container; returns the attempts it took.
+
+    On cgroup v1 (this machine's) the kernel cannot reliably freeze a cgroup while processes
+    keep appearing in it: runc retries for a while, then thaws the cgroup back and reports
+    "unable to freeze". The node was never paused then, so trying again is the same fault a
+    moment later; the history's ok says how many attempts it took.
+    """
+
+    def unable_to_freeze(e: BaseException) -> bool:
+        return isinstance(e, docker.errors.APIError) and "unable to freeze" in str(e.explanation)
+
+    try:
+        for attempt in Retrying(
+            stop=stop_after_attempt(FREEZE_ATTEMPTS),
+            wait=wait_fixed(0.5),
+            retry=retry_if_exception(unable_to_freeze),
+            reraise=True,
+        ):
+            with attempt:
+                container.pause()
+    except docker.errors.APIError as e:
+        raise NemesisError(f"cannot pause {name}: {e.explanation}") from None
+    return attempt.retry_state.attempt_number
+
+
+def _cut_list(cuts: Iterable[network.Cut]) -> list[list[str]]:
+    return [list(c) for c in sorted(cuts)]
+
+
+def clean_container(client: docker.DockerClient, container: Container, tools_image: str) -> None:
+    """Remove every trace of the nemesis from one node (used by `harness heal`)."""
+    container.reload()
+    if container.status == "paused":
+        container.unpause()
+        container.reload()
+    if container.status != "running":
+        return
+    client.containers.run(
+        tools_image,
+        entrypoint=["sh", "-c", network.remove_command()],
+        network_mode=f"container:{container.id}",
+        cap_add=["NET_ADMIN"],
+        remove=True,
+    )

@@ -1,0 +1,167 @@
+"""The admin-API side of a running Kafka cluster: metadata, topics, leader elections."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import replace
+from typing import Any
+
+from compose.cli import ComposeError
+from systems.kafka.cluster import INTERNAL_PORT, KafkaCluster
+
+
+def election_outcome(err: Any) -> str:
+    """One partition's election result: "ok", or the error's name. confluent-kafka 2.16 gives a
+    KafkaError (or None) per partition; a KafkaException carries its KafkaError in args."""
+    if err is None:
+        return "ok"
+    if not hasattr(err, "name") and getattr(err, "args", None):
+        err = err.args[0]
+    return str(err.name()) if hasattr(err, "name") else str(err)
+
+
+def election_tool_outcome(text: str) -> str:
+    """kafka-leader-election's answer for one partition, in the admin API's words."""
+    if "Successfully completed leader election" in text:
+        return "ok"
+    if "Valid replica already elected" in text or "ELECTION_NOT_NEEDED" in text:
+        return "ELECTION_NOT_NEEDED"
+    if m := re.search(r"(ELIGIBLE_LEADERS_NOT_AVAILABLE|PREFERRED_LEADER_NOT_AVAILABLE)", text):
+        return m.group(1)
+    if m := re.search(r"(\w+(?:Exception|Error)): ([^\n]{0,160})", text):
+        return f"{m.group(1)}: {m.group(2)}"
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else "no answer"
+
+
+def new_topic(
+    topic: str,
+    partitions: int,
+    replication_factor: int,
+    assignment: list[list[int]] | None,
+    config: dict[str, str],
+) -> Any:
+    """The NewTopic to create. With an explicit assignment librdkafka wants the partition count
+    to match it and no replication factor (-1): the assignment says it."""
+    from confluent_kafka.admin import NewTopic
+
+    if assignment:
+        return NewTopic(topic, len(assignment), -1, replica_assignment=assignment, config=config)
+    return NewTopic(topic, partitions, replication_factor, config=config)
+
+
+class KafkaAdmin:
+    """The admin-API side of a running cluster: metadata, topics, elections (KafkaControl)."""
+
+    def __init__(self, cluster: KafkaCluster, topic: str) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.cluster = cluster
+        self.topic = topic
+        self.admin = AdminClient(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "log_level": 3,
+                "socket.timeout.ms": 5000,
+            }
+        )
+
+    def metadata(self, need_controller: bool = False) -> Any:
+        from systems.kafka.targets import from_cluster_metadata
+
+        md = from_cluster_metadata(
+            self._topic_metadata(), self.cluster.node_of, self.cluster.quorum
+        )
+        if need_controller and self.cluster.config.mode != "zk":
+            # Brokers' metadata names a random broker as controller in KRaft: ask the quorum.
+            name = self.cluster.active_controller(sorted(md.brokers.values()))
+            ids = {n.name: n.node_id for n in self.cluster.nodes}
+            md = replace(md, controller=ids.get(name) if name else None)
+            if name and md.controller not in md.brokers:
+                md = replace(md, brokers={**md.brokers, ids[name]: name})
+        return md
+
+    def _topic_metadata(self, within: float = 15) -> Any:
+        """The topic's metadata from a broker that knows it: a KRaft broker applies a new topic
+        a moment after the one that created it, and one answer of "no partitions" would aim a
+        fault at nothing."""
+        deadline = time.monotonic() + within
+        while True:
+            cm = self.admin.list_topics(self.topic, timeout=10)
+            tm = cm.topics.get(self.topic)
+            if (tm is not None and tm.error is None and tm.partitions) or (
+                time.monotonic() >= deadline
+            ):
+                return cm
+            time.sleep(0.5)
+
+    def registered_brokers(self) -> set[int]:
+        try:
+            return set(self.admin.list_topics(timeout=5).brokers)
+        except Exception:  # noqa: BLE001 - not up yet
+            return set()
+
+    def create_topic(
+        self,
+        partitions: int,
+        replication_factor: int,
+        assignment: list[list[int]] | None,
+        config: dict[str, str],
+        timeout: float,
+    ) -> None:
+        new = new_topic(self.topic, partitions, replication_factor, assignment, config)
+        try:
+            future = self.admin.create_topics([new], request_timeout=timeout)[self.topic]
+            future.result(timeout=timeout)
+        except Exception as e:  # noqa: BLE001 - KafkaException, ValueError: one line
+            raise ComposeError(f"cannot create topic {self.topic}: {e}") from None
+
+    def _elect_via(
+        self, node: str, election: str, partitions: list[int], wait: float
+    ) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for p in partitions:
+            command = (
+                f"kafka-leader-election.sh --bootstrap-server localhost:{INTERNAL_PORT} "
+                f"--election-type {election.upper()} --topic {self.topic} --partition {p}"
+            )
+            try:
+                # The tool exits 1 on a failed election: its text says why, so read it anyway.
+                text = self.cluster.exec(node, command + " 2>&1; true", timeout=wait + 30)
+            except ComposeError as e:
+                text = str(e)
+            out[str(p)] = election_tool_outcome(text)
+        return out
+
+    def fully_in_sync(self, topics: tuple[str, ...] = ()) -> bool:
+        """Every partition of the topic (and of `topics`) has a leader and its full ISR."""
+        try:
+            for topic in (self.topic, *topics):
+                md = self.admin.list_topics(topic, timeout=5)
+                tm = md.topics.get(topic)
+                if tm is None or tm.error is not None or not tm.partitions:
+                    return False
+                for pm in tm.partitions.values():
+                    if pm.leader < 0 or set(pm.isrs) != set(pm.replicas):
+                        return False
+        except Exception:  # noqa: BLE001 - a broker still starting
+            return False
+        return True
+
+    def elect(
+        self, election: str, partitions: list[int], via: str | None = None, wait: float = 15
+    ) -> dict[str, str]:
+        """Per partition: "ok" or the error's name. With `via`, Kafka's own election tool runs
+        inside that broker, bootstrapped on itself: its view of who leads the quorum is that of
+        a broker the nemesis has not cut."""
+        if via is not None:
+            return self._elect_via(via, election, partitions, wait)
+        from confluent_kafka import ElectionType, TopicPartition
+
+        kind = ElectionType.UNCLEAN if election == "unclean" else ElectionType.PREFERRED
+        tps = [TopicPartition(self.topic, p) for p in partitions]
+        # No request_timeout: confluent-kafka 2.16's elect_leaders raises SystemError on any
+        # timeout keyword (a format bug in its C binding); the future's wait bounds it instead.
+        result = self.admin.elect_leaders(kind, tps).result(timeout=wait)
+        return {str(tp.partition): election_outcome(err) for tp, err in result.items()}

@@ -1,0 +1,329 @@
+"""Kafka clients on confluent-kafka: a producer whose every delivery report goes to the history,
+and a reader that assigns every partition from the earliest offset.
+
+Outcome of a send (the history's `type`):
+  ok    the delivery report has no error: partition and offset recorded;
+  fail  only errors that guarantee the record was not written: refused before it left the
+        client, or rejected by the broker for what the record is (the same on every retry);
+  info  everything else: timeouts (_MSG_TIMED_OUT may still have been written), transport
+        errors, NOT_ENOUGH_REPLICAS_AFTER_APPEND, and any error that follows a retry, since
+        an earlier attempt may have been written (confluent-kafka does not expose
+        librdkafka's per-message persistence status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from contract.history import EventType, HistoryWriter, decode_body, encode_body
+
+log = logging.getLogger("systems.kafka.clients")
+
+# Refused before the record left the client: nothing can have been written.
+_LOCAL_NOT_SENT = frozenset(
+    {
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._PURGE_QUEUE,
+        KafkaError._INVALID_ARG,
+        KafkaError._QUEUE_FULL,
+    }
+)
+# Rejected by the broker for what the record or request is: every attempt was rejected alike.
+_BROKER_REJECTED = frozenset(
+    {
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.INVALID_RECORD,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+        KafkaError.INVALID_REQUIRED_ACKS,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.TOPIC_EXCEPTION,
+        KafkaError.INVALID_MSG,
+    }
+)
+
+
+def delivery_outcome(err: KafkaError | None) -> tuple[EventType, str | None]:
+    """The history type and error text for one delivery report."""
+    if err is None:
+        return "ok", None
+    text = f"{err.name()}: {err.str()}"
+    if err.code() in _LOCAL_NOT_SENT or err.code() in _BROKER_REJECTED:
+        return "fail", text
+    return "info", text
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    process: str
+    topic: str
+    count: int
+    deadline: float  # Unix time
+    acks: str = "all"  # "0", "1" or "all"
+    enable_idempotence: bool = False
+    retries: int = 2147483647
+    delivery_timeout_ms: int = 30000
+    request_timeout_ms: int = 10000
+    max_in_flight: int = 5
+    rate: float = 0.0  # messages per second; 0 = as fast as the client takes them
+
+
+def client_diagnostics() -> dict[str, Any]:
+    """librdkafka's debug contexts (BJ_RDKAFKA_DEBUG, e.g. "metadata,broker"), written to the
+    client's log: which broker answered metadata and when a new leader was learnt is not in
+    the history, and is how one finds out why a client did or did not see a fault."""
+    contexts = os.environ.get("BJ_RDKAFKA_DEBUG", "").strip()
+    return {"debug": contexts, "log_level": 7} if contexts else {}
+
+
+def producer_settings(cfg: ProducerConfig, bootstrap_servers: str) -> dict[str, Any]:
+    """Every setting the scenario depends on, explicit (never the client's defaults)."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "acks": cfg.acks,
+        "enable.idempotence": cfg.enable_idempotence,
+        "retries": cfg.retries,
+        "delivery.timeout.ms": cfg.delivery_timeout_ms,
+        "request.timeout.ms": cfg.request_timeout_ms,
+        "max.in.flight.requests.per.connection": cfg.max_in_flight,
+        "linger.ms": 5,
+        "log_level": 3,
+    } | client_diagnostics()
+
+
+def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWriter) -> None:
+    """Produces seq 1..count; stops at the count or the deadline, whichever comes first."""
+    producer = Producer(producer_settings(cfg, bootstrap_servers))
+    outstanding: set[int] = set()
+    send = functools.partial(history.write, f="send", stream=cfg.topic, producer=cfg.process)
+
+    def delivered(seq: int, err: KafkaError | None, msg: Message) -> None:
+        outstanding.discard(seq)
+        type_, error = delivery_outcome(err)
+        ok = type_ == "ok"
+        send(
+            type_,
+            seq=seq,
+            partition=msg.partition() if ok else None,
+            offset=msg.offset() if ok else None,
+            error=error,
+        )
+
+    next_at = time.monotonic()
+    for seq in range(1, cfg.count + 1):
+        if time.time() >= cfg.deadline:
+            break
+        if cfg.rate > 0:
+            time.sleep(max(0.0, next_at - time.monotonic()))
+            next_at = max(next_at, time.monotonic() - 1.0 / cfg.rate) + 1.0 / cfg.rate
+        send("invoke", seq=seq)
+        outstanding.add(seq)
+        while True:
+            try:
+                producer.produce(
+                    cfg.topic,
+                    value=encode_body(cfg.process, seq),
+                    on_delivery=functools.partial(delivered, seq),
+                )
+                break
+            except BufferError:  # local queue full: wait for deliveries, then retry
+                producer.poll(0.1)
+                if time.time() >= cfg.deadline:
+                    outstanding.discard(seq)
+                    send("fail", seq=seq, error="_QUEUE_FULL: local queue full at deadline")
+                    break
+        producer.poll(0)
+    producer.flush(max(0.0, cfg.deadline - time.time()))
+    for seq in sorted(outstanding):
+        send("info", seq=seq, error="no delivery report before the deadline")
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    process: str
+    topic: str
+    group: str  # the reader group the history records (and the consumer group in group mode)
+    deadline: float
+    mode: str = "assign"  # assign: every partition from the start; group: subscribe, commit
+    commit_every: int = 100  # group mode: a synchronous offset commit every N records
+    final: bool = False  # the final read: drains from the start, with no signal to wait for
+
+
+# Commit errors after which the offsets may still have been written.
+_COMMIT_UNKNOWN = frozenset(
+    {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT}
+)
+
+
+def commit_outcome(err: KafkaError | None) -> tuple[EventType, str | None]:
+    """The history type and error text for one offset commit."""
+    if err is None or err.code() == KafkaError._NO_OFFSET:  # nothing new to commit
+        return "ok", None
+    return ("info" if err.code() in _COMMIT_UNKNOWN else "fail"), f"{err.name()}: {err.str()}"
+
+
+def read_all(
+    cfg: ReaderConfig,
+    bootstrap_servers: str,
+    history: HistoryWriter,
+    draining: Callable[[], bool],
+) -> bool:
+    """Reads every partition from the earliest offset; returns whether it caught up.
+
+    Once `draining()` says so (the final drain), stops when every partition is read up to its
+    high-water mark; until then, and at the latest, reads until the deadline. In group mode the
+    reader is a consumer group member and commits its offsets every `commit_every` records.
+    """
+    group_mode = cfg.mode == "group"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": cfg.group if group_mode else f"brokerjepsen-{cfg.process}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10000,
+            "log_level": 3,
+        }
+    )
+    uncommitted = 0
+    try:
+        partitions = partitions_of(consumer, cfg.topic, min(cfg.deadline, time.time() + 60))
+        if group_mode:
+            consumer.subscribe([cfg.topic])
+        else:
+            consumer.assign([TopicPartition(cfg.topic, p, OFFSET_BEGINNING) for p in partitions])
+        position = {p: 0 for p in partitions}
+        while time.time() < cfg.deadline:
+            msg = consumer.poll(0.2)
+            if group_mode and uncommitted >= cfg.commit_every:
+                uncommitted = 0
+                _commit(consumer, cfg, history)
+            if msg is not None and msg.error() is None:
+                producer, seq = decode_body(msg.value() or b"")
+                offset = msg.offset()
+                history.write(
+                    "ok",
+                    "receive",
+                    stream=cfg.topic,
+                    group=cfg.group,
+                    producer=producer,
+                    seq=seq,
+                    partition=msg.partition(),
+                    offset=offset,
+                )
+                if offset is not None and (partition := msg.partition()) is not None:
+                    position[partition] = offset + 1
+                uncommitted += 1
+                continue
+            if draining() and _caught_up(consumer, cfg.topic, position):
+                if group_mode and uncommitted:
+                    _commit(consumer, cfg, history)
+                return True
+        return False
+    finally:
+        consumer.close()
+
+
+def _commit(consumer: Consumer, cfg: ReaderConfig, history: HistoryWriter) -> None:
+    """A synchronous commit of the consumed offsets, its outcome in the history."""
+    history.write("invoke", "commit", stream=cfg.topic, group=cfg.group)
+    err: KafkaError | None = None
+    offsets: list[TopicPartition] = []
+    try:
+        offsets = consumer.commit(asynchronous=False) or []
+    except KafkaException as e:
+        err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+        if err is None:
+            raise
+    type_, error = commit_outcome(err)
+    value = {str(tp.partition): tp.offset for tp in offsets} if type_ == "ok" else None
+    history.write(type_, "commit", stream=cfg.topic, group=cfg.group, error=error, value=value)
+
+
+class TopicNotFound(Exception):
+    """The topic never showed partitions in this client's metadata."""
+
+
+def partitions_of(consumer: Consumer, topic: str, deadline: float) -> list[int]:
+    """The topic's partitions, asked until some broker's metadata holds them: a KRaft broker
+    applies a new topic a moment after the one the harness asked, and a reader that took
+    "no partitions" for an answer would read nothing and call itself caught up."""
+    while True:
+        try:
+            tm = consumer.list_topics(topic, timeout=10).topics.get(topic)
+            if tm is not None and tm.error is None and tm.partitions:
+                return sorted(tm.partitions)
+        except KafkaException as e:
+            log.warning("metadata for %s: %s", topic, e)
+        if time.time() >= deadline:
+            raise TopicNotFound(f"topic {topic} has no partitions in the brokers' metadata")
+        time.sleep(0.5)
+
+
+def _caught_up(consumer: Consumer, topic: str, position: dict[int, int]) -> bool:
+    """Every partition read up to its high-water mark, as its leader tells it now."""
+    if not position:
+        return False
+    for partition, pos in position.items():
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5)
+        except KafkaException:  # no leader now, or it did not answer: not known to be caught up
+            return False
+        if high < 0 or pos < high:
+            return False
+    return True
+
+
+READER_NOT_CAUGHT_UP = 3  # exit code: the drain did not reach every high-water mark
+READER_NO_TOPIC = 4  # exit code: the topic never showed partitions
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m systems.kafka.clients producer|reader CONFIG`: one client process of a run."""
+    parser = argparse.ArgumentParser(prog="python -m systems.kafka.clients")
+    parser.add_argument("role", choices=["producer", "reader"])
+    parser.add_argument("config", type=Path)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    data = json.loads(args.config.read_text())
+    history_dir, bootstrap = Path(data.pop("history_dir")), data.pop("bootstrap_servers")
+    if args.role == "producer":
+        pcfg = ProducerConfig(**data)
+        with HistoryWriter(history_dir, pcfg.process, "kafka") as history:
+            run_producer(pcfg, bootstrap, history)
+        return 0
+    rcfg = ReaderConfig(**data)
+    drain = {"now": rcfg.final}
+    signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))
+    with HistoryWriter(history_dir, rcfg.process, "kafka") as history:
+        try:
+            caught_up = read_all(rcfg, bootstrap, history, lambda: drain["now"])
+        except TopicNotFound as e:
+            log.error("%s", e)
+            return READER_NO_TOPIC
+    return 0 if caught_up else READER_NOT_CAUGHT_UP
+
+
+if __name__ == "__main__":
+    sys.exit(main())

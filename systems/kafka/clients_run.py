@@ -1,0 +1,64 @@
+"""What every Kafka run shares, mock tier or real cluster: the clients and the drain."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from systems.kafka.scenario import FINAL_READER
+from systems.run import ScenarioRun
+
+
+class KafkaClientsRun(ScenarioRun):
+    """A run whose clients are systems.kafka.clients producers and readers."""
+
+    client_module = "systems.kafka.clients"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        raise NotImplementedError
+
+    def groups(self) -> list[str]:
+        final = [FINAL_READER] if self.scenario.workload.final_read else []
+        return [r.id for r in self.scenario.workload.readers] + final
+
+    def _client_config(self, deadline: float, **settings: object) -> dict[str, object]:
+        """What a producer or reader process is told: where the cluster is, and until when."""
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "topic": self.scenario.cluster.topic,
+            "deadline": deadline,
+            **settings,
+        }
+
+    def _start_clients(self, start: float) -> list[str]:
+        w, t = self.scenario.workload, self.scenario.timeouts
+        read_deadline = start + t.workload + t.recovery + w.drain_timeout + 30
+        for r in w.readers:
+            config = self._client_config(
+                read_deadline, group=r.id, mode=r.mode, commit_every=r.commit_every
+            )
+            self._spawn("reader", r.id, config)
+        for p in w.producers:
+            config = self._client_config(start + t.workload, **p.model_dump(exclude={"id"}))
+            self._spawn("producer", p.id, config)
+        return [p.id for p in w.producers]
+
+    def _drain(self) -> None:
+        """Readers read every partition up to its high-water mark, then exit 0; then the final
+        read, a fresh reader from the first offset to the high-water marks."""
+        readers = [r.id for r in self.scenario.workload.readers]
+        for name in readers:
+            self.clients[name].send_signal(signal.SIGUSR1)
+        deadline = time.time() + self.scenario.workload.drain_timeout + 30
+        codes = {name: self._wait_client(name, deadline) for name in readers}
+        if self.scenario.workload.final_read:
+            codes[FINAL_READER] = self._final_read()
+        self.manifest["consumer_exit_codes"] = codes
+        self.manifest["drain_complete"] = all(code == 0 for code in codes.values())
+
+    def _final_read(self) -> int:
+        deadline = time.time() + self.scenario.workload.drain_timeout + 30
+        config = self._client_config(deadline - 10, group=FINAL_READER, final=True)
+        self._spawn("reader", FINAL_READER, config)
+        return self._wait_client(FINAL_READER, deadline)

@@ -1,0 +1,432 @@
+"""Real Kafka clusters under Docker Compose, in three shapes:
+
+  zk               3 ZooKeeper nodes + N brokers (Kafka 3.x; 4.0 removed ZooKeeper)
+  kraft            N nodes, the first three broker+controller (combined)
+  kraft-dedicated  3 dedicated controllers + N brokers (the quorum apart from the data path)
+
+The compose file is rendered per run into the run directory (`cluster/docker-compose.yml`,
+usable on its own with `docker compose -f ... up`), with every setting a scenario depends on
+explicit: never an image's single-node default. Environment variables follow the convention
+of the official images (KAFKA_FOO_BAR -> foo.bar, ZOOKEEPER_*), which our local images
+implement too, so the same file runs official images and images built here from a Kafka
+release tarball.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import yaml
+
+from compose.cli import ComposeError, compose
+from compose.cluster import ComposeCluster, free_ports
+from compose.disks import LazyDisks
+from contract.topology import Topology
+from systems.kafka.config import (
+    KafkaClusterConfig,
+    Mode,
+    Node,
+    _version_tuple,
+    nodes_of,
+    on_line,
+    quorum_nodes,
+    supports_mode,
+)
+
+INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 19092, 2181
+DATA_DIR = "/var/lib/kafka/data"
+LOCAL_ZOOKEEPER_IMAGE = "brokerjepsen/zookeeper:3.8.0-debian"
+LOCAL_KAFKA_REPO = "brokerjepsen/kafka"
+KAFKA_VERSION_LABEL = "org.brokerjepsen.kafka-version"
+# Official images, in the order they are preferred when present (none can be pulled here).
+OFFICIAL_KAFKA = {
+    "zk": ("confluentinc/cp-kafka",),
+    "kraft": ("apache/kafka", "confluentinc/cp-kafka"),
+}
+OFFICIAL_ZOOKEEPER = ("confluentinc/cp-zookeeper",)
+HOW_TO_GET_KAFKA = (
+    "run make setup (builds brokerjepsen/kafka 3.9 and 4.1 from Maven Central), or supply a "
+    "release tarball (KAFKA_TARBALL=/path/kafka_2.13-3.9.2.tgz make kafka-image), or docker pull "
+    "apache/kafka (KRaft) / confluentinc/cp-kafka + cp-zookeeper (ZooKeeper mode)"
+)
+
+
+class KafkaUnavailable(ComposeError):
+    """No Kafka image for the mode: one line saying what is missing and how to supply it."""
+
+
+def _broker_settings(cfg: KafkaClusterConfig) -> dict[str, str]:
+    """Cluster-wide settings every broker (and KRaft controller) gets, all explicit."""
+    rf = str(min(3, cfg.brokers))
+    s = {
+        "KAFKA_MIN_INSYNC_REPLICAS": str(cfg.min_insync_replicas),
+        "KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE": str(cfg.unclean_leader_election).lower(),
+        "KAFKA_REPLICA_LAG_TIME_MAX_MS": str(cfg.replica_lag_time_max_ms),
+        "KAFKA_AUTO_LEADER_REBALANCE_ENABLE": str(cfg.auto_leader_rebalance).lower(),
+        "KAFKA_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS": str(
+            cfg.leader_imbalance_check_interval_seconds
+        ),
+        "KAFKA_DEFAULT_REPLICATION_FACTOR": rf,
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": rf,
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": rf,
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": str(min(cfg.min_insync_replicas, int(rf))),
+        "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        "KAFKA_LOG_DIRS": DATA_DIR,
+        # Explicit heaps: three brokers and their quorum fit in 4 GiB.
+        "KAFKA_HEAP_OPTS": "-Xms512m -Xmx512m",
+    }
+    if cfg.flush_messages is not None:
+        s["KAFKA_LOG_FLUSH_INTERVAL_MESSAGES"] = str(cfg.flush_messages)
+    return s
+
+
+def node_environment(
+    cfg: KafkaClusterConfig, node: Node, host_port: int | None, cluster_id: str
+) -> dict[str, str]:
+    """The environment of one container, in the official images' convention."""
+    if node.role == "zookeeper":
+        servers = ";".join(f"zk{i}:2888:3888" for i in (1, 2, 3))
+        return {
+            "ZOOKEEPER_SERVER_ID": str(node.node_id),
+            "ZOOKEEPER_CLIENT_PORT": str(ZK_CLIENT_PORT),
+            "ZOOKEEPER_TICK_TIME": "500",
+            "ZOOKEEPER_INIT_LIMIT": "20",
+            "ZOOKEEPER_SYNC_LIMIT": "4",
+            "ZOOKEEPER_SERVERS": servers,
+            "KAFKA_OPTS": "-Dzookeeper.4lw.commands.whitelist=*",
+            "KAFKA_HEAP_OPTS": "-Xms128m -Xmx256m",
+        }
+    env = _broker_settings(cfg)
+    protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    listeners: list[str] = []
+    if node.role in ("broker", "combined"):
+        listeners += [f"INTERNAL://0.0.0.0:{INTERNAL_PORT}", f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT}"]
+        env["KAFKA_ADVERTISED_LISTENERS"] = (
+            f"INTERNAL://{node.name}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{host_port}"
+        )
+        env["KAFKA_INTER_BROKER_LISTENER_NAME"] = "INTERNAL"
+        if rack := cfg.racks.get(node.node_id):
+            env["KAFKA_BROKER_RACK"] = rack
+    if node.role in ("controller", "combined"):
+        listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
+    env["KAFKA_LISTENERS"] = ",".join(listeners)
+    env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = protocols
+    if cfg.mode == "zk":
+        env["KAFKA_BROKER_ID"] = str(node.node_id)
+        env["KAFKA_ZOOKEEPER_CONNECT"] = ",".join(f"zk{i}:{ZK_CLIENT_PORT}" for i in (1, 2, 3))
+        env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"] = str(cfg.session_timeout_ms)
+        # Brokers may start before the ensemble has a leader: wait rather than exit.
+        env["KAFKA_ZOOKEEPER_CONNECTION_TIMEOUT_MS"] = "120000"
+        return env
+    voters = [n for n in nodes_of(cfg, "0.0.0") if n.role in ("controller", "combined")]
+    env.update(
+        {
+            "CLUSTER_ID": cluster_id,
+            "KAFKA_NODE_ID": str(node.node_id),
+            "KAFKA_PROCESS_ROLES": {
+                "broker": "broker",
+                "controller": "controller",
+                "combined": "broker,controller",
+            }[node.role],
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": ",".join(
+                f"{v.node_id}@{v.name}:{CONTROLLER_PORT}" for v in voters
+            ),
+            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+            "KAFKA_BROKER_SESSION_TIMEOUT_MS": str(cfg.session_timeout_ms),
+            "KAFKA_BROKER_HEARTBEAT_INTERVAL_MS": str(max(500, cfg.session_timeout_ms // 6)),
+        }
+    )
+    return env
+
+
+def render_compose(
+    cfg: KafkaClusterConfig,
+    project: str,
+    images: dict[str, str],
+    host_ports: dict[int, int],
+    net_prefix: str,
+    cluster_id: str,
+    data_mounts: dict[str, Path] | None = None,
+) -> dict[str, Any]:
+    """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
+    to mount as the named nodes' log directories."""
+    services: dict[str, Any] = {}
+    nodes = nodes_of(cfg, net_prefix)
+    first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller")]
+    for node in nodes:
+        service: dict[str, Any] = {
+            "image": images["zookeeper" if node.role == "zookeeper" else "kafka"],
+            "hostname": node.name,
+            "environment": node_environment(cfg, node, host_ports.get(node.node_id), cluster_id),
+            "networks": {"cluster": {"ipv4_address": node.address}},
+            "labels": {"org.brokerjepsen.role": f"kafka-{node.role}"},
+            "stop_grace_period": "30s",
+        }
+        if data_mounts and node.name in data_mounts:
+            service["volumes"] = [f"{data_mounts[node.name]}:{DATA_DIR}"]
+        if node.role in ("broker", "combined"):
+            service["ports"] = [f"127.0.0.1:{host_ports[node.node_id]}:{EXTERNAL_PORT}"]
+            if first_up:
+                service["depends_on"] = {n: {"condition": "service_started"} for n in first_up}
+        services[node.name] = service
+    return {
+        "name": project,
+        "services": services,
+        "networks": {"cluster": {"ipam": {"config": [{"subnet": f"{net_prefix}.0/24"}]}}},
+    }
+
+
+# ---- images ----------------------------------------------------------------------------------
+
+
+def kafka_version_of_image(image: Any) -> str | None:
+    """Kafka's version as the image says it: our label, or an official image's tag."""
+    labels = (image.attrs.get("Config") or {}).get("Labels") or {}
+    if version := labels.get(KAFKA_VERSION_LABEL):
+        return str(version)
+    for tag in image.tags:
+        repo, _, ver = tag.rpartition(":")
+        if repo.endswith("apache/kafka") and re.match(r"^\d+\.\d+", ver):
+            return ver
+        if repo.endswith("confluentinc/cp-kafka") and (m := re.match(r"^(\d+)\.(\d+)", ver)):
+            # Confluent Platform 7.x carries Kafka 3.(x): 7.9 -> 3.9, 7.4 -> 3.4.
+            major, minor = int(m.group(1)), int(m.group(2))
+            if major == 7:
+                return f"3.{minor}"
+            if major == 8:
+                return f"4.{minor}"
+    return None
+
+
+def choose_kafka_image(
+    requested: str | None, mode: Mode, client: docker.DockerClient, line: str | None = None
+) -> str:
+    """The scenario's image, else the newest local build of `line` that runs `mode`, else an
+    official one of that line."""
+    if requested:
+        try:
+            client.images.get(requested)
+        except docker.errors.ImageNotFound:
+            raise KafkaUnavailable(
+                f"Kafka image {requested!r} is not present: {HOW_TO_GET_KAFKA}"
+            ) from None
+        return requested
+    candidates: list[tuple[tuple[int, ...], int, str]] = []
+    official = OFFICIAL_KAFKA["zk" if mode == "zk" else "kraft"]
+    for image in client.images.list():
+        version = kafka_version_of_image(image)
+        for tag in image.tags:
+            repo = tag.rpartition(":")[0]
+            if repo == LOCAL_KAFKA_REPO:
+                rank = 2
+            elif repo in official:
+                rank = 1 if official.index(repo) == 0 else 0
+            else:
+                continue
+            if supports_mode(version, mode) and on_line(version, line):
+                candidates.append((_version_tuple(version or "0"), rank, tag))
+    if not candidates:
+        which = f"Kafka {line} image" if line else "Kafka image"
+        raise KafkaUnavailable(f"no {which} that runs mode {mode}: {HOW_TO_GET_KAFKA}")
+    # Local builds first (they carry iptables and our entrypoint), then the newest version.
+    return max(candidates, key=lambda c: (c[1], c[0]))[2]
+
+
+def choose_zookeeper_image(requested: str | None, client: docker.DockerClient) -> str:
+    names = [requested] if requested else [LOCAL_ZOOKEEPER_IMAGE]
+    if not requested:
+        names += [
+            t for i in client.images.list() for t in i.tags if t.startswith(OFFICIAL_ZOOKEEPER)
+        ]
+    for name in names:
+        try:
+            client.images.get(name)
+            return name
+        except docker.errors.ImageNotFound:
+            continue
+    raise KafkaUnavailable(
+        f"no ZooKeeper image: run make setup (builds {LOCAL_ZOOKEEPER_IMAGE} from Debian's "
+        "zookeeper package) or docker pull confluentinc/cp-zookeeper:7.9.1"
+    )
+
+
+# ---- a running cluster -----------------------------------------------------------------------
+
+
+class KafkaCluster(ComposeCluster):
+    """Brings a Kafka cluster up and down and tells where its nodes are."""
+
+    def __init__(
+        self,
+        config: KafkaClusterConfig,
+        workdir: Path,
+        project: str,
+        net_prefix: str | None = None,
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        super().__init__(workdir, project, net_prefix, client)
+        self.config = config
+        self.images = {
+            "kafka": choose_kafka_image(config.image, config.mode, self.docker, config.kafka_line)
+        }
+        if config.mode == "zk":
+            self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
+        brokers = [n for n in self.nodes if n.role in ("broker", "combined")]
+        self.host_ports = dict(
+            zip([b.node_id for b in brokers], free_ports(len(brokers)), strict=True)
+        )
+        self.node_of = {b.node_id: b.name for b in brokers}
+        self.compose_file = workdir / "docker-compose.yml"
+        # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
+        self.cluster_id = _kraft_cluster_id()
+        self.disks = LazyDisks(workdir, [b.name for b in brokers]) if config.lazy_disks else None
+
+    @property
+    def nodes(self) -> list[Node]:
+        """Every container, at its address on the network the cluster has now."""
+        return nodes_of(self.config, self.net_prefix)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.host_ports.values())
+
+    @property
+    def quorum(self) -> tuple[str, ...]:
+        return quorum_nodes(self.config)
+
+    def render(self) -> dict[str, Any]:
+        return render_compose(
+            self.config,
+            self.project,
+            self.images,
+            self.host_ports,
+            self.net_prefix,
+            self.cluster_id,
+            {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,
+        )
+
+    def up(self, timeout: float, registered: Any) -> None:
+        """Starts every container, then waits until `registered()` (every broker known)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.disks is not None:
+            self.disks.mount_all()
+
+        def start() -> None:
+            self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
+            compose(self.compose_file, ["up", "-d"], {}, timeout=timeout)
+
+        self.start_on_free_subnet(start)
+        from contract.wait import wait_until
+
+        exited: dict[str, str] = {}
+
+        def registered_or_exited() -> bool:
+            if registered():
+                return True
+            exited.update(self._exited())
+            return bool(exited)
+
+        if not wait_until(registered_or_exited, timeout, interval=2):
+            stopped = [n for n, c in self.containers().items() if c.status != "running"]
+            detail = f"; containers not running: {', '.join(sorted(stopped))}" if stopped else ""
+            raise ComposeError(
+                f"Kafka brokers did not all register within {timeout:.0f} s{detail} "
+                f"(see {self.workdir.parent / 'logs'})"
+            )
+        if exited:  # a node that exits while the cluster forms will not come back by itself
+            node, last = sorted(exited.items())[0]
+            raise ComposeError(f"{node} exited while the cluster formed: {last}")
+
+    def _exited(self) -> dict[str, str]:
+        """Nodes whose container has exited, with the last line each wrote."""
+        out = {}
+        for name, c in self.containers().items():
+            if c.status == "exited":
+                lines = c.logs(tail=5).decode(errors="replace").strip().splitlines()
+                out[name] = lines[-1] if lines else f"exit code {c.attrs['State']['ExitCode']}"
+        return out
+
+    def down(self, timeout: float = 180) -> None:
+        try:
+            if self.compose_file.exists():
+                compose(
+                    self.compose_file, ["down", "-v", "--remove-orphans", "-t", "5"], {}, timeout
+                )
+        finally:
+            if self.disks is not None:
+                self.disks.unmount_all()
+
+    def topology(self) -> Topology:
+        return self.topology_of(n.name for n in self.nodes)
+
+    def exec(self, node: str, command: str, timeout: float = 60) -> str:
+        return self.run_in(node, ["sh", "-c", command], "command", timeout)
+
+    def active_controller(self, candidates: list[str]) -> str | None:
+        """KRaft's active controller, from the quorum's own status (brokers' metadata names a
+        random broker there), asked through the first of `candidates` that answers."""
+        tool = (
+            "for t in kafka-metadata-quorum.sh /opt/kafka/bin/kafka-metadata-quorum.sh "
+            "kafka-metadata-quorum; do if command -v $t >/dev/null 2>&1; then "
+            f"exec $t --bootstrap-server localhost:{INTERNAL_PORT} describe --status; fi; done; "
+            "echo 'no kafka-metadata-quorum tool in the image' >&2; exit 127"
+        )
+        for node in candidates:
+            try:
+                out = self.exec(node, tool, timeout=30)
+            except ComposeError:
+                continue
+            if m := re.search(r"LeaderId:\s*(-?\d+)", out):
+                leader = int(m.group(1))
+                return next((n.name for n in self.nodes if n.node_id == leader), None)
+        return None
+
+    def kafka_version(self) -> str:
+        """The version of the Kafka jar the brokers run (whatever the image's tag says)."""
+        probe = (
+            "ls /opt/kafka/libs /usr/share/java/kafka 2>/dev/null "
+            "| grep -m1 -E '^kafka_[0-9.]+-[0-9][0-9A-Za-z.-]*\\.jar$'"
+        )
+        try:
+            jar = self.exec("kafka1", probe, timeout=30).strip()
+        except ComposeError:
+            return "unknown"
+        m = re.match(r"kafka_[0-9.]+-(.+)\.jar$", jar)
+        return m.group(1) if m else "unknown"
+
+    def feature_levels(self) -> dict[str, str]:
+        """The finalized feature levels (metadata.version; on 4.x also kraft.version,
+        eligible.leader.replicas.version, ...), as `kafka-features describe` reports them: what
+        the cluster was formatted with decides what min ISR and unclean election mean (KIP-966)."""
+        command = f"kafka-features.sh --bootstrap-server localhost:{INTERNAL_PORT} describe"
+        try:
+            out = self.exec("kafka1", command, timeout=60)
+        except ComposeError:
+            return {}
+        return dict(re.findall(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)", out))
+
+    def image_info(self) -> dict[str, dict[str, Any]]:
+        info = {}
+        for role, name in self.images.items():
+            image = self.docker.images.get(name)
+            info[role] = {"name": name, "id": image.id}
+            if role == "kafka":
+                info[role]["image_version"] = kafka_version_of_image(image)
+        return info
+
+
+def _kraft_cluster_id() -> str:
+    """16 random bytes, base64url as Kafka writes ids; never starting with "-", which Kafka's
+    command-line tools read as an option (`kafka-storage format -t -zmg…`: "expected one
+    argument": a K5 run's brokers all exited). Kafka's own Uuid.randomUuid() skips those too."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id

@@ -1,0 +1,111 @@
+"""The Kafka cluster's shape: its modes, the release lines the harness runs, and the one
+configuration a cluster is started from (a scenario's settings plus the run's mode and line).
+
+  zk               3 ZooKeeper nodes + N brokers (Kafka 3.x; 4.0 removed ZooKeeper)
+  kraft            N nodes, the first three broker+controller (combined)
+  kraft-dedicated  3 dedicated controllers + N brokers (the quorum apart from the data path)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from systems.scenario import Strict
+
+Mode = Literal["zk", "kraft", "kraft-dedicated"]
+MODES: tuple[Mode, ...] = ("zk", "kraft", "kraft-dedicated")
+
+# The release lines the harness runs: 3.9 (the last with ZooKeeper mode) and 4.1 (KRaft only).
+KAFKA_LINES = ("3.9", "4.1")
+DEFAULT_KAFKA_LINE = "3.9"
+CONTROLLER_ID_BASE = 100  # dedicated controller i has node id 100 + i
+NodeRole = Literal["zookeeper", "controller", "broker", "combined"]
+
+
+class KafkaSettings(Strict):
+    """What a scenario sets of the brokers (each one explicit in the rendered compose file)."""
+
+    brokers: Annotated[int, Field(ge=3, le=6)] = 3
+    racks: dict[int, str] = Field(default_factory=dict)  # broker id -> rack (a "DC")
+    min_insync_replicas: Annotated[int, Field(ge=1, le=6)] = 2
+    unclean_leader_election: bool = False
+    replica_lag_time_max_ms: Annotated[int, Field(ge=500, le=60_000)] = 5000
+    # zookeeper.session.timeout.ms / broker.session.timeout.ms
+    session_timeout_ms: Annotated[int, Field(ge=2000, le=60_000)] = 6000
+    auto_leader_rebalance: bool = False
+    leader_imbalance_check_interval_seconds: Annotated[int, Field(ge=1, le=3600)] = 300
+    # log.flush.interval.messages; None: the OS decides
+    flush_messages: Annotated[int, Field(ge=1)] | None = None
+    # Every broker's log directory on the power-loss filesystem (lazyfs): needed by power-loss.
+    lazy_disks: bool = False
+    image: str | None = None
+    zookeeper_image: str | None = None
+
+
+class KafkaClusterConfig(KafkaSettings):
+    """One cluster to start: the settings, in one mode, on one release line."""
+
+    mode: Mode
+    kafka_line: str = DEFAULT_KAFKA_LINE  # "3.9" or "4.1": which release line the brokers run
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    role: NodeRole
+    node_id: int  # broker / KRaft node id; ZooKeeper myid
+    address: str
+
+
+def nodes_of(cfg: KafkaClusterConfig, net_prefix: str) -> list[Node]:
+    """Every container of the cluster, with its fixed address on the cluster network."""
+    out: list[Node] = []
+    if cfg.mode == "zk":
+        out += [Node(f"zk{i}", "zookeeper", i, f"{net_prefix}.{30 + i}") for i in (1, 2, 3)]
+    if cfg.mode == "kraft-dedicated":
+        out += [
+            Node(f"controller{i}", "controller", CONTROLLER_ID_BASE + i, f"{net_prefix}.{40 + i}")
+            for i in (1, 2, 3)
+        ]
+    for i in range(1, cfg.brokers + 1):
+        role: Literal["broker", "combined"] = (
+            "combined" if cfg.mode == "kraft" and i <= 3 else "broker"
+        )
+        out.append(Node(f"kafka{i}", role, i, f"{net_prefix}.{20 + i}"))
+    return out
+
+
+def quorum_nodes(cfg: KafkaClusterConfig) -> tuple[str, ...]:
+    """The control plane's quorum: the ZooKeeper ensemble or the KRaft voters."""
+    return tuple(n.name for n in nodes_of(cfg, "0.0.0") if n.role != "broker")
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+
+
+def supports_mode(kafka_version: str | None, mode: Mode) -> bool:
+    v = _version_tuple(kafka_version or "0")
+    if mode == "zk":
+        return v < (4,)  # 4.0 removed ZooKeeper mode
+    return v >= (3, 3) or kafka_version is None  # KRaft production-ready from 3.3
+
+
+def on_line(kafka_version: str | None, line: str | None) -> bool:
+    """Whether an image's Kafka version belongs to a release line ("3.9" holds 3.9.2)."""
+    if line is None:
+        return True
+    return kafka_version is not None and _version_tuple(kafka_version)[:2] == _version_tuple(line)
+
+
+def mode_refusal(line: str, mode: str) -> str | None:
+    """One line when a release line cannot run a mode (4.x has no ZooKeeper mode), else None."""
+    if not supports_mode(line, mode):  # type: ignore[arg-type]
+        return (
+            f"Kafka {line} has no {mode} mode (4.0 removed ZooKeeper): use kraft or kraft-dedicated"
+        )
+    return None

@@ -1,0 +1,250 @@
+"""Faults on real Kafka clusters, aimed by role at the moment they start.
+
+A step names its targets as a role (leader, follower, ISR, controller, quorum, ...) resolved
+from live metadata when the step runs, as node names, or as "@label": the nodes an earlier
+step with that label resolved to (the old leader after a fail-over, say). The network and
+process work is the RabbitMQ nemesis's own (`Nemesis`: iptables and tc in each node's
+namespace, Docker for processes); what Kafka adds comes through `KafkaControl`.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from contract.wait import wait_until
+from nemesis.containers import Nemesis, NemesisError
+from systems.kafka.targets import Metadata, TargetError, resolve
+
+# Roles whose answer needs the active controller (a docker exec in KRaft: asked only then).
+_CONTROLLER_ROLES = {"controller", "non-controller", "non-controllers"}
+
+
+class KafkaControl(Protocol):
+    """What the nemesis asks of the cluster besides its network and processes."""
+
+    def metadata(self, need_controller: bool = False) -> Metadata: ...
+
+    def elect(self, election: str, partitions: list[int], via: str | None = None) -> dict[str, str]:
+        """Per partition: "ok", or the error's name (ELECTION_NOT_NEEDED, ...). `via`: a broker
+        the nemesis has not cut, to ask from inside the cluster."""
+        ...
+
+
+class KafkaNemesis:
+    def __init__(self, net: Nemesis, control: KafkaControl, topic: str, partitions: int) -> None:
+        self.net = net
+        self.control = control
+        self.topic = topic
+        self.partitions = partitions
+        self.labels: dict[str, list[str]] = {}
+
+    @property
+    def history(self) -> Any:
+        return self.net.history
+
+    def heal_all(self) -> None:
+        self.net.heal_all()
+
+    # ---- targets ---------------------------------------------------------------------------
+
+    def resolve(self, selector: str | list[str] | None, partition: int) -> list[str]:
+        if selector is None:
+            return []
+        if isinstance(selector, list):
+            return list(selector)
+        if selector.startswith("@"):
+            if selector[1:] not in self.labels:
+                raise NemesisError(f"no earlier step is labelled {selector[1:]!r}")
+            return list(self.labels[selector[1:]])
+        if selector == "stopped":
+            return sorted(self.net.down)
+        md = self.control.metadata(need_controller=selector in _CONTROLLER_ROLES)
+        try:
+            names = resolve(md, selector, self.topic, partition)  # type: ignore[arg-type]
+        except TargetError as e:
+            raise NemesisError(f"cannot aim at {selector}: {e}") from None
+        if not names:
+            raise NemesisError(f"{selector} of {self.topic}/{partition} names no node right now")
+        return names
+
+    def _resolved(self, step: Any) -> dict[str, list[str]]:
+        """Every selector of the step, resolved once, and logged with the metadata behind it."""
+        out = {
+            key: self.resolve(sel, step.partition)
+            for key, sel in (("target", step.target), ("from", step.from_), ("to", step.to))
+            if sel is not None
+        }
+        roles = {
+            k: sel
+            for k, sel in (("target", step.target), ("from", step.from_), ("to", step.to))
+            if isinstance(sel, str)
+        }
+        if roles and self.history:
+            self.history.write(
+                "info",
+                "resolve",
+                value={"op": step.op, "partition": step.partition, "roles": roles, "nodes": out},
+            )
+        if step.label and "target" in out:
+            self.labels[step.label] = out["target"]
+        return out
+
+    # ---- steps -----------------------------------------------------------------------------
+
+    def apply(self, step: Any) -> None:
+        """One scenario step (systems.kafka.scenario.KafkaStep), by its op's handler."""
+        handler = HANDLERS.get(step.op)
+        if handler is None:
+            raise NemesisError(f"unknown Kafka nemesis op {step.op!r}")
+        handler(self, step)
+
+    def _heal(self, step: Any) -> None:
+        names = self._resolved(step).get("target")
+        self.net.heal(names or None)
+
+    def _cut(self, step: Any) -> None:
+        nodes = self._resolved(step)
+        self.net.cut(nodes["from"], nodes["to"])
+        if step.both_ways:
+            self.net.cut(nodes["to"], nodes["from"])
+
+    def _cut_from_quorum(self, step: Any) -> None:
+        target = self._resolved(step).get("target", [])
+        quorum = [q for q in self.control.metadata().quorum if q not in target]
+        if not quorum:
+            raise NemesisError("cut-from-quorum: the target is the whole quorum")
+        self.net.cut(target, quorum)
+        self.net.cut(quorum, target)
+
+    def _degrade(self, step: Any) -> None:
+        nodes = self._resolved(step)
+        self.net.degrade(
+            nodes["from"], nodes["to"], step.loss_pct, step.delay_ms, step.jitter_ms, step.rate_kbit
+        )
+
+    def _rolling_restart(self, step: Any) -> None:
+        target = self._resolved(step).get("target", [])
+        self.rolling_restart(target or self.resolve("brokers", 0), step.within)
+
+    def rolling_restart(self, nodes: list[str], within: float) -> None:
+        """Restarts each node in turn (graceful stop, start), waiting until it is back in the
+        ISR of every partition it replicates before the next: the way operators patch."""
+        # Broker ids taken before any restart: a broker that is down or still starting is
+        # missing from the metadata, and a check by name alone would find it "in every ISR".
+        broker_id = {name: bid for bid, name in self.control.metadata().brokers.items()}
+        for name in nodes:
+            if name not in broker_id:
+                raise NemesisError(f"rolling-restart: {name} is not a registered broker")
+            self.net.restart([name])
+            back = wait_until(
+                functools.partial(self._rejoined, broker_id[name]), within, interval=1
+            )
+            if self.history:
+                self.history.write(
+                    "info", "rejoined", value={"node": name, "in_sync": back, "within": within}
+                )
+
+    def _rejoined(self, broker: int) -> bool:
+        """The broker is registered again and in the ISR of every partition it replicates (an
+        answer without the topic's partitions proves nothing)."""
+        try:
+            md = self.control.metadata()
+        except Exception:  # noqa: BLE001 - the cluster is busy electing; ask again
+            return False
+        mine = [p for p in md.partitions if broker in p.replicas]
+        return broker in md.brokers and bool(md.partitions) and all(broker in p.isr for p in mine)
+
+    def elect(self, election: str, within: float) -> None:
+        """Asks for a leader election on every partition of the topic until it takes (or is
+        not needed), for at most `within` seconds: an unclean election only succeeds once the
+        old leader is fenced, which takes the session timeout."""
+        partitions = list(range(self.partitions))
+        value: dict[str, Any] = {"election": election, "topic": self.topic}
+
+        def attempt() -> dict[str, Any]:
+            deadline, results = time.monotonic() + within, {}
+            while True:
+                try:
+                    results = self.control.elect(election, partitions, self._uncut_broker())
+                except Exception as e:  # noqa: BLE001 - no controller yet: try again
+                    results = {"*": f"{type(e).__name__}: {e}"}
+                if all(r in ("ok", "ELECTION_NOT_NEEDED") for r in results.values()):
+                    break
+                if time.monotonic() >= deadline:
+                    raise NemesisError(
+                        f"{election} election did not take in {within:.0f} s: {results}"
+                    )
+                time.sleep(1)
+            return {"results": results}
+
+        self.net.logged("elect", value, attempt)
+
+    def _uncut_broker(self) -> str | None:
+        """The running broker fewest cuts touch: a client's election request may land on a
+        broker the nemesis isolated (KRaft brokers name a random one as controller) and time
+        out. An isolated leader is touched by a cut to every node; a follower cut from that
+        leader only by the two between them."""
+        try:
+            brokers = sorted(self.control.metadata().brokers.values())
+        except Exception:  # noqa: BLE001 - no metadata now: let the control choose
+            return None
+        running = [b for b in brokers if b not in self.net.down]
+        cuts = self.net.state.cuts
+        touches = {b: sum(b in cut for cut in cuts) for b in running}
+        return min(running, key=lambda b: (touches[b], b)) if running else None
+
+    def record_leaders(self, label: str, expect_balanced: bool | None) -> None:
+        """Leader placement now: each partition's leader, preferred replica and ISR."""
+
+        def snapshot() -> dict[str, Any]:
+            md = self.control.metadata()
+            parts = [p for p in md.partitions if p.topic == self.topic]
+            leaders = {str(p.partition): md.brokers.get(p.leader) for p in parts}
+            preferred = {str(p.partition): md.brokers.get(p.replicas[0]) for p in parts}
+            per_broker: dict[str, int] = {name: 0 for name in md.brokers.values()}
+            for leader in leaders.values():
+                if leader is not None:
+                    per_broker[leader] = per_broker.get(leader, 0) + 1
+            return {
+                "leaders": leaders,
+                "preferred": preferred,
+                "isr": {str(p.partition): [md.brokers.get(b) for b in p.isr] for p in parts},
+                "per_broker": per_broker,
+                "balanced": all(leaders[k] == preferred[k] for k in leaders),
+            }
+
+        value = {"label": label, "expect_balanced": expect_balanced}
+        self.net.logged("leaders", value, snapshot)
+
+
+def _on_target(name: str) -> Callable[[KafkaNemesis, Any], None]:
+    """The common nemesis's op of that name, on the step's resolved target."""
+
+    def handler(k: KafkaNemesis, step: Any) -> None:
+        getattr(k.net, name)(k._resolved(step).get("target", []))
+
+    return handler
+
+
+HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
+    "isolate": _on_target("isolate"),
+    "partition": lambda k, s: k.net.partition(s.groups),
+    "cut": KafkaNemesis._cut,
+    "cut-clients": _on_target("cut_clients"),
+    "cut-from-quorum": KafkaNemesis._cut_from_quorum,
+    "degrade": KafkaNemesis._degrade,
+    "heal": KafkaNemesis._heal,
+    "kill": _on_target("kill"),
+    "stop": _on_target("stop"),
+    "start": _on_target("start"),
+    "restart": _on_target("restart"),
+    "pause": _on_target("pause"),
+    "resume": _on_target("resume"),
+    "power-loss": _on_target("power_loss"),
+    "rolling-restart": KafkaNemesis._rolling_restart,
+    "elect": lambda k, s: k.elect(s.election, s.within),
+    "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),
+}

@@ -1,0 +1,152 @@
+"""A Kafka scenario on a real cluster under Docker Compose: ZooKeeper mode, KRaft combined, or
+KRaft with dedicated controllers (the run's mode: the scenario's first, or --mode)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from contract.history import WATCH_PROCESS, HistoryWriter
+from contract.rundir import write_manifest
+from contract.wait import wait_until
+from nemesis.containers import Nemesis
+from systems.kafka.admin import KafkaAdmin
+from systems.kafka.clients_run import KafkaClientsRun
+from systems.kafka.cluster import KafkaCluster
+from systems.kafka.config import DEFAULT_KAFKA_LINE, mode_refusal
+from systems.kafka.nemesis import KafkaNemesis
+from systems.kafka.scenario import KafkaScenario, KafkaStep
+from systems.kafka.watch import PartitionWatch
+from systems.run import PhaseProgress, RunOptions
+from systems.scenario import ScenarioError
+
+log = logging.getLogger("harness")
+
+
+def run_mode(scenario: KafkaScenario, requested: str | None, line: str) -> str:
+    """The mode a run uses: the requested one, else the scenario's first that `line` runs."""
+    modes = scenario.cluster.modes
+    if requested is None:
+        runnable = [m for m in modes if mode_refusal(line, m) is None]
+        if not runnable:
+            raise ScenarioError(
+                f"{scenario.id} runs only in {', '.join(modes)}: {mode_refusal(line, modes[0])}"
+            )
+        return runnable[0]
+    if requested not in modes:
+        raise ScenarioError(
+            f"{scenario.id} does not apply to mode {requested} (its modes: {', '.join(modes)})"
+        )
+    if refusal := mode_refusal(line, requested):
+        raise ScenarioError(refusal)
+    return requested
+
+
+class KafkaRun(KafkaClientsRun):
+    scenario: KafkaScenario
+    nemesis: KafkaNemesis | None
+    tier = "real-cluster"
+
+    def __init__(
+        self,
+        scenario: KafkaScenario,
+        scenario_file: Path | None,
+        opts: RunOptions,
+        progress: Callable[[Path], PhaseProgress] | None = None,
+    ) -> None:
+        self.kafka_line = opts.kafka_line or DEFAULT_KAFKA_LINE
+        self.mode = run_mode(scenario, opts.kafka_mode, self.kafka_line)
+        super().__init__(scenario, scenario_file, opts, progress)
+        self.manifest["kafka_mode"] = self.mode
+        self.manifest["kafka_line"] = self.kafka_line
+        self.cluster: KafkaCluster | None = None
+        self.admin: KafkaAdmin | None = None
+        self.watch: PartitionWatch | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        assert self.cluster is not None
+        return self.cluster.bootstrap_servers
+
+    def _cluster_up(self) -> None:
+        c, t = self.scenario.cluster, self.scenario.timeouts
+        self.cluster = KafkaCluster(
+            c.config(self.mode, self.kafka_line),  # type: ignore[arg-type]
+            workdir=self.run_dir / "cluster",
+            project=f"{self.scenario.id}-{self.mode}-{self.run_id}".lower().replace(".", "-"),
+            net_prefix=self.opts.net_prefix,
+        )
+        cluster = self.cluster
+        self.manifest["images"] = cluster.image_info()
+        self.manifest["compose_project"] = cluster.project
+        self.manifest["bootstrap_servers"] = cluster.bootstrap_servers
+        write_manifest(self.run_dir, self.manifest)
+        self.admin = admin = KafkaAdmin(cluster, c.topic)
+        expected = set(cluster.node_of)
+        cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected)
+        self.manifest["cluster_network"] = f"{cluster.net_prefix}.0/24"
+        self.manifest["images"]["kafka"]["version"] = cluster.kafka_version()
+        self.manifest["kafka_features"] = cluster.feature_levels()
+        topic_config = {
+            "min.insync.replicas": str(c.min_insync_replicas),
+            "unclean.leader.election.enable": str(c.unclean_leader_election).lower(),
+        }
+        if c.flush_messages is not None:
+            topic_config["flush.messages"] = str(c.flush_messages)
+        admin.create_topic(
+            c.partitions, c.replication_factor, c.replica_assignment, topic_config, t.cluster_up
+        )
+        if not wait_until(admin.fully_in_sync, t.cluster_up, interval=1):
+            raise ScenarioError(f"topic {c.topic} never had a leader and full ISR everywhere")
+        self.manifest["topic_config"] = topic_config
+        net = Nemesis(
+            cluster.topology(),
+            self.opts.tools_image,
+            HistoryWriter(self.history_dir, "nemesis", "kafka"),
+            disks=cluster.disks,
+        )
+        self.nemesis = KafkaNemesis(net, admin, c.topic, c.partitions)
+        self.watch = PartitionWatch(
+            admin.admin,
+            c.topic,
+            cluster.node_of,
+            HistoryWriter(self.history_dir, WATCH_PROCESS, "kafka"),
+        )
+        self.manifest["topology"] = {
+            "nodes": [n.__dict__ for n in cluster.nodes],
+            "quorum": list(cluster.quorum),
+        }
+
+    def _workload(self) -> None:
+        # Leader and ISR as clients see them, from the first send until the cluster is whole.
+        if self.watch is not None:
+            self.watch.start()
+        super()._workload()
+
+    def _teardown(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
+        super()._teardown()
+
+    def _apply(self, step: KafkaStep) -> None:
+        assert self.nemesis is not None
+        self.nemesis.apply(step)
+
+    def _recover(self) -> None:
+        """Final heal, then wait until every broker is back and every replica in sync."""
+        assert self.nemesis is not None and self.admin is not None and self.cluster is not None
+        self.nemesis.heal_all()
+        admin, expected = self.admin, set(self.cluster.node_of)
+        ok = wait_until(
+            lambda: admin.registered_brokers() >= expected and admin.fully_in_sync(),
+            self.scenario.timeouts.recovery,
+            interval=2,
+        )
+        self.manifest["cluster_recovered"] = ok
+        if self.watch is not None:
+            self.watch.stop()
+        if not ok:
+            log.warning(
+                "cluster not whole and in sync after %.0f s", self.scenario.timeouts.recovery
+            )

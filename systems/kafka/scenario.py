@@ -1,0 +1,182 @@
+"""A Kafka scenario on a real cluster: the cluster (modes, brokers, topic, settings), the
+producers and readers, and the nemesis steps aimed by role at the moment they run."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from faults.registry import op as fault
+from nemesis.network import CLIENTS
+from systems.kafka.config import (
+    DEFAULT_KAFKA_LINE,
+    KafkaClusterConfig,
+    KafkaSettings,
+    Mode,
+    nodes_of,
+)
+from systems.kafka.targets import SELECTOR_ROLES
+from systems.scenario import ScenarioBase, Strict, fault_op
+
+
+class KafkaProducerSpec(Strict):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    count: Annotated[int, Field(ge=1, le=10_000_000)]
+    rate: Annotated[float, Field(ge=0)] = 0.0
+    acks: Literal["0", "1", "all"] = "all"
+    enable_idempotence: bool = False
+    retries: Annotated[int, Field(ge=0)] = 2147483647
+    delivery_timeout_ms: Annotated[int, Field(ge=1)] = 30000
+    request_timeout_ms: Annotated[int, Field(ge=1)] = 10000
+    max_in_flight: Annotated[int, Field(ge=1, le=1000)] = 5
+
+
+class KafkaReaderSpec(Strict):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    # assign: every partition from the earliest offset, nothing committed. group: a consumer
+    # group member (rebalances), committing offsets synchronously every `commit_every` records;
+    # every commit's outcome goes to the history (f: commit).
+    mode: Literal["assign", "group"] = "assign"
+    commit_every: Annotated[int, Field(ge=1, le=100_000)] = 100
+
+
+FINAL_READER = "final"  # the group of the final read (a reader id no scenario may take)
+
+
+class KafkaWorkload(Strict):
+    producers: Annotated[list[KafkaProducerSpec], Field(min_length=1)]
+    readers: Annotated[list[KafkaReaderSpec], Field(min_length=1)]
+    drain_timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    # After the drain, a fresh reader reads the whole log from its first offset: what a reader
+    # saw during a fault (a stale leader's writes, truncated later) is no proof the log kept it.
+    final_read: bool = True
+
+    @model_validator(mode="after")
+    def _final_reader_id_is_reserved(self) -> KafkaWorkload:
+        if self.final_read and any(r.id == FINAL_READER for r in self.readers):
+            raise ValueError(f"reader id {FINAL_READER!r} is the final read's own")
+        return self
+
+
+# A role resolved from live metadata when the step runs (systems.kafka.targets), "@label" (what
+# an earlier step with that label resolved to), or node names.
+Selector = str | list[str]
+
+
+class KafkaClusterSpec(KafkaSettings):
+    system: Literal["kafka"]
+    # The modes this row applies to (the catalogue: both unless the row says otherwise); the
+    # first is the default, `harness run --mode` picks another.
+    modes: Annotated[list[Mode], Field(min_length=1)] = Field(
+        default_factory=lambda: list[Mode](("zk", "kraft"))
+    )
+    topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "jepsen"
+    partitions: Annotated[int, Field(ge=1, le=64)] = 1
+    replication_factor: Annotated[int, Field(ge=1, le=6)] = 3
+    # Explicit replicas per partition, preferred leader first (rack placement, K21/K22).
+    replica_assignment: list[list[int]] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KafkaClusterSpec:
+        if len(set(self.modes)) != len(self.modes):
+            raise ValueError("modes must not repeat")
+        if self.replication_factor > self.brokers:
+            raise ValueError("replication_factor exceeds the number of brokers")
+        ids = set(range(1, self.brokers + 1))
+        if self.replica_assignment is not None:
+            if len(self.replica_assignment) != self.partitions:
+                raise ValueError("replica_assignment needs one replica list per partition")
+            for replicas in self.replica_assignment:
+                if len(replicas) != self.replication_factor or len(set(replicas)) != len(replicas):
+                    raise ValueError("each replica list has replication_factor distinct brokers")
+                if not set(replicas) <= ids:
+                    raise ValueError(f"replica_assignment names a broker outside 1..{self.brokers}")
+        if not set(self.racks) <= ids:
+            raise ValueError(f"racks names a broker outside 1..{self.brokers}")
+        return self
+
+    def config(self, mode: Mode, kafka_line: str = DEFAULT_KAFKA_LINE) -> KafkaClusterConfig:
+        """The cluster to start: these settings in one mode, on one release line."""
+        settings = self.model_dump(include=set(KafkaSettings.model_fields))
+        return KafkaClusterConfig(**settings, mode=mode, kafka_line=kafka_line)
+
+    def node_names(self, mode: Mode) -> set[str]:
+        return {n.name for n in nodes_of(self.config(mode), "0.0.0")}
+
+
+class KafkaStep(Strict):
+    at: Annotated[float, Field(ge=0, le=3600)]
+    op: Annotated[str, fault_op("kafka")]
+    target: Selector | None = None
+    from_: Selector | None = Field(default=None, alias="from")
+    to: Selector | None = None
+    both_ways: bool = False
+    groups: list[list[str]] = Field(default_factory=list)
+    partition: Annotated[int, Field(ge=0)] = 0  # whose leader/followers/ISR a role means
+    loss_pct: Annotated[float, Field(ge=0, le=100)] = 0.0
+    delay_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+    jitter_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+    rate_kbit: Annotated[int, Field(ge=0, le=10_000_000)] = 0
+    election: Literal["preferred", "unclean"] = "preferred"
+    within: Annotated[float, Field(gt=0, le=600)] = 60.0  # elect / rolling-restart: time bound
+    label: str = ""
+    expect_balanced: bool | None = None  # leaders: every partition led by its preferred replica
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _arguments(self) -> KafkaStep:
+        for sel in (self.target, self.from_, self.to):
+            if isinstance(sel, str) and sel not in SELECTOR_ROLES and not sel.startswith("@"):
+                roles = ", ".join(sorted(SELECTOR_ROLES))
+                raise ValueError(f"{sel!r} is not a role ({roles}), an @label or a node list")
+        arguments = fault(self.op).arguments
+        if arguments == "target" and self.target is None:
+            raise ValueError(f"{self.op} needs a target (a role or node names)")
+        if arguments == "from-to" and (self.from_ is None or self.to is None):
+            raise ValueError(f"{self.op} needs from and to")
+        if self.op == "degrade" and not (self.loss_pct or self.delay_ms or self.rate_kbit):
+            raise ValueError("degrade needs loss_pct, delay_ms or rate_kbit")
+        if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
+            raise ValueError(f"{self.op} needs at least two non-empty groups")
+        return self
+
+    def named_nodes(self) -> list[str]:
+        names = [
+            n for sel in (self.target, self.from_, self.to) if isinstance(sel, list) for n in sel
+        ]
+        return names + [n for g in self.groups for n in g]
+
+
+class KafkaScenario(ScenarioBase):
+    cluster: KafkaClusterSpec
+    workload: KafkaWorkload
+    nemesis: list[KafkaStep] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _nodes_exist_in_every_mode(self) -> KafkaScenario:
+        labels: set[str] = set()
+        for i, step in enumerate(self.nemesis):
+            for sel in (step.target, step.from_, step.to):
+                if isinstance(sel, str) and sel.startswith("@") and sel[1:] not in labels:
+                    raise ValueError(f"nemesis.{i}: {sel} names no earlier step's label")
+            if step.label:
+                labels.add(step.label)
+        for mode in self.cluster.modes:
+            known = self.cluster.node_names(mode) | {CLIENTS}
+            for i, step in enumerate(self.nemesis):
+                unknown = [n for n in step.named_nodes() if n not in known]
+                if unknown:
+                    raise ValueError(
+                        f"nemesis.{i}: no node {unknown[0]!r} in mode {mode} "
+                        f"(nodes are {', '.join(sorted(known))})"
+                    )
+                if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
+                    raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")
+                if step.op == "cut-from-quorum" and mode == "kraft":
+                    raise ValueError(
+                        f"nemesis.{i}: cut-from-quorum needs a quorum apart from the brokers "
+                        "(modes zk or kraft-dedicated; in kraft every voter is a broker)"
+                    )
+        return self

@@ -1,0 +1,58 @@
+"""A kafka-mock scenario: librdkafka's mock cluster in the harness's process, our Kafka clients,
+faults through the mock's own API. Proves the harness; never a K-claim."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from faults.registry import op as fault
+from systems.kafka.scenario import KafkaWorkload
+from systems.scenario import ScenarioBase, Strict, fault_op
+
+# The roles the mock's metadata can answer (it has no control-plane quorum).
+MockRole = Literal["leader", "followers", "isr", "replicas", "controller", "non-controllers"]
+
+
+class KafkaMockClusterSpec(Strict):
+    system: Literal["kafka-mock"]
+    brokers: Annotated[int, Field(ge=1, le=9)] = 3
+    topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "jepsen"
+    partitions: Annotated[int, Field(ge=1, le=64)] = 3
+    replication_factor: Annotated[int, Field(ge=1, le=9)] = 3
+
+    @model_validator(mode="after")
+    def _rf_fits(self) -> KafkaMockClusterSpec:
+        if self.replication_factor > self.brokers:
+            raise ValueError("replication_factor exceeds the number of brokers")
+        return self
+
+
+class KafkaMockStep(Strict):
+    at: Annotated[float, Field(ge=0, le=3600)]
+    op: Annotated[str, fault_op("kafka-mock")]
+    # Whom to hit: a role resolved from live metadata at the moment of the fault, or ids.
+    target: MockRole | None = None
+    brokers: list[int] = Field(default_factory=list)
+    partition: Annotated[int, Field(ge=0)] = 0
+    to: int | None = None  # move-leader: the new leader's broker id
+    errors: list[str] = Field(default_factory=list)  # produce-errors: KafkaError names
+    rtt_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+
+    @model_validator(mode="after")
+    def _arguments(self) -> KafkaMockStep:
+        if fault(self.op).arguments == "target" and not (self.target or self.brokers):
+            raise ValueError(f"{self.op} needs a target role or brokers")
+        if self.op == "move-leader" and self.to is None:
+            raise ValueError("move-leader needs to")
+        if self.op == "produce-errors" and not self.errors:
+            raise ValueError("produce-errors needs errors")
+        return self
+
+
+class KafkaMockScenario(ScenarioBase):
+    claim: None = None  # the mock tier never tests a K-claim
+    cluster: KafkaMockClusterSpec
+    workload: KafkaWorkload
+    nemesis: list[KafkaMockStep] = Field(default_factory=list)

@@ -1,0 +1,437 @@
+"""RabbitMQ clients: confirming publishers and acking consumers that write the history.
+
+Each client runs as its own process (`python -m systems.rabbitmq.clients publisher|consumer
+CONFIG`), so that one killed mid-run loses nothing it had already logged and a slow consumer
+cannot stall a publisher. Every client stops by itself: at its message count, its drain's quiet
+period, or its deadline."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pika
+import pika.exceptions
+from pika.adapters.select_connection import SelectConnection
+from pika.adapters.utils.connection_workflow import AMQPConnectorException
+from pika.channel import Channel
+from tenacity import Retrying, retry_if_result, wait_exponential
+
+from contract.history import HistoryWriter, decode_body, encode_body
+from contract.topology import Endpoint
+
+log = logging.getLogger("systems.rabbitmq.clients")
+
+HEARTBEAT = 5  # seconds; a dead TCP connection is noticed within two of these
+# What a lost, refused or timed-out connection raises (pika's connector errors are not
+# AMQPErrors).
+CONNECTION_ERRORS = (pika.exceptions.AMQPError, AMQPConnectorException, OSError)
+
+
+@dataclass(frozen=True)
+class PublisherConfig:
+    process: str
+    history_dir: str
+    endpoints: list[Endpoint]
+    exchange: str
+    count: int
+    deadline: float  # Unix time by which the publisher stops, whatever is left
+    rate: float = 0.0
+    in_flight: int = 1
+    confirm_timeout: float = 10.0
+    body_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    process: str
+    history_dir: str
+    endpoints: list[Endpoint]
+    queue: str
+    deadline: float
+    prefetch: int = 1
+    delay: float = 0.0
+    drain_quiet: float = 5.0
+    drain_timeout: float = 120.0
+    drain_at_start: bool = False  # a fresh consumer sent in to finish a drain
+
+
+def params(ep: Endpoint) -> pika.ConnectionParameters:
+    return pika.ConnectionParameters(
+        host=ep.host,
+        port=ep.port,
+        heartbeat=HEARTBEAT,
+        blocked_connection_timeout=30,
+        connection_attempts=1,
+        socket_timeout=5,
+        stack_timeout=10,
+    )
+
+
+def _retry_until(deadline: float) -> Retrying:
+    """Reconnect with backoff until the work is done (True) or the deadline passes."""
+    return Retrying(
+        stop=lambda _: time.time() >= deadline,
+        wait=wait_exponential(multiplier=0.1, max=2),
+        retry=retry_if_result(lambda done: not done),
+        retry_error_callback=lambda _: False,
+    )
+
+
+# ---- publisher ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Outstanding:
+    seq: int
+    sent: float  # monotonic
+
+
+@dataclass
+class Publisher:
+    """Publishes seq 1..count with confirms, persistent and mandatory.
+
+    Confirm -> ok; nack or returned unroutable -> fail; confirm timeout, channel or
+    connection loss before the confirm -> info (the broker may or may not have it).
+    """
+
+    cfg: PublisherConfig
+    history: HistoryWriter
+    next_seq: int = 1
+    pending: dict[int, _Outstanding] = field(default_factory=dict)
+    returned: set[int] = field(default_factory=set)
+    _conn: SelectConnection | None = None
+    _channel: Channel | None = None
+    _endpoint: Endpoint | None = None
+    _tag: int = 0
+    _next_send_at: float = 0.0
+
+    def run(self) -> None:
+        _retry_until(self.cfg.deadline)(self._round)
+        # Whatever is still unconfirmed has an unknown outcome.
+        self._resolve_all_info("publisher stopped before a confirm")
+
+    def done(self) -> bool:
+        return self.next_seq > self.cfg.count and not self.pending
+
+    def _round(self) -> bool:
+        for ep in self.cfg.endpoints:  # in order, as a connection factory given every node
+            if self.done() or time.time() >= self.cfg.deadline:
+                break
+            self._session(ep)
+        return self.done()
+
+    def _session(self, ep: Endpoint) -> None:
+        self._endpoint = ep
+        self._conn = SelectConnection(
+            params(ep),
+            on_open_callback=self._on_open,
+            on_open_error_callback=self._on_open_error,
+            on_close_callback=self._on_closed,
+        )
+        self._conn.ioloop.call_later(
+            max(0.0, self.cfg.deadline - time.time()), self._stop_at_deadline
+        )
+        self._conn.ioloop.start()
+        self._conn = self._channel = None
+
+    def _on_open(self, conn: SelectConnection) -> None:
+        log.info("connected to %s", self._endpoint)
+        conn.channel(on_open_callback=self._on_channel)
+
+    def _on_open_error(self, conn: SelectConnection, err: BaseException) -> None:
+        log.info("cannot connect to %s: %r", self._endpoint, err)
+        conn.ioloop.stop()
+
+    def _on_channel(self, channel: Channel) -> None:
+        self._channel = channel
+        channel.add_on_close_callback(self._on_channel_closed)
+        channel.add_on_return_callback(self._on_return)
+        channel.confirm_delivery(ack_nack_callback=self._on_confirm, callback=self._on_confirming)
+
+    def _on_confirming(self, _frame: Any) -> None:
+        self._tag = 0  # delivery tags count from 1 on each channel
+        self._pump()
+        self._check_timeouts()
+
+    def _on_channel_closed(self, _channel: Channel, reason: BaseException) -> None:
+        log.info("channel closed: %r", reason)
+        self._resolve_all_info(f"channel closed: {reason!r}")
+        self._close()
+
+    def _on_closed(self, conn: SelectConnection, reason: BaseException) -> None:
+        log.info("connection closed: %r", reason)
+        self._resolve_all_info(f"connection closed: {reason!r}")
+        conn.ioloop.stop()
+
+    def _stop_at_deadline(self) -> None:
+        # Said before the close, which would call them a closed channel's: the broker refused
+        # nothing, we stopped waiting.
+        self._resolve_all_info("publisher stopped at its deadline before a confirm")
+        self._close()
+
+    def _close(self) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        if conn.is_open:
+            conn.close()
+            # A close on a dead TCP connection can wait long for CloseOk: bound it.
+            conn.ioloop.call_later(2 * HEARTBEAT, conn.ioloop.stop)
+        elif not conn.is_closing:
+            conn.ioloop.stop()
+
+    def _pump(self) -> None:
+        channel, conn = self._channel, self._conn
+        if channel is None or conn is None or not channel.is_open:
+            return
+        now = time.monotonic()
+        while (
+            len(self.pending) < self.cfg.in_flight
+            and self.next_seq <= self.cfg.count
+            and now >= self._next_send_at
+            and time.time() < self.cfg.deadline
+        ):
+            self._publish(channel, self.next_seq)
+            self.next_seq += 1
+            if self.cfg.rate > 0:
+                interval = 1.0 / self.cfg.rate
+                # No burst to catch up after a stall: the rate is an upper bound.
+                self._next_send_at = max(self._next_send_at + interval, now - interval)
+        if self.done():
+            self._close()
+            return
+        wait = self._next_send_at - now if self.cfg.rate > 0 else 0.05
+        conn.ioloop.call_later(min(max(wait, 0.002), 0.05), self._pump)
+
+    def _publish(self, channel: Channel, seq: int) -> None:
+        producer = self.cfg.process
+        node = self._endpoint.node if self._endpoint else None
+        self.history.write(
+            "invoke", "send", stream=self.cfg.exchange, producer=producer, seq=seq, node=node
+        )
+        try:
+            channel.basic_publish(
+                exchange=self.cfg.exchange,
+                routing_key="",
+                body=encode_body(producer, seq, self.cfg.body_bytes),
+                properties=pika.BasicProperties(delivery_mode=2, headers={"producer": producer}),
+                mandatory=True,
+            )
+        except CONNECTION_ERRORS as e:
+            self._complete(seq, "info", f"publish raised {e!r}")
+            self._close()
+            return
+        self._tag += 1
+        self.pending[self._tag] = _Outstanding(seq, time.monotonic())
+
+    def _on_return(self, _ch: Channel, _method: Any, _props: Any, body: bytes) -> None:
+        _, seq = decode_body(body)
+        if seq is not None:
+            self.returned.add(seq)
+
+    def _on_confirm(self, frame: Any) -> None:
+        method = frame.method
+        tags = (
+            sorted(t for t in self.pending if t <= method.delivery_tag)
+            if method.multiple
+            else [method.delivery_tag]
+        )
+        acked = isinstance(method, pika.spec.Basic.Ack)
+        for tag in tags:
+            out = self.pending.pop(tag, None)
+            if out is None:
+                continue
+            if not acked:
+                self._complete(out.seq, "fail", "nack")
+            elif out.seq in self.returned:
+                self._complete(out.seq, "fail", "unroutable (returned)")
+            else:
+                self._complete(out.seq, "ok", None)
+        self._pump()
+
+    def _check_timeouts(self) -> None:
+        conn = self._conn
+        if conn is None or not conn.is_open:
+            return
+        now = time.monotonic()
+        if any(now - o.sent > self.cfg.confirm_timeout for o in self.pending.values()):
+            # The channel's state is unknown: give up on it and reconnect.
+            self._resolve_all_info(f"no confirm within {self.cfg.confirm_timeout} s")
+            self._close()
+            return
+        conn.ioloop.call_later(0.2, self._check_timeouts)
+
+    def _resolve_all_info(self, error: str) -> None:
+        for tag in sorted(self.pending):
+            self._complete(self.pending[tag].seq, "info", error)
+        self.pending.clear()
+
+    def _complete(self, seq: int, type: Any, error: str | None) -> None:
+        self.returned.discard(seq)
+        node = self._endpoint.node if self._endpoint else None
+        self.history.write(
+            type,
+            "send",
+            stream=self.cfg.exchange,
+            producer=self.cfg.process,
+            seq=seq,
+            node=node,
+            error=error,
+        )
+
+
+# ---- consumer ----------------------------------------------------------------------------
+
+
+@dataclass
+class Consumer:
+    """Consumes with manual acks; logs each delivery before acking it.
+
+    Until told to drain (SIGUSR1) it waits `delay` per message to build a backlog; draining,
+    it reads without delay until the queue stays quiet for `drain_quiet` seconds while
+    connected, or `drain_timeout` passes.
+    """
+
+    cfg: ConsumerConfig
+    history: HistoryWriter
+    draining: bool = False
+    drain_started: float = 0.0
+    last_activity: float = 0.0
+    finished: bool = False
+    drain_timed_out: bool = False
+
+    def start_drain(self, *_: Any) -> None:
+        if not self.draining:
+            self.draining = True
+            self.drain_started = self.last_activity = time.monotonic()
+
+    def run(self) -> None:
+        _retry_until(self.cfg.deadline)(self._round)
+
+    def _should_stop(self) -> bool:
+        if time.time() >= self.cfg.deadline:
+            return True
+        if not self.draining:
+            return False
+        now = time.monotonic()
+        if now - self.drain_started >= self.cfg.drain_timeout:
+            self.drain_timed_out = True
+            return True
+        return now - self.last_activity >= self.cfg.drain_quiet
+
+    def _round(self) -> bool:
+        for ep in self.cfg.endpoints:
+            if self.finished or self._should_stop():
+                self.finished = True
+                break
+            self._session(ep)
+        return self.finished
+
+    def _session(self, ep: Endpoint) -> None:
+        try:
+            conn = pika.BlockingConnection(params(ep))
+        except CONNECTION_ERRORS as e:
+            log.info("cannot connect to %s: %r", ep, e)
+            return
+        log.info("connected to %s", ep)
+        self.last_activity = max(self.last_activity, time.monotonic())
+        try:
+            channel = conn.channel()
+            channel.basic_qos(prefetch_count=self.cfg.prefetch)
+            for method, _props, body in channel.consume(self.cfg.queue, inactivity_timeout=0.25):
+                if self._should_stop():
+                    self.finished = True
+                    break
+                if method is None:
+                    continue
+                producer, seq = decode_body(body)
+                self.history.write(
+                    "ok",
+                    "receive",
+                    stream=self.cfg.queue,
+                    group=self.cfg.queue,
+                    producer=producer,
+                    seq=seq,
+                    node=ep.node,
+                    redelivered=bool(method.redelivered),
+                )
+                if self.cfg.delay and not self.draining:
+                    conn.sleep(self.cfg.delay)
+                channel.basic_ack(method.delivery_tag)
+                self.last_activity = time.monotonic()
+            if conn.is_open:
+                conn.close()
+        except CONNECTION_ERRORS as e:
+            log.info("session with %s ended: %r", ep, e)
+
+
+# ---- topology and entry point ------------------------------------------------------------
+
+
+def declare_topology(
+    endpoints: list[Endpoint], exchange: str, queues: list[str], queue_type: str
+) -> None:
+    """A durable fanout exchange bound to durable queues of the scenario's kind."""
+    arguments = {"x-queue-type": "quorum"} if queue_type == "quorum" else None
+    last: Exception | None = None
+    for ep in endpoints:
+        try:
+            conn = pika.BlockingConnection(params(ep))
+        except CONNECTION_ERRORS as e:
+            last = e
+            continue
+        try:
+            channel = conn.channel()
+            channel.exchange_declare(exchange, exchange_type="fanout", durable=True)
+            for q in queues:
+                channel.queue_declare(q, durable=True, arguments=arguments)
+                channel.queue_bind(q, exchange)
+        finally:
+            conn.close()
+        return
+    raise ConnectionError(f"no node accepted a connection to declare queues: {last!r}")
+
+
+def _load(cls: type, path: Path) -> Any:
+    data = json.loads(path.read_text())
+    data["endpoints"] = [Endpoint(**e) for e in data["endpoints"]]
+    return cls(**data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m systems.rabbitmq.clients")
+    parser.add_argument("role", choices=["publisher", "consumer"])
+    parser.add_argument("config", type=Path)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
+    )
+    logging.getLogger("pika").setLevel(logging.WARNING)
+    if args.role == "publisher":
+        pcfg: PublisherConfig = _load(PublisherConfig, args.config)
+        with HistoryWriter(Path(pcfg.history_dir), pcfg.process, "rabbitmq") as history:
+            Publisher(pcfg, history).run()
+        return 0
+    ccfg: ConsumerConfig = _load(ConsumerConfig, args.config)
+    with HistoryWriter(Path(ccfg.history_dir), ccfg.process, "rabbitmq") as history:
+        consumer = Consumer(ccfg, history)
+        signal.signal(signal.SIGUSR1, consumer.start_drain)
+        if ccfg.drain_at_start:
+            consumer.start_drain()
+        consumer.run()
+        if consumer.drain_timed_out:
+            log.warning("drain timed out after %.0f s", ccfg.drain_timeout)
+            return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""A RabbitMQ cluster under Docker Compose: three nodes, or the first two; optionally with a
+load balancer (HAProxy) that sends every client to the same node and fails over (R4)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from compose.cli import ComposeError, compose
+from compose.cluster import ComposeCluster, free_ports
+from compose.disks import LazyDisks
+from contract.topology import Endpoint, Topology
+from contract.wait import wait_until
+
+COMPOSE_FILE = Path(__file__).parent / "compose" / "docker-compose.yml"
+NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
+LOAD_BALANCER = "lb"  # the compose service; clients then reach the cluster through it alone
+HAPROXY_IMAGE = "brokerjepsen/haproxy:2.6-debian"
+OFFICIAL_IMAGE = "rabbitmq:3.13-management"
+LOCAL_IMAGE = "brokerjepsen/rabbitmq:3.10.8-debian"
+AMQP_PORT = 5672
+DATA_DIR = "/var/lib/rabbitmq"
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    partition_handling: str
+    net_ticktime: int = 5
+    pause_if_all_down_nodes: tuple[str, ...] = ()
+    pause_if_all_down_recover: str = "autoheal"
+    image: str | None = None
+    lazy_disks: bool = False  # each node's /var/lib/rabbitmq on the power-loss filesystem
+    nodes: tuple[str, ...] = NODE_NAMES  # the first two or all three
+    load_balancer: bool = False
+
+
+def render_config(cfg: ClusterConfig) -> str:
+    lines = [
+        "cluster_formation.peer_discovery_backend = rabbit_peer_discovery_classic_config",
+        *(
+            f"cluster_formation.classic_config.nodes.{i} = rabbit@{name}"
+            for i, name in enumerate(cfg.nodes, 1)
+        ),
+        f"cluster_partition_handling = {cfg.partition_handling}",
+        f"net_ticktime = {cfg.net_ticktime}",
+        # Clients reach the nodes from the host through published ports, not from localhost.
+        "loopback_users.guest = false",
+    ]
+    if cfg.partition_handling == "pause_if_all_down":
+        lines.append(
+            "cluster_partition_handling.pause_if_all_down.recover = "
+            + cfg.pause_if_all_down_recover
+        )
+        lines += [
+            f"cluster_partition_handling.pause_if_all_down.nodes.{i} = rabbit@{name}"
+            for i, name in enumerate(cfg.pause_if_all_down_nodes, 1)
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def render_haproxy(nodes: tuple[str, ...], net_prefix: str) -> str:
+    """002's assumption 4: every client on the first node while it answers its port, else on
+    the next; when the first is back, clients on a backup are cut so that they return to it."""
+    address = {n: f"{net_prefix}.{11 + NODE_NAMES.index(n)}" for n in nodes}
+    servers = [
+        f"  server {n} {address[n]}:{AMQP_PORT} check" + ("" if i == 0 else " backup")
+        for i, n in enumerate(nodes)
+    ]
+    return (
+        "\n".join(
+            [
+                "defaults",
+                "  mode tcp",
+                "  timeout connect 5s",
+                "  timeout client 3h",
+                "  timeout server 3h",
+                "frontend amqp",
+                f"  bind *:{AMQP_PORT}",
+                "  default_backend rabbit",
+                "backend rabbit",
+                "  default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions"
+                " on-marked-up shutdown-backup-sessions",
+                *servers,
+            ]
+        )
+        + "\n"
+    )
+
+
+def choose_image(requested: str | None, client: docker.DockerClient) -> str:
+    """The scenario's image, else the official one if present, else the local Debian build."""
+    if requested:
+        return requested
+    for image in (OFFICIAL_IMAGE, LOCAL_IMAGE):
+        try:
+            client.images.get(image)
+            return image
+        except docker.errors.ImageNotFound:
+            continue
+    raise ComposeError(
+        f"no RabbitMQ image: run `make setup` (builds {LOCAL_IMAGE} from Debian packages) "
+        f"or `docker pull {OFFICIAL_IMAGE}`"
+    )
+
+
+class RabbitMQCluster(ComposeCluster):
+    """Brings a cluster up and down and tells where its nodes are."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        workdir: Path,
+        project: str,
+        net_prefix: str | None = None,
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        super().__init__(workdir, project, net_prefix, client)
+        self.config = config
+        self.image = choose_image(config.image, self.docker)
+        self._env: dict[str, str] = {}
+        self.nodes = config.nodes
+        self.disks = LazyDisks(workdir, list(self.nodes)) if config.lazy_disks else None
+        self.overrides: tuple[Path, ...] = ()
+
+    def up(self, timeout: float) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        conf = self.workdir / "rabbitmq.conf"
+        conf.write_text(render_config(self.config))
+        conf.chmod(0o644)
+        ports = free_ports(len(NODE_NAMES) + 1)
+        self._env = {
+            **{f"BJ_PORT_{n.upper()}": str(p) for n, p in zip(NODE_NAMES, ports[:-1], strict=True)},
+            "BJ_PORT_LB": str(ports[-1]),
+            "BJ_PROJECT": self.project,
+            "RABBITMQ_IMAGE": self.image,
+            "BJ_RABBITMQ_CONF": str(conf.resolve()),
+            "BJ_ERLANG_COOKIE": secrets.token_hex(16),
+        }
+        services = [*self.nodes, *([LOAD_BALANCER] if self.config.load_balancer else [])]
+        wait = ["up", "-d", "--wait", "--wait-timeout", str(int(timeout)), *services]
+        if self.disks is not None:
+            self.disks.mount_all()
+            self.overrides = (self._disk_override(self.disks),)
+
+        def start() -> None:
+            self._env["BJ_NET_PREFIX"] = self.net_prefix
+            if self.config.load_balancer:
+                haproxy = self.workdir / "haproxy.cfg"
+                haproxy.write_text(render_haproxy(self.nodes, self.net_prefix))
+                haproxy.chmod(0o644)
+                self._env["BJ_HAPROXY_CONF"] = str(haproxy.resolve())
+                self._env["BJ_HAPROXY_IMAGE"] = HAPROXY_IMAGE
+            compose(COMPOSE_FILE, wait, self._env, timeout=timeout + 30, overrides=self.overrides)
+
+        self.start_on_free_subnet(start)
+        self._wait_formed(timeout=60)
+
+    def _wait_formed(self, timeout: float) -> None:
+        """Every node in the first one's running nodes. Healthy means a node's listener is up,
+        which RabbitMQ opens a fraction of a second before it reports the app running."""
+        expected = {f"rabbit@{n}" for n in self.nodes}
+        seen: list[str] = []
+
+        def formed() -> bool:
+            nonlocal seen
+            try:
+                seen = self.running_nodes(self.nodes[0])
+            except ComposeError:
+                return False
+            return set(seen) == expected
+
+        if not wait_until(formed, timeout, interval=1):
+            raise ComposeError(f"cluster did not form: {self.nodes[0]} sees {sorted(seen)}")
+
+    def _disk_override(self, disks: LazyDisks) -> Path:
+        """A compose file merged over the shipped one: each node's data on its lazy disk."""
+        override = self.workdir / "lazy-disks.yml"
+        services = {n: {"volumes": [f"{disks.mountpoint(n)}:{DATA_DIR}"]} for n in self.nodes}
+        override.write_text(json.dumps({"services": services}, indent=2))
+        return override
+
+    def down(self, timeout: float = 120) -> None:
+        # The load balancer's profile, so that down takes it too when it ran.
+        env = {**(self._env or {"BJ_PROJECT": self.project}), "COMPOSE_PROFILES": LOAD_BALANCER}
+        try:
+            args = ["down", "-v", "--remove-orphans", "-t", "5"]
+            compose(COMPOSE_FILE, args, env, timeout, overrides=self.overrides)
+        finally:
+            if self.disks is not None:
+                self.disks.unmount_all()
+
+    def topology(self) -> Topology:
+        return self.topology_of(self.nodes)
+
+    def endpoints(self) -> list[Endpoint]:
+        """Where clients reach each node, and the load balancer (named lb) when it runs."""
+        out = []
+        for name, c in sorted(self.containers().items()):
+            if name not in (*self.nodes, LOAD_BALANCER):
+                continue
+            binding = c.attrs["NetworkSettings"]["Ports"][f"{AMQP_PORT}/tcp"][0]
+            out.append(Endpoint(name, binding["HostIp"] or "127.0.0.1", int(binding["HostPort"])))
+        return out
+
+    def rabbitmqctl(self, node: str, *args: str, timeout: float = 60) -> str:
+        what = f"rabbitmqctl {args[0]}"
+        return self.run_in(node, ["rabbitmqctl", *args], what, timeout, line=0)
+
+    def cluster_status(self, node: str) -> dict[str, Any]:
+        out = self.rabbitmqctl(node, "cluster_status", "--formatter", "json", timeout=30)
+        status: dict[str, Any] = json.loads(out)
+        return status
+
+    def running_nodes(self, node: str) -> list[str]:
+        return list(self.cluster_status(node).get("running_nodes", []))
+
+    def set_mirroring_policy(self, pattern: str) -> None:
+        policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic"})
+        self.rabbitmqctl("rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues")
+
+    def queue_depths(self) -> dict[str, dict[str, Any]]:
+        """Each queue's message count (ready + unacknowledged) and state, from the first node
+        that answers (a paused or stuck node does not)."""
+        last: ComposeError | None = None
+        for node in self.nodes:
+            try:
+                out = self.rabbitmqctl(
+                    node,
+                    "list_queues",
+                    "name",
+                    "messages",
+                    "state",
+                    "--formatter",
+                    "json",
+                    timeout=60,
+                )
+            except ComposeError as e:
+                last = e
+                continue
+            return {
+                q["name"]: {"messages": q["messages"], "state": q["state"], "asked": node}
+                for q in json.loads(out)
+            }
+        raise last or ComposeError("no node answered list_queues")
+
+    def queue_messages(self, node: str) -> dict[str, int]:
+        """Each queue's messages as one node counts them (during a partition, its own side)."""
+        out = self.rabbitmqctl(
+            node, "list_queues", "--local", "name", "messages", "--formatter", "json", timeout=30
+        )
+        return {q["name"]: int(q["messages"]) for q in json.loads(out)}
+
+    def set_memory_high_watermark(self, node: str, fraction: float) -> None:
+        """0 blocks every publisher on the node (002's way to let queues drain)."""
+        self.rabbitmqctl(node, "set_vm_memory_high_watermark", str(fraction), timeout=30)
+
+    def server_version(self) -> str:
+        out = self.rabbitmqctl("rabbit1", "version").strip()
+        return out.splitlines()[-1] if out else "unknown"
+
+    def image_info(self) -> dict[str, str]:
+        image = self.docker.images.get(self.image)
+        return {"name": self.image, "id": image.id}

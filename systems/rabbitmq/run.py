@@ -1,0 +1,235 @@
+"""A RabbitMQ scenario on a real three-node cluster under Docker Compose."""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from contract.history import HistoryWriter
+from contract.rundir import write_manifest
+from contract.topology import Endpoint
+from contract.wait import wait_until
+from nemesis.containers import Nemesis
+from systems.rabbitmq.broker_log import mirror_story
+from systems.rabbitmq.clients import declare_topology
+from systems.rabbitmq.cluster import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
+from systems.rabbitmq.nemesis import apply_step
+from systems.rabbitmq.scenario import RABBITMQ_NODES, Consumer, NemesisStep, RabbitMQScenario
+from systems.run import PhaseProgress, RunOptions, ScenarioRun
+
+log = logging.getLogger("harness")
+
+
+class RabbitMQRun(ScenarioRun):
+    scenario: RabbitMQScenario
+    nemesis: Nemesis | None
+    client_module = "systems.rabbitmq.clients"
+    tier = "real-cluster"
+
+    def __init__(
+        self,
+        scenario: RabbitMQScenario,
+        scenario_file: Path | None,
+        opts: RunOptions,
+        progress: Callable[[Path], PhaseProgress] | None = None,
+    ) -> None:
+        super().__init__(scenario, scenario_file, opts, progress)
+        self.cluster: RabbitMQCluster | None = None
+        self.endpoints: dict[str, Endpoint] = {}
+
+    def groups(self) -> list[str]:
+        return list(self.scenario.workload.queues)
+
+    def _cluster_up(self) -> None:
+        c = self.scenario.cluster
+        self.cluster = RabbitMQCluster(
+            ClusterConfig(
+                partition_handling=c.partition_handling,
+                net_ticktime=c.net_ticktime,
+                pause_if_all_down_nodes=tuple(c.pause_if_all_down_nodes),
+                pause_if_all_down_recover=c.pause_if_all_down_recover,
+                image=c.image,
+                lazy_disks=c.lazy_disks,
+                nodes=RABBITMQ_NODES[: c.nodes],
+                load_balancer=c.load_balancer,
+            ),
+            workdir=self.run_dir / "cluster",
+            project=f"{self.scenario.id}-{self.run_id}".lower(),
+            net_prefix=self.opts.net_prefix,
+        )
+        self.manifest["images"] = {"rabbitmq": self.cluster.image_info()}
+        self.manifest["compose_project"] = self.cluster.project
+        write_manifest(self.run_dir, self.manifest)
+        self.cluster.up(self.scenario.timeouts.cluster_up)
+        self.manifest["cluster_network"] = f"{self.cluster.net_prefix}.0/24"
+        self.manifest["images"]["rabbitmq"]["version"] = self.cluster.server_version()
+        self.manifest["images"]["nemesis_tools"] = {"name": self.opts.tools_image}
+        w = self.scenario.workload
+        if c.queue_type == "mirrored":
+            self.cluster.set_mirroring_policy(
+                "^(" + "|".join(re.escape(q) for q in w.queues) + ")$"
+            )
+        self.endpoints = {e.node: e for e in self.cluster.endpoints()}
+        nodes = [e for n, e in self.endpoints.items() if n != LOAD_BALANCER]
+        declare_topology(nodes, w.exchange, w.queues, c.queue_type)
+        self.nemesis = Nemesis(
+            self.cluster.topology(),
+            self.opts.tools_image,
+            HistoryWriter(self.history_dir, "nemesis", c.system),
+            disks=self.cluster.disks,
+        )
+        self.manifest["topology"] = asdict(self.cluster.topology())
+
+    def _start_clients(self, start: float) -> list[str]:
+        w, t = self.scenario.workload, self.scenario.timeouts
+        publish_deadline = start + t.workload
+        consume_deadline = publish_deadline + t.recovery + w.drain.timeout + 30
+        for i, c in enumerate(w.consumers, 1):
+            self._spawn_consumer(f"consumer{i}-{c.queue}", c, consume_deadline, drain_now=False)
+        for p in w.publishers:
+            self._spawn(
+                "publisher",
+                p.id,
+                {
+                    "endpoints": self._endpoints_for(p.nodes),
+                    "exchange": w.exchange,
+                    "count": p.count,
+                    "deadline": publish_deadline,
+                    "rate": p.rate,
+                    "in_flight": p.in_flight,
+                    "confirm_timeout": p.confirm_timeout,
+                    "body_bytes": p.body_bytes,
+                },
+            )
+        return [p.id for p in w.publishers]
+
+    def _recover(self) -> None:
+        """Final heal, then wait until every node runs in one cluster again."""
+        assert self.nemesis is not None and self.cluster is not None
+        self.nemesis.heal_all()
+        cluster, names = self.cluster, self.nemesis.topology.names
+        everyone = {f"rabbit@{n}" for n in names}
+
+        def reunited() -> bool:
+            try:
+                return all(set(cluster.running_nodes(n)) == everyone for n in names)
+            except Exception:  # noqa: BLE001 - a node still starting answers with errors
+                return False
+
+        ok = wait_until(reunited, self.scenario.timeouts.recovery, interval=2)
+        self.manifest["cluster_recovered"] = ok
+        # Ignore mode leaves a healed partition in place: say so, node by node.
+        self.manifest["partitions_after_recovery"] = self._partitions(names)
+        if not ok:
+            log.warning("cluster not reunited after %.0f s", self.scenario.timeouts.recovery)
+
+    def _cluster_down(self) -> None:
+        super()._cluster_down()
+        if self.cluster is None or self.scenario.cluster.queue_type != "mirrored":
+            return
+        # The broker's word on its mirrors (R5): read from the logs just saved.
+        logs = {
+            n: path.read_text(errors="replace")
+            for n in self.cluster.nodes
+            if (path := self.run_dir / "logs" / f"{n}.log").exists()
+        }
+        self.manifest["mirrored_queues"] = mirror_story(logs)
+
+    def _partitions(self, names: tuple[str, ...]) -> dict[str, Any]:
+        """Each node's view of the partitions it still reports (None: it did not answer)."""
+        assert self.cluster is not None
+        out: dict[str, Any] = {}
+        for n in names:
+            try:
+                out[n] = self.cluster.cluster_status(n).get("partitions") or {}
+            except Exception:  # noqa: BLE001 - a node that does not answer says nothing
+                out[n] = None
+        return out
+
+    def _spawn_consumer(self, process: str, c: Consumer, deadline: float, drain_now: bool) -> None:
+        w = self.scenario.workload
+        self._spawn(
+            "consumer",
+            process,
+            {
+                "endpoints": self._endpoints_for(c.nodes),
+                "queue": c.queue,
+                "deadline": deadline,
+                "prefetch": c.prefetch,
+                "delay": c.delay,
+                "drain_quiet": w.drain.quiet,
+                "drain_timeout": w.drain.timeout,
+                "drain_at_start": drain_now,
+            },
+        )
+
+    def _drain(self) -> None:
+        """Consumers read until quiet; then the broker is asked, and until the drain timeout,
+        any queue that still holds messages gets a fresh consumer.
+
+        A consumer hearing nothing for its quiet period does not prove the queue empty (a
+        mirror synchronising after a heal blocks its queue): the queue's depth does.
+        """
+        w = self.scenario.workload
+        deadline = time.time() + w.drain.timeout
+        consumers = [name for name in self.clients if name.startswith("consumer")]
+        for name in consumers:
+            self.clients[name].send_signal(signal.SIGUSR1)
+        codes: dict[str, int] = {}
+        rounds = 0
+        while True:
+            for name in consumers:
+                codes[name] = self._wait_client(name, deadline + 30)
+            undrained = self._undrained_queues()
+            if not undrained or time.time() >= deadline:
+                break
+            rounds += 1
+            consumers = []
+            for i, c in enumerate(w.consumers, 1):
+                if c.queue in undrained:
+                    name = f"consumer{i}-{c.queue}-drain{rounds}"
+                    self._spawn_consumer(name, c, deadline, drain_now=True)
+                    consumers.append(name)
+        self.manifest["consumer_exit_codes"] = codes
+        self.manifest["drain_rounds"] = rounds + 1
+        self.manifest["drain_complete"] = not undrained
+
+    def _undrained_queues(self) -> set[str]:
+        """Queues that still hold messages, are not running, or could not be asked.
+
+        A queue that no longer exists is drained: its messages went with it (that is loss,
+        and the checker reports it).
+        """
+        assert self.cluster is not None
+        queues = set(self.scenario.workload.queues)
+        try:
+            depths = self.cluster.queue_depths()
+        except Exception as e:  # noqa: BLE001 - no answer means we cannot say it drained
+            self.manifest["queues_after_drain"] = {"error": str(e)}
+            return queues
+        self.manifest["queues_after_drain"] = depths
+        undrained = {
+            q
+            for q in queues
+            if q in depths and (depths[q]["messages"] != 0 or depths[q]["state"] != "running")
+        }
+        for q in sorted(undrained):
+            log.warning("queue %s not drained yet: %s", q, depths[q])
+        return undrained
+
+    def _apply(self, step: NemesisStep) -> None:
+        assert self.nemesis is not None and self.cluster is not None
+        apply_step(self.nemesis, self.cluster, step)
+
+    def _endpoints_for(self, nodes: list[str]) -> list[dict[str, Any]]:
+        """The client's nodes in its order, those the cluster has; with a load balancer, it
+        alone (002's assumption 4: every client on the node it chooses)."""
+        if LOAD_BALANCER in self.endpoints:
+            return [asdict(self.endpoints[LOAD_BALANCER])]
+        return [asdict(self.endpoints[n]) for n in nodes if n in self.endpoints]

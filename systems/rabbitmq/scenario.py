@@ -1,0 +1,143 @@
+"""A RabbitMQ scenario: the cluster (partition handling, queue type, nodes, lazy disks, a load
+balancer), the publishers and consumers, and the nemesis steps."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from faults.registry import op as fault
+from systems.rabbitmq.cluster import NODE_NAMES
+from systems.scenario import ScenarioBase, Strict, fault_op
+
+RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
+PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
+QueueType = Literal["mirrored", "quorum", "classic"]
+
+
+class RabbitMQClusterSpec(Strict):
+    system: Literal["rabbitmq"] = "rabbitmq"
+    partition_handling: PartitionHandling
+    # pause_if_all_down: a node pauses when it cannot reach any of these.
+    pause_if_all_down_nodes: list[str] = Field(default_factory=list)
+    pause_if_all_down_recover: Literal["ignore", "autoheal"] = "autoheal"
+    queue_type: QueueType
+    # Seconds; short so a partition is detected in seconds, not a minute.
+    net_ticktime: Annotated[int, Field(ge=2, le=120)] = 5
+    # Each node's data directory on the power-loss filesystem (lazyfs): needed by power-loss.
+    lazy_disks: bool = False
+    nodes: Annotated[int, Field(ge=2, le=3)] = 3  # rabbit1..rabbitN
+    # HAProxy in front: every client through it, all on the first node while it answers (R4).
+    load_balancer: bool = False
+    image: str | None = None
+
+    @model_validator(mode="after")
+    def _pause_if_all_down_needs_nodes(self) -> RabbitMQClusterSpec:
+        if self.partition_handling == "pause_if_all_down" and not self.pause_if_all_down_nodes:
+            raise ValueError("pause_if_all_down needs pause_if_all_down_nodes")
+        _check_nodes(self.pause_if_all_down_nodes)
+        return self
+
+
+class Publisher(Strict):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    # Connection list in the order the client tries it (002: the factory had all three).
+    nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
+    count: Annotated[int, Field(ge=1, le=10_000_000)]
+    rate: Annotated[float, Field(ge=0)] = (
+        0.0  # messages per second; 0 = as fast as in_flight allows
+    )
+    in_flight: Annotated[int, Field(ge=1, le=10_000)] = 1
+    confirm_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
+    # Each body padded to this many bytes (0: producer and seq alone, about 30 bytes).
+    body_bytes: Annotated[int, Field(ge=0, le=1_048_576)] = 0
+
+
+class Consumer(Strict):
+    queue: str
+    nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
+    prefetch: Annotated[int, Field(ge=1, le=65_535)] = 1
+    delay: Annotated[float, Field(ge=0, le=60)] = 0.0  # seconds per message before the ack
+
+
+class Drain(Strict):
+    quiet: Annotated[float, Field(gt=0, le=600)] = 5.0
+    timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
+
+
+class Workload(Strict):
+    exchange: str = "jepsen.fanout"
+    queues: Annotated[list[str], Field(min_length=1)]
+    publishers: Annotated[list[Publisher], Field(min_length=1)]
+    consumers: list[Consumer]
+    drain: Drain = Drain()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        ids = [p.id for p in self.publishers]
+        if len(ids) != len(set(ids)):
+            raise ValueError("publisher ids must be unique")
+        for c in self.consumers:
+            if c.queue not in self.queues:
+                raise ValueError(f"consumer queue {c.queue!r} is not in queues")
+        for q in self.queues:
+            if not any(c.queue == q for c in self.consumers):
+                raise ValueError(f"queue {q!r} has no consumer")
+        for p in self.publishers:
+            _check_nodes(p.nodes)
+        for c in self.consumers:
+            _check_nodes(c.nodes)
+        return self
+
+
+class NemesisStep(Strict):
+    at: Annotated[float, Field(ge=0, le=3600)]  # seconds after the workload starts
+    op: Annotated[str, fault_op("rabbitmq")]
+    nodes: list[str] = Field(default_factory=list)
+    within: Annotated[float, Field(gt=0, le=3600)] = 120.0  # wait-drained: the bound
+    groups: list[list[str]] = Field(default_factory=list)
+    from_: list[str] = Field(default_factory=list, alias="from")
+    to: list[str] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _arguments(self) -> NemesisStep:
+        for names in (self.nodes, self.from_, self.to, *self.groups):
+            _check_nodes(names)
+        arguments = fault(self.op).arguments
+        if arguments == "groups":
+            if len(self.groups) < 2 or any(not g for g in self.groups):
+                raise ValueError(f"{self.op} needs at least two non-empty groups")
+        elif arguments == "from-to":
+            if not self.from_ or not self.to:
+                raise ValueError(f"{self.op} needs from and to")
+        elif arguments == "target" and not self.nodes:
+            raise ValueError(f"{self.op} needs nodes")
+        return self
+
+
+class RabbitMQScenario(ScenarioBase):
+    cluster: RabbitMQClusterSpec
+    workload: Workload
+    nemesis: list[NemesisStep] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _steps_fit_the_cluster(self) -> RabbitMQScenario:
+        known = RABBITMQ_NODES[: self.cluster.nodes]
+        for i, step in enumerate(self.nemesis):
+            if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
+                raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")
+            named = [*step.nodes, *step.from_, *step.to, *(n for g in step.groups for n in g)]
+            if unknown := [n for n in named if n not in known]:
+                raise ValueError(
+                    f"nemesis.{i}: no node {unknown[0]!r} in a cluster of {self.cluster.nodes}"
+                )
+        return self
+
+
+def _check_nodes(names: list[str]) -> None:
+    unknown = [n for n in names if n not in RABBITMQ_NODES]
+    if unknown:
+        raise ValueError(f"unknown node {unknown[0]!r} (nodes are {', '.join(RABBITMQ_NODES)})")

@@ -1,0 +1,91 @@
+"""The systems the harness can run, by the name a scenario's `cluster.system` gives, and the
+loading of scenario files into each system's schema.
+
+A new broker is one folder under systems/ and one entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from systems.kafka.run import KafkaRun
+from systems.kafka.scenario import KafkaScenario
+from systems.kafka_mock.run import KafkaMockRun
+from systems.kafka_mock.scenario import KafkaMockScenario
+from systems.rabbitmq.run import RabbitMQRun
+from systems.rabbitmq.scenario import RabbitMQScenario
+from systems.run import PhaseProgress, RunOptions, ScenarioRun
+from systems.scenario import ScenarioError, first_error
+
+AnyScenario = RabbitMQScenario | KafkaMockScenario | KafkaScenario
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    scenario: type[RabbitMQScenario] | type[KafkaScenario] | type[KafkaMockScenario]
+    run: type[ScenarioRun]
+
+
+SYSTEMS: dict[str, System] = {
+    s.name: s
+    for s in (
+        System("rabbitmq", RabbitMQScenario, RabbitMQRun),
+        System("kafka", KafkaScenario, KafkaRun),
+        System("kafka-mock", KafkaMockScenario, KafkaMockRun),
+    )
+}
+DEFAULT_SYSTEM = "rabbitmq"  # a scenario that names no system (the first scenarios)
+
+
+def parse_scenario(text: str, source: str = "<scenario>") -> AnyScenario:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ScenarioError(f"{source}:{where} not valid YAML") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: expected a mapping of scenario fields")
+    cluster = data.get("cluster")
+    name = cluster.get("system", DEFAULT_SYSTEM) if isinstance(cluster, dict) else DEFAULT_SYSTEM
+    system = SYSTEMS.get(name, SYSTEMS[DEFAULT_SYSTEM])
+    try:
+        return system.scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(f"{source}: {first_error(e)}") from None
+
+
+def load_scenario(path: Path) -> AnyScenario:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read ({e.strerror})") from None
+    return parse_scenario(text, str(path))
+
+
+def find_scenario(name: str, scenarios_dir: Path) -> Path:
+    """A scenario by path or by id (scenarios/<id>.yaml)."""
+    as_path = Path(name)
+    if as_path.suffix in (".yaml", ".yml") or as_path.exists():
+        return as_path
+    for candidate in (scenarios_dir / f"{name}.yaml", scenarios_dir / f"{name}.yml"):
+        if candidate.exists():
+            return candidate
+    known = ", ".join(sorted(p.stem for p in scenarios_dir.glob("*.yaml")))
+    raise ScenarioError(f"no scenario {name!r} (known: {known})")
+
+
+def make_run(
+    scenario: AnyScenario,
+    scenario_file: Path | None,
+    opts: RunOptions,
+    progress: Callable[[Path], PhaseProgress] | None = None,
+) -> ScenarioRun:
+    """The run for the scenario's system."""
+    return SYSTEMS[scenario.cluster.system].run(scenario, scenario_file, opts, progress)

@@ -1,0 +1,270 @@
+"""The skeleton of one scenario run: cluster up, workload and nemesis, recovery, drain.
+
+Every phase has a timeout, and whatever happens (failure, SIGINT, SIGTERM) the nemesis heals
+and resumes every node and the cluster comes down before the run returns. Each system
+(systems/<name>/run.py) fills in its cluster, clients, faults and drain; the harness checks the
+history afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, Protocol
+
+import docker
+
+from contract import VERSION
+from contract.rundir import make_run_dir, new_run_id, write_manifest
+from systems.rabbitmq.cluster import LOCAL_IMAGE
+
+log = logging.getLogger("harness")
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM during a run."""
+
+
+class PhaseProgress(Protocol):
+    """What shows a run's phases as they go (the harness's live status line)."""
+
+    def phase(
+        self, name: str, timeout: float | None, detail: Callable[[], str] | None
+    ) -> AbstractContextManager[None]: ...
+
+
+class _Quiet:
+    @contextmanager
+    def phase(
+        self, name: str, timeout: float | None, detail: Callable[[], str] | None
+    ) -> Iterator[None]:
+        yield
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_root: Path
+    keep_cluster: bool = False
+    spark_master: str = "local[*]"
+    net_prefix: str | None = os.environ.get("BJ_NET_PREFIX")  # None: a free /24, chosen per run
+    tools_image: str = os.environ.get("BJ_TOOLS_IMAGE", LOCAL_IMAGE)
+    kafka_mode: str | None = None  # zk | kraft | kraft-dedicated; None: the scenario's first
+    kafka_line: str | None = None  # "3.9" | "4.1"; None: the default line (3.9)
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _sleep_until(t: float) -> None:
+    while (left := t - time.time()) > 0:
+        time.sleep(min(left, 0.5))
+
+
+class ScenarioRun:
+    client_module: str  # the workloads module whose processes are the clients
+    tier: str  # "real-cluster" or "kafka-mock"
+
+    def __init__(
+        self,
+        scenario: Any,
+        scenario_file: Path | None,
+        opts: RunOptions,
+        progress: Callable[[Path], PhaseProgress] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.opts = opts
+        self.run_id = new_run_id()
+        self.run_dir = make_run_dir(opts.results_root, scenario.id, self.run_id)
+        self.history_dir = self.run_dir / "history"
+        self.clients: dict[str, subprocess.Popen[bytes]] = {}
+        self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
+        self.cluster: Any = None  # the system's cluster: save_logs() and down()
+        self.manifest: dict[str, Any] = {
+            "scenario": scenario.id,
+            "claim": scenario.claim,
+            "expect": scenario.expect,
+            "description": scenario.description,
+            "scenario_file": str(scenario_file) if scenario_file else None,
+            "scenario_spec": scenario.model_dump(mode="json", by_alias=True),
+            "run_id": self.run_id,
+            "system": scenario.cluster.system,
+            "tier": self.tier,
+            "harness_version": VERSION,
+            # Nothing in a run is drawn at random: the schedule is the scenario's.
+            "seed": None,
+            "groups": self.groups(),
+            "started": time.time(),
+            "ended": None,
+            "phases": {},
+            "nemesis_steps_done": 0,
+            "drain_complete": False,
+            "cluster_recovered": None,
+            "error": None,
+        }
+        write_manifest(self.run_dir, self.manifest)
+        self.progress = progress(self.history_dir) if progress else _Quiet()
+
+    # ---- what each system provides -------------------------------------------------------
+
+    def groups(self) -> list[str]:
+        """The reader groups that must each receive every acknowledged message."""
+        raise NotImplementedError
+
+    def _cluster_up(self) -> None:
+        raise NotImplementedError
+
+    def _start_clients(self, start: float) -> list[str]:
+        """Starts every client; returns the names of the producers to wait for."""
+        raise NotImplementedError
+
+    def _apply(self, step: Any) -> None:
+        raise NotImplementedError
+
+    def _recover(self) -> None:
+        """Final heal, then wait for the cluster to be whole again."""
+        raise NotImplementedError
+
+    def _drain(self) -> None:
+        raise NotImplementedError
+
+    def _heal_all(self) -> None:
+        """End every fault (idempotent); called at teardown whatever happened."""
+        if self.nemesis is not None:
+            try:
+                self.nemesis.heal_all()
+            finally:
+                if self.nemesis.history:
+                    self.nemesis.history.close()
+
+    def _cluster_down(self) -> None:
+        """Keeps the nodes' logs, then removes the cluster (unless --keep)."""
+        if self.cluster is None:
+            return
+        self.cluster.save_logs(self.run_dir / "logs")
+        if not self.opts.keep_cluster:
+            self.cluster.down()
+
+    # ---- the skeleton --------------------------------------------------------------------
+
+    def execute(self) -> None:
+        """Runs the cluster phases; the caller checks the history afterwards."""
+        with _signals_interrupt():
+            try:
+                self._phase("cluster_up", self._cluster_up)
+                self._phase("workload", self._workload)
+                self._phase("recovery", self._recover)
+                self._phase("drain", self._drain)
+            except BaseException as e:
+                self.manifest["error"] = f"{type(e).__name__}: {e}"
+                raise
+            finally:
+                self._teardown()
+
+    def _phase(self, name: str, fn: Any) -> None:
+        started = time.time()
+        log.info("phase %s", name)
+        detail = self._containers_line if name == "cluster_up" else None
+        try:
+            with self.progress.phase(name, self._phase_timeout(name), detail):
+                fn()
+        finally:
+            self.manifest["phases"][name] = {"start": started, "end": time.time()}
+            write_manifest(self.run_dir, self.manifest)
+
+    def _phase_timeout(self, name: str) -> float | None:
+        t = self.scenario.timeouts
+        bounds = {
+            "cluster_up": t.cluster_up,
+            "workload": t.workload,
+            "recovery": t.recovery,
+            "drain": getattr(self.scenario.workload, "drain_timeout", None),
+        }
+        return bounds.get(name)
+
+    def _containers_line(self) -> str:
+        """While the cluster comes up: its containers running, and healthy where they say."""
+        project = self.manifest.get("compose_project")
+        if not project:
+            return "preparing the cluster"
+        label = f"com.docker.compose.project={project}"
+        containers = docker.from_env().containers.list(all=True, filters={"label": label})
+        running = [c for c in containers if c.status == "running"]
+        health = [c.attrs["State"].get("Health", {}).get("Status") for c in running]
+        healthy = health.count("healthy")
+        return f"containers running {len(running)}/{len(containers)}, healthy {healthy}"
+
+    def _workload(self) -> None:
+        start = time.time()
+        producers = self._start_clients(start)
+        for step in self.scenario.nemesis:
+            _sleep_until(start + step.at)
+            self._apply(step)
+            self.manifest["nemesis_steps_done"] += 1
+        for name in producers:
+            self._wait_client(name, start + self.scenario.timeouts.workload + 30)
+
+    def _spawn(self, role: str, process: str, config: dict[str, Any]) -> None:
+        config = {"process": process, "history_dir": str(self.history_dir), **config}
+        cfg_path = self.run_dir / "logs" / f"{process}.config.json"
+        cfg_path.write_text(json.dumps(config, indent=2))
+        log_file = open(self.run_dir / "logs" / f"{process}.log", "wb")  # noqa: SIM115
+        self.clients[process] = subprocess.Popen(
+            [sys.executable, "-m", self.client_module, role, str(cfg_path)],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=Path(__file__).resolve().parent.parent,
+            # Ctrl-C in a terminal reaches the harness alone, which stops clients in order.
+            start_new_session=True,
+        )
+
+    def _wait_client(self, name: str, deadline: float) -> int:
+        proc = self.clients[name]
+        try:
+            return proc.wait(timeout=max(1.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            log.warning("client %s overran its deadline: killed", name)
+            proc.kill()
+            return proc.wait()
+
+    def _teardown(self) -> None:
+        # Signals would interrupt the cleanup itself: hold them until it is done.
+        held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            for proc in self.clients.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            try:
+                self._heal_all()
+            except Exception as e:  # noqa: BLE001 - keep tearing down; say what failed
+                log.error("heal failed: %s (run `harness heal`)", e)
+                self.manifest["heal_error"] = str(e)
+            try:
+                self._cluster_down()
+            except Exception as e:  # noqa: BLE001
+                log.error("cluster down failed: %s (run `harness heal`)", e)
+            self.manifest["ended"] = time.time()
+            write_manifest(self.run_dir, self.manifest)
+        finally:
+            for s, h in held.items():
+                signal.signal(s, h)

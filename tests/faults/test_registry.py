@@ -1,0 +1,53 @@
+"""The fault registry is the one list of ops: every system's dispatcher handles exactly the ops
+the registry gives it, and the checker knows every history name a nemesis writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from faults.registry import HISTORY_NAMES, OPS, check_op, is_step, op, ops_of, window_of
+from systems.kafka.nemesis import HANDLERS as KAFKA
+from systems.kafka_mock.nemesis import HANDLERS as MOCK
+from systems.rabbitmq.nemesis import HANDLERS as RABBITMQ
+
+
+@pytest.mark.parametrize(
+    ("system", "handlers"), [("rabbitmq", RABBITMQ), ("kafka", KAFKA), ("kafka-mock", MOCK)]
+)
+def test_each_dispatcher_handles_exactly_its_systems_ops(system: str, handlers: dict) -> None:
+    assert set(handlers) == set(ops_of(system))  # type: ignore[arg-type]
+
+
+def test_names_are_declared_once() -> None:
+    assert len({o.name for o in OPS}) == len(OPS)
+    assert len({h.f for h in HISTORY_NAMES}) == len(HISTORY_NAMES)
+
+
+def test_every_history_name_an_op_writes_is_declared() -> None:
+    declared = {h.f for h in HISTORY_NAMES}
+    assert {f for o in OPS for f in o.writes} <= declared
+
+
+def test_every_recoverable_fault_is_healed_by_an_op_of_its_own_systems() -> None:
+    for o in OPS:
+        if o.healed_by is not None:
+            assert o.systems <= op(o.healed_by).systems, o.name
+
+
+def test_windows_as_the_checker_has_always_read_them() -> None:
+    assert window_of("start-partition") == window_of("start-degrade") == "network-start"
+    assert window_of("stop-partition") == "network-heal"
+    assert window_of("heal") == "heal-all"
+    assert {window_of(f) for f in ("kill", "stop", "pause")} == {"node-down"}
+    assert {window_of(f) for f in ("start", "resume")} == {"node-up"}
+    assert {window_of(f) for f in ("restart", "power-loss")} == {"node-bounce"}
+    assert window_of("elect") == window_of("no-such-name") == "none"
+    assert not is_step("leaders") and is_step("elect")
+
+
+def test_an_unknown_op_is_one_line_naming_the_systems_ops() -> None:
+    with pytest.raises(ValueError, match="'explode' is not a rabbitmq fault op \\(ops: isolate"):
+        check_op("rabbitmq", "explode")
+    assert check_op("kafka", "degrade") == "degrade"
+    with pytest.raises(ValueError):
+        check_op("rabbitmq", "degrade")

@@ -1,0 +1,153 @@
+"""Reports: report.html rendered in a real headless Chromium, timeline.json, JUnit XML and the
+index, from synthetic histories with known anomalies and from run directories without a
+verdict. The real-cluster runs' reports are opened in test_scenarios and test_kafka_real."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkers.run import check_run
+from reports.index import render_index
+from reports.junit import matrix_case, suite
+from reports.write import write_run_reports
+from tests.browser import render
+from tests.checkers.test_run import event, recv, send, write
+from tests.helpers import ROOT
+
+
+def anomalous_run(run_dir: Path) -> list[dict[str, Any]]:
+    """Producer A sends 1..20 (one per second), acked 0.5 s later; a partition from 5.5 s to
+    12.5 s; the reader loses 7 and 9 (acked inside the partition), gets 3 twice and 11 before
+    10. Returns the events."""
+    ev: list[dict[str, Any]] = []
+    for seq in range(1, 21):
+        ev += send("A", seq, float(seq), None)
+        ev.append(event("A", "ok", "send", seq + 0.5, producer="A", seq=seq, stream="x"))
+    resolve = {"op": "isolate", "roles": {"target": "leader"}, "nodes": {"target": ["rabbit2"]}}
+    ev.append(event("nemesis", "info", "resolve", 5.49, value=resolve))
+    ev.append(event("nemesis", "invoke", "start-partition", 5.5, value={"op": "isolate"}))
+    ev.append(event("nemesis", "ok", "start-partition", 5.6, value={"op": "isolate"}))
+    ev.append(event("nemesis", "invoke", "stop-partition", 12.5, value={"op": "heal"}))
+    ev.append(event("nemesis", "ok", "stop-partition", 12.6, value={"op": "heal"}))
+    state = {"leader": "rabbit1", "isr": ["rabbit1"], "answered_by": "rabbit3"}
+    ev.append(event("partition-watch", "info", "partition-state", 6.0, partition=0, value=state))
+    order = [s for s in range(1, 21) if s not in (7, 9, 10)] + [10]
+    t = 30.0
+    for seq in order:
+        ev.append(recv("g", "A", seq, t))
+        t += 0.1
+    ev.append(recv("g", "A", 3, t))  # the duplicate
+    write(run_dir / "history", ev)
+    manifest = {
+        "scenario": "synthetic",
+        "claim": None,
+        "expect": "safe",
+        "run_id": "synthetic-1",
+        "tier": "real-cluster",
+        "started": 0.0,
+        "ended": 40.0,
+        "images": {"rabbitmq": {"name": "test", "version": "3.10.8"}},
+    }
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    return ev
+
+
+@pytest.mark.spark
+def test_report_of_known_anomalies_renders_in_chromium(spark: Any, tmp_path: Path) -> None:
+    run_dir = tmp_path / "synthetic" / "synthetic-1"
+    anomalous_run(run_dir)
+    verdict = check_run(run_dir, spark=spark)
+    assert verdict["groups"]["g"]["lost"] == 2 and verdict["matched"] is False
+    timeline = json.loads((run_dir / "timeline.json").read_text())
+    # Lost 7 and 9 were acked at 7.5 and 9.5 s: seconds 6 and 8 since the first event (1.0).
+    assert timeline["anomalies_at_ack"]["lost"]["g"] == [[6, 1], [8, 1]]
+    assert timeline["anomalies_at_ack"]["duplicated"]["g"] == [[2, 1]]
+    assert [s["f"] for s in timeline["steps"]] == ["start-partition", "stop-partition"]
+    assert timeline["steps"][0]["resolved"] == ["target: leader = rabbit2"]
+    assert sum(row["ok"] for row in timeline["sends"]) == 20
+    assert timeline["partition_states"] == [
+        {
+            "at": 5.0,
+            "partition": 0,
+            "leader": "rabbit1",
+            "isr": ["rabbit1"],
+            "answered_by": "rabbit3",
+        }
+    ]
+    report, junit = write_run_reports(run_dir)
+    html = report.read_text()
+    assert re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="https?:', html) == []  # inlined
+    assert "ids/g/lost.txt" in html and "A:7" in html
+    assert 'id="partition-states"' in html
+    shown = render(report, "report-synthetic.png")
+    assert shown.console_errors == [] and shown.external_requests == []
+    assert shown.step_bands == len(timeline["steps"]) == 2
+    assert "does not match" in shown.verdict_text
+    assert shown.screenshot.stat().st_size > 10_000
+    case = ET.parse(junit).getroot().find("testsuite/testcase")
+    assert case is not None and case.find("failure") is not None
+
+
+def test_a_run_without_verdict_gets_a_report_and_a_junit_error(tmp_path: Path) -> None:
+    run_dir = tmp_path / "K4" / "r1"
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / "logs" / "kafka1.log").write_text("started\n")
+    manifest = {"scenario": "K4", "claim": "K4", "run_id": "r1", "error": "cluster never came up"}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    report, junit = write_run_reports(run_dir)
+    shown = render(report, "report-no-verdict.png")
+    assert shown.console_errors == [] and shown.step_bands is None
+    assert shown.verdict_text == "no verdict: cluster never came up"
+    error = ET.parse(junit).getroot().find("testsuite/testcase/error")
+    assert error is not None and error.get("message") == "cluster never came up"
+
+
+def test_junit_passes_a_reproduced_claim_and_fails_the_rest() -> None:
+    cases = [
+        matrix_case("K1/zk/3.9", "K1", "reproduced (2/3)", 300, "r1 r2 r3"),
+        matrix_case("K4/kraft/3.9", "K4", "not reproduced (0/1)", 100, "r4"),
+        matrix_case("K9/zk/3.9", "K9", "not run", 0, ""),
+        matrix_case("R1/rabbitmq", "R1", "no verdict (the run failed)", 50, "r5"),
+    ]
+    root = ET.fromstring(ET.tostring(suite(cases).getroot()))
+    node = root.find("testsuite")
+    assert node is not None
+    assert (node.get("tests"), node.get("failures"), node.get("errors"), node.get("skipped")) == (
+        "4",
+        "1",
+        "1",
+        "1",
+    )
+    failure = root.find("testsuite/testcase[@name='K4/kraft/3.9']/failure")
+    assert failure is not None and failure.get("message", "").startswith("not reproduced")
+
+
+def test_index_lists_every_run_newest_first_and_links_its_report(tmp_path: Path) -> None:
+    for i, (scenario, error) in enumerate([("K1", None), ("R1", "no engine"), ("K4", None)]):
+        run_dir = tmp_path / scenario / f"run{i}"
+        run_dir.mkdir(parents=True)
+        manifest = {"scenario": scenario, "run_id": f"run{i}", "started": 100.0 + i, "error": error}
+        (run_dir / "manifest.json").write_text(json.dumps(manifest))
+        write_run_reports(run_dir)
+    (tmp_path / "latest").symlink_to(Path("K4") / "run2")
+    index = render_index(tmp_path)
+    html = index.read_text()
+    positions = [html.index(f">run{i}</a>") for i in (2, 1, 0)]
+    assert positions == sorted(positions) and html.count("report.html") == 3
+    assert "no verdict: no engine" in html
+
+
+def test_cli_report_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    for args in (["report"], ["report", str(tmp_path / "nothing")], ["report", str(tmp_path)]):
+        result = subprocess.run(
+            [str(ROOT / ".venv/bin/harness"), *args], capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 2, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -1,0 +1,70 @@
+"""Metadata -> fault target resolution, on synthetic metadata and on the kafka-mock tier."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from systems.kafka.targets import (
+    Metadata,
+    PartitionState,
+    TargetError,
+    from_cluster_metadata,
+    resolve,
+)
+from systems.kafka_mock.cluster import MockKafkaCluster
+
+MD = Metadata(
+    brokers={1: "kafka1", 2: "kafka2", 3: "kafka3"},
+    controller=2,
+    partitions=(
+        PartitionState("t", 0, leader=1, replicas=(1, 2, 3), isr=(1, 2)),
+        PartitionState("t", 1, leader=-1, replicas=(2, 3, 1), isr=()),
+    ),
+    quorum=("zk1", "zk2", "zk3"),
+)
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [
+        ("leader", ["kafka1"]),
+        ("followers", ["kafka2", "kafka3"]),
+        ("isr", ["kafka1", "kafka2"]),
+        ("in-sync-followers", ["kafka2"]),
+        ("out-of-sync", ["kafka3"]),
+        ("replicas", ["kafka1", "kafka2", "kafka3"]),
+        ("controller", ["kafka2"]),
+        ("non-controllers", ["kafka1", "kafka3"]),
+        ("quorum", ["zk1", "zk2", "zk3"]),
+    ],
+)
+def test_roles_resolve_to_nodes(role: str, expected: list[str]) -> None:
+    assert resolve(MD, role, "t", 0) == expected  # type: ignore[arg-type]
+
+
+def test_roles_that_name_nobody_say_so() -> None:
+    with pytest.raises(TargetError, match="has no leader"):
+        resolve(MD, "leader", "t", 1)
+    with pytest.raises(TargetError, match="no partition t/7"):
+        resolve(MD, "leader", "t", 7)
+    with pytest.raises(TargetError, match="needs a topic"):
+        resolve(MD, "followers")
+    no_controller = Metadata(MD.brokers, None, MD.partitions)
+    with pytest.raises(TargetError, match="no active controller"):
+        resolve(no_controller, "controller")
+    with pytest.raises(TargetError, match="no quorum"):
+        resolve(no_controller, "quorum")
+
+
+def test_leader_is_read_live_from_the_mock_cluster() -> None:
+    """kafka-mock tier: the resolved leader follows a leader move."""
+    with MockKafkaCluster(brokers=3) as cluster:
+        cluster.create_topic("t", partitions=1, replication_factor=3)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 3})
+        for broker in (2, 3, 1):
+            cluster.set_leader("t", 0, broker)
+            md = from_cluster_metadata(admin.list_topics("t", timeout=10))
+            assert resolve(md, "leader", "t", 0) == [f"broker{broker}"]
+            assert f"broker{broker}" not in resolve(md, "followers", "t", 0)
+            assert len(resolve(md, "replicas", "t", 0)) == 3

@@ -1,0 +1,68 @@
+"""The shipped kafka-mock scenarios end to end through `harness run` (no Docker needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from systems.kafka_mock.scenario import KafkaMockScenario
+from systems.registry import parse_scenario
+from systems.scenario import ScenarioError
+from tests.helpers import ROOT, run_harness
+
+
+def sends(run_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "history" / "P1.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.spark
+def test_leader_down_shows_up_as_info_and_loses_nothing(spark: object, tmp_path: Path) -> None:
+    result, run_dir = run_harness("kafka-mock-leader-down", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert verdict["tier"] == "kafka-mock" and verdict["counts_toward_claim"] is False
+    assert manifest["tier"] == "kafka-mock" and manifest["drain_complete"] is True
+    assert verdict["groups"]["reader"]["lost"] == 0
+    timed_out = [e for e in sends(run_dir) if e["type"] == "info"]
+    assert timed_out and all("_MSG_TIMED_OUT" in e["error"] for e in timed_out)
+    nemesis = [json.loads(x) for x in (run_dir / "history/nemesis.jsonl").read_text().splitlines()]
+    down = next(e for e in nemesis if e["f"] == "broker-down" and e["type"] == "ok")
+    assert down["value"]["target"] == "leader" and len(down["value"]["brokers"]) == 1
+    assert (
+        nemesis[-1]["f"] == "heal"
+        and nemesis[-1]["value"]["brokers_up"] == down["value"]["brokers"]
+    )
+    assert "kafka-mock" in result.stdout
+
+
+@pytest.mark.spark
+def test_injected_not_enough_replicas_is_unavailability(spark: object, tmp_path: Path) -> None:
+    result, run_dir = run_harness("kafka-mock-not-enough-replicas", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["outcome"] == "unavailable" and verdict["matched"]
+    refused = [e for e in sends(run_dir) if e["type"] == "info"]
+    assert len(refused) == 5
+    assert all(e["error"].startswith("NOT_ENOUGH_REPLICAS") for e in refused)
+
+
+def test_kafka_mock_scenarios_validate() -> None:
+    s = parse_scenario((ROOT / "scenarios/kafka-mock-leader-down.yaml").read_text())
+    assert isinstance(s, KafkaMockScenario) and s.claim is None
+    bad = """
+id: x
+expect: safe
+cluster: {system: kafka-mock, brokers: 2, replication_factor: 3}
+workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
+"""
+    with pytest.raises(ScenarioError, match="replication_factor exceeds"):
+        parse_scenario(bad, "x.yaml")
+    step = bad.replace("brokers: 2", "brokers: 3") + "nemesis: [{at: 1, op: broker-down}]\n"
+    with pytest.raises(ScenarioError, match="nemesis.0: broker-down needs a target role"):
+        parse_scenario(step, "x.yaml")
+    claim = bad.replace("brokers: 2", "brokers: 3").replace("id: x", "id: x\nclaim: K4")
+    with pytest.raises(ScenarioError, match="claim"):
+        parse_scenario(claim, "x.yaml")

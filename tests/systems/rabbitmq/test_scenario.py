@@ -1,0 +1,167 @@
+"""Scenario validation: every shipped file is valid; bad input gets one line naming the field."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from systems.registry import find_scenario, load_scenario, parse_scenario
+from systems.scenario import ScenarioError
+from tests.helpers import ROOT
+
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+
+GOOD = """
+id: t
+expect: safe
+cluster: {partition_handling: pause_minority, queue_type: mirrored}
+workload:
+  queues: [q]
+  publishers: [{id: A, count: 10}]
+  consumers: [{queue: q}]
+nemesis:
+  - {at: 1, op: isolate, nodes: [rabbit3]}
+  - {at: 2, op: heal}
+"""
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_shipped_scenarios_are_valid(path: Path) -> None:
+    s = load_scenario(path)
+    assert s.id == path.stem
+    # One file per claim row, or variants of a row: K19-acks1, K24-idempotence.
+    assert s.claim is None or s.id == s.claim or s.id.startswith(f"{s.claim}-")
+
+
+def test_the_required_scenarios_ship() -> None:
+    assert {"baseline", "R1", "R2", "R6"} <= {p.stem for p in SCENARIOS}
+    r1 = load_scenario(ROOT / "scenarios" / "R1.yaml")
+    assert r1.expect == "loss" and r1.cluster.partition_handling == "pause_minority"
+    assert r1.cluster.queue_type == "mirrored"
+    assert [(s.op, s.nodes) for s in r1.nemesis] == [
+        ("isolate", ["rabbit3"]),
+        ("isolate", ["rabbit1"]),
+        ("isolate", ["rabbit2"]),
+        ("heal", ["rabbit3"]),
+        ("heal", ["rabbit2"]),
+    ]
+    r6 = load_scenario(ROOT / "scenarios" / "R6.yaml")
+    assert r6.expect == "safe" and r6.cluster.queue_type == "quorum"
+    assert r6.nemesis == r1.nemesis
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("expect: safe", "expect: maybe"), "expect 'maybe' is not one of loss, safe"),
+        (("expect: safe", "expect: [safe, loss]"), "only duplicates and reordered can be"),
+        (
+            ("{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: power-loss, nodes: [rabbit3]}"),
+            "power-loss needs cluster.lazy_disks: true",
+        ),
+        (("pause_minority", "pause_majority"), "cluster.partition_handling"),
+        (("count: 10", "count: -1"), "workload.publishers.0.count"),
+        (("op: isolate", "op: explode"), "nemesis.0.op"),
+        (("nodes: [rabbit3]", "nodes: [rabbit9]"), "unknown node 'rabbit9'"),
+        (("consumers: [{queue: q}]", "consumers: [{queue: other}]"), "not in queues"),
+        (("{at: 2, op: heal}", "{at: 0, op: heal}"), "time order"),
+        (("id: t", "id: t\nsurprise: 1"), "surprise: Extra inputs are not permitted"),
+        (("{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: kill}"), "kill needs nodes"),
+    ],
+)
+def test_invalid_fields_are_named(change: tuple[str, str], expected: str) -> None:
+    text = GOOD.replace(*change)
+    assert text != GOOD
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(text, "t.yaml")
+    message = str(e.value)
+    assert expected in message, message
+    assert message.startswith("t.yaml: ") and "\n" not in message
+
+
+def test_expect_several_words_and_lazy_disks() -> None:
+    s = parse_scenario(GOOD.replace("expect: safe", "expect: [duplicates, reordered]"))
+    assert s.expect == "duplicates+reordered"
+    text = GOOD.replace(
+        "{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: power-loss, nodes: [rabbit3]}"
+    )
+    lazy = parse_scenario(text.replace("mirrored}", "mirrored, lazy_disks: true}"))
+    assert lazy.cluster.lazy_disks and lazy.nemesis[0].op == "power-loss"
+
+
+def test_good_scenario_parses() -> None:
+    s = parse_scenario(GOOD)
+    assert s.workload.publishers[0].nodes == ["rabbit1", "rabbit2", "rabbit3"]
+
+
+def test_not_yaml_and_not_a_mapping() -> None:
+    with pytest.raises(ScenarioError, match="not valid YAML"):
+        parse_scenario("a: [b", "x.yaml")
+    with pytest.raises(ScenarioError, match="expected a mapping"):
+        parse_scenario("- 1", "x.yaml")
+
+
+def test_find_scenario_by_id_and_unknown(tmp_path: Path) -> None:
+    assert find_scenario("R1", ROOT / "scenarios").name == "R1.yaml"
+    with pytest.raises(ScenarioError, match="no scenario 'R99'"):
+        find_scenario("R99", ROOT / "scenarios")
+
+
+def _harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+def test_cli_rejects_a_bad_scenario_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("count: 10", "count: zero"))
+    result = _harness("validate", str(bad))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+    assert "workload.publishers.0.count" in result.stderr
+
+
+def test_cli_run_unknown_scenario_exits_2_without_traceback() -> None:
+    result = _harness("run", "no-such-scenario")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "no scenario 'no-such-scenario'" in result.stderr
+
+
+def test_cli_unknown_flag_exits_2() -> None:
+    result = _harness("run", "--bogus")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+
+
+def test_two_nodes_and_a_load_balancer() -> None:
+    two = GOOD.replace("mirrored}", "mirrored, nodes: 2, load_balancer: true}")
+    s = parse_scenario(two.replace("rabbit3", "rabbit2"))
+    assert s.cluster.nodes == 2 and s.cluster.load_balancer
+    with pytest.raises(ScenarioError, match="no node 'rabbit3' in a cluster of 2"):
+        parse_scenario(two)  # isolates rabbit3
+    steps = "  - {at: 1, op: block-publishers, nodes: [rabbit1]}\n"
+    steps += "  - {at: 1, op: wait-drained, nodes: [rabbit1], within: 30}\n"
+    r4 = parse_scenario(two.split("nemesis:")[0] + "nemesis:\n" + steps)
+    assert [(x.op, x.within) for x in r4.nemesis] == [
+        ("block-publishers", 120.0),
+        ("wait-drained", 30.0),
+    ]
+
+
+def test_the_load_balancer_sends_every_client_to_the_first_node() -> None:
+    from systems.rabbitmq.cluster import render_haproxy
+
+    cfg = render_haproxy(("rabbit1", "rabbit2"), "172.29.57")
+    assert "  server rabbit1 172.29.57.11:5672 check\n" in cfg
+    assert "  server rabbit2 172.29.57.12:5672 check backup\n" in cfg
+    assert "on-marked-down shutdown-sessions on-marked-up shutdown-backup-sessions" in cfg
