@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.bench_synth import GROUPS, synth
+from contract.rundir import MANIFEST
 
 DEFAULT_SIZES = "1000000,10000000"
 PHASE_TIMEOUT = 3600.0  # seconds one check may take before the bench gives up on it
@@ -60,10 +61,10 @@ def main() -> int:
 def _bench_size(run: Path, messages: int) -> bool:
     """Times one size; returns whether the two implementations agree."""
     history = run / "history"
-    if not (run / "manifest.json").exists():  # written last: a history cut short is made again
+    if not (run / MANIFEST).exists():  # written last: a history cut short is made again
         shutil.rmtree(history, ignore_errors=True)
         synth(history, messages)
-        (run / "manifest.json").write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+        (run / MANIFEST).write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
     shutil.rmtree(run / "history.parquet", ignore_errors=True)
     lines = sum(1 for p in history.glob("*.jsonl") for _ in open(p, "rb"))
     mb = sum(p.stat().st_size for p in history.glob("*.jsonl")) / 1e6

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.verdict import METRICS
+from contract.rundir import MANIFEST
 
 COLUMNS = {
     "time": "DOUBLE",
@@ -174,7 +175,7 @@ def main(argv: list[str]) -> int:
     import json
 
     run, out = Path(argv[0]), Path(argv[1])
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = json.loads((run / MANIFEST).read_text())
     answers = check(run / "history", run / "ids-duckdb", manifest.get("groups") or [])
     out.write_text(json.dumps(answers, indent=1) + "\n")
     return 0

@@ -11,6 +11,8 @@ from typing import Any
 from checkers.read import write_parquet
 from checkers.spark import HistoryError, check_history, spark_session
 from checkers.verdict import (
+    Counts,
+    Judgement,
     claim_word,
     judge,
     missing_errors,
@@ -19,6 +21,8 @@ from checkers.verdict import (
     with_client_expectations,
     with_sync_windows,
 )
+from contract.manifest import Manifest, ManifestError, read_manifest
+from contract.rundir import IDS, RunDir
 
 
 def check_run(
@@ -31,18 +35,30 @@ def check_run(
     """Checks RUN_DIR/history and writes the verdict files; returns the verdict."""
     if not run_dir.is_dir():
         raise HistoryError(f"{run_dir}: not a directory")
-    manifest_path = run_dir / "manifest.json"
-    manifest: dict[str, Any] = {}
-    if manifest_path.exists():
-        try:
-            manifest = json.loads(manifest_path.read_text())
-        except ValueError:
-            raise HistoryError(f"{manifest_path}: not valid JSON") from None
-    expect = expect or manifest.get("expect")
+    run = RunDir(run_dir)
+    manifest = _manifest(run)
+    expect = expect or manifest.expect
     started = time.monotonic()
-    session = spark or spark_session(master)
-    # The check is a phase like any other: bounded. Past the timeout, every Spark job is
-    # cancelled as it starts, which makes the running action fail.
+    result = checked_history(run, spark or spark_session(master), manifest.groups, timeout)
+    span_end = (result.history_span or {}).get("last") or 0.0
+    result.stalls = with_sync_windows(result.stalls, manifest.mirrored_queues, span_end)
+    verdict = verdict_of(result, manifest, expect, judgement_of(result, manifest, expect), master)
+    verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
+    write_verdict(run, verdict, result.timeline)
+    return verdict
+
+
+def _manifest(run: RunDir) -> Manifest:
+    try:
+        return read_manifest(run.path)
+    except ManifestError as e:
+        raise HistoryError(str(e)) from None
+
+
+def checked_history(run: RunDir, session: Any, groups: list[str] | None, timeout: float) -> Any:
+    """The history's counts, from one Spark check bounded by `timeout`: past it, every Spark
+    job is cancelled as it starts, which makes the running action fail."""
+    started = time.monotonic()
     done = threading.Event()
 
     def cancel_when_late() -> None:
@@ -55,10 +71,8 @@ def check_run(
     watchdog.start()
     try:
         # The run's history is complete: its Parquet copy is made once, and checked from.
-        write_parquet(session, run_dir / "history")
-        result = check_history(
-            session, run_dir / "history", run_dir / "ids", manifest.get("groups")
-        )
+        write_parquet(session, run.history)
+        result = check_history(session, run.history, run.ids, groups)
     except HistoryError:
         raise
     except Exception as e:
@@ -72,30 +86,37 @@ def check_run(
         watchdog.join()
     if time.monotonic() - started >= timeout:
         raise HistoryError(f"the checker did not finish in {timeout:.0f} s")
-    span_end = (result.history_span or {}).get("last") or 0.0
-    result.stalls = with_sync_windows(result.stalls, manifest.get("mirrored_queues"), span_end)
-    judgement = judge(
+    return result
+
+
+def judgement_of(result: Any, manifest: Manifest, expect: str | None) -> Judgement:
+    """The expectation's judge over the counts, then what the clients had to see."""
+    counts = Counts.of(
         result.groups,
         result.sends,
-        expect,
-        manifest.get("drain_complete", True),
+        manifest.drain_complete,
         result.log,
         result.stalls,
         result.unavailability,
     )
-    spec = manifest.get("scenario_spec") or {}
-    judgement = with_client_expectations(
-        judgement,
-        missing_errors(spec.get("expect_errors") or [], result.errors),
+    return with_client_expectations(
+        judge(counts, expect),
+        missing_errors(manifest.scenario_spec.get("expect_errors") or [], result.errors),
         placement_mismatches(result.placement),
     )
+
+
+def verdict_of(
+    result: Any, manifest: Manifest, expect: str | None, judgement: Judgement, master: str
+) -> dict[str, Any]:
+    """verdict.json: the judgement, every count behind it, and what the run was."""
     verdict: dict[str, Any] = {
-        "scenario": manifest.get("scenario"),
-        "claim": manifest.get("claim"),
+        "scenario": manifest.scenario,
+        "claim": manifest.claim,
         "expect": expect,
         # kafka-mock results prove our code, never a broker's claim.
-        "tier": manifest.get("tier", "unknown"),
-        "counts_toward_claim": manifest.get("tier") == "real-cluster",
+        "tier": manifest.tier or "unknown",
+        "counts_toward_claim": manifest.tier == "real-cluster",
         "outcome": judgement.outcome,
         "claim_verdict": "",  # filled below, from the whole verdict
         "matched": judgement.matched,
@@ -113,14 +134,14 @@ def check_run(
         "readers": result.readers,
         "attribution": result.attribution,
         "producers": result.producers,
-        "kafka_mode": manifest.get("kafka_mode"),
-        "kafka_version": ((manifest.get("images") or {}).get("kafka") or {}).get("version"),
+        "kafka_mode": manifest.kafka_mode,
+        "kafka_version": manifest.kafka_version,
         # RabbitMQ's own log of its mirrored queues (recoveries, mirrors added, syncs).
-        "mirrored_queues": manifest.get("mirrored_queues"),
-        "cluster_recovered": manifest.get("cluster_recovered"),
-        "drain_complete": manifest.get("drain_complete", True),
+        "mirrored_queues": manifest.mirrored_queues,
+        "cluster_recovered": manifest.cluster_recovered,
+        "drain_complete": manifest.drain_complete,
         "truncated_lines": result.truncated_lines,
-        "ids_dir": "ids",
+        "ids_dir": IDS,
         "checker": {
             "engine": "pyspark",
             "master": master,
@@ -129,8 +150,10 @@ def check_run(
         },
     }
     verdict["claim_verdict"] = claim_word(verdict) if verdict["claim"] else None
-    verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
-    (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2) + "\n")
-    (run_dir / "timeline.json").write_text(json.dumps(result.timeline) + "\n")
-    (run_dir / "summary.txt").write_text("\n".join(summary_lines(verdict)) + "\n")
     return verdict
+
+
+def write_verdict(run: RunDir, verdict: dict[str, Any], timeline: dict[str, Any]) -> None:
+    run.verdict.write_text(json.dumps(verdict, indent=2) + "\n")
+    run.timeline.write_text(json.dumps(timeline) + "\n")
+    run.summary.write_text("\n".join(summary_lines(verdict)) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,144 +28,210 @@ class Judgement:
     reason: str
 
 
-def judge(
-    groups: dict[str, dict[str, int]],
-    sends: dict[str, int],
-    expect: str | None,
-    drain_complete: bool = True,
-    log: dict[str, Any] | None = None,
-    stalls: dict[str, Any] | None = None,
-    unavailability: dict[str, Any] | None = None,
-) -> Judgement:
+@dataclass(frozen=True)
+class Counts:
+    """What the judges read of a checked history: every count already added up."""
+
+    acked: int
+    refused: int  # sends refused or left unknown, anywhere
+    lost: int  # the most any group lost: groups read the same acknowledged messages
+    lost_where: str  # " in g", or " (g1 n, g2 m)" for several losing groups
+    unexpected: int
+    inconsistent_offsets: int
+    duplicated: int
+    duplicated_how: str  # "written at two offsets or more" (Kafka) or "delivered twice or more"
+    replay_flags: str  # how replays were marked, where the broker marks them
+    reordered: int
+    in_fault_sends: int  # sends refused or unknown while a fault was in effect
+    stalls: dict[str, Any]
+    drain_complete: bool = True
+
+    @classmethod
+    def of(
+        cls,
+        groups: dict[str, dict[str, int]],
+        sends: dict[str, int],
+        drain_complete: bool = True,
+        log: dict[str, Any] | None = None,
+        stalls: dict[str, Any] | None = None,
+        unavailability: dict[str, Any] | None = None,
+    ) -> Counts:
+        lost, where = _lost_in(groups)
+        duplicated, how = _duplicates_of(groups, log)
+        return cls(
+            acked=sends.get("ok", 0),
+            refused=sends.get("fail", 0) + sends.get("info", 0),
+            lost=lost,
+            lost_where=where,
+            unexpected=sum(g["unexpected"] for g in groups.values()),
+            inconsistent_offsets=(log or {}).get("inconsistent_offsets", 0),
+            duplicated=duplicated,
+            duplicated_how=how,
+            replay_flags=_replay_flags(groups, log),
+            reordered=sum(g["reordered"] for g in groups.values()),
+            in_fault_sends=sum(u.get("in_fault_sends", 0) for u in (unavailability or {}).values()),
+            stalls=stalls or {},
+            drain_complete=drain_complete,
+        )
+
+
+def judge(c: Counts, expect: str | None) -> Judgement:
     """The verdict. Without an expectation, any anomaly is a failure; with several words
-    ("duplicates+reordered"), each must hold.
-
-    Where the history names offsets (Kafka), the observed log speaks too: an offset holding two
-    different messages refutes a safe claim, and a duplicate is a message written at two
-    offsets (a retry written twice), not a redelivery of one offset.
-
-    Unavailable: sends refused or left unknown while a fault was in effect (`unavailability`:
-    per producer, in_fault_sends), or a group blocked inside a fault (`stalls`: no send
-    acknowledged and nothing delivered for a second or more: a queue synchronising a mirror
-    holds its publishers' confirms rather than refuse them). Sends refused or unknown outside
-    every fault window (a publisher's in-flight sends when it stops at its deadline) are not
-    the unavailability a claim speaks of."""
+    ("duplicates+reordered"), each must hold. First what no expectation survives (a loss the
+    drain cannot confirm, nothing acknowledged, messages never sent, a loss where the
+    expectation promises none besides its own effect), then the expectation's own judge."""
     if expect and "+" in expect:
-        each = [
-            judge(groups, sends, e, drain_complete, log, stalls, unavailability)
-            for e in expect.split("+")
-        ]
-        if failed := [j for j in each if not j.matched]:
-            return failed[0]
-        return Judgement("+".join(j.outcome for j in each), True, "; ".join(j.reason for j in each))
-    unexpected = sum(g["unexpected"] for g in groups.values())
-    inconsistent = (log or {}).get("inconsistent_offsets", 0)
-    duplicated, twice = _duplicates(groups, log)
-    reordered = sum(g["reordered"] for g in groups.values())
-    acked = sends.get("ok", 0)
-    refused = sends.get("fail", 0) + sends.get("info", 0)
-    # Groups read the same acknowledged messages: a message lost in two groups is one message.
-    lost, where = _lost_in(groups)
-
-    if lost and not drain_complete:
+        return _every(c, expect.split("+"))
+    if c.lost and not c.drain_complete:
         # A message still sitting in a queue is not lost: we did not finish reading.
         return Judgement(
             "inconclusive",
             False,
-            f"{lost} acknowledged messages not received, but a queue still held messages "
+            f"{c.lost} acknowledged messages not received, but a queue still held messages "
             "when the drain timed out",
         )
     if expect is None:
-        anomalies = {
-            "lost": lost,
-            "unexpected": unexpected,
-            "duplicated": duplicated,
-            "reordered": reordered,
-            "inconsistent offsets": inconsistent,
-        }
-        found = {k: v for k, v in anomalies.items() if v}
-        if found:
-            return Judgement("anomalies", False, ", ".join(f"{v} {k}" for k, v in found.items()))
-        return Judgement("safe", True, f"{acked} acknowledged, none lost")
-    if acked == 0 and expect != "unavailable":
+        return _no_expectation(c)
+    if c.acked == 0 and expect != "unavailable":
         return Judgement("inconclusive", False, "no message was acknowledged: nothing was tested")
-    if unexpected:
-        return Judgement("anomalies", False, f"{unexpected} received messages were never sent")
-    if lost and expect in ("unavailable", "reordered", "duplicates", "no-duplicates"):
-        # Each of these says what else happened, on top of nothing acknowledged lost.
-        return Judgement("loss", False, f"{lost} acknowledged messages lost{where}")
-    if expect == "loss":
-        if lost:
-            return Judgement("loss", True, f"reproduced: {lost} acknowledged messages lost{where}")
-        return Judgement("safe", False, f"not reproduced: all {acked} acknowledged were received")
-    if expect == "safe":
-        if lost:
-            return Judgement("loss", False, f"refuted: {lost} acknowledged messages lost{where}")
-        if inconsistent:
-            return Judgement(
-                "anomalies",
-                False,
-                f"refuted: {inconsistent} offsets held two different messages (a log truncated "
-                "after a fail-over), though no acknowledged message was lost",
-            )
-        return Judgement("safe", True, f"no acknowledged message lost ({acked} acknowledged)")
-    if expect == "unavailable":
-        if in_fault := sum(u.get("in_fault_sends", 0) for u in (unavailability or {}).values()):
-            return Judgement(
-                "unavailable",
-                True,
-                f"{in_fault} sends refused or unknown while a fault was in effect, none "
-                "acknowledged lost",
-            )
-        if blocked := longest_stall_in_faults(stalls):
-            group, stall = blocked
-            return Judgement(
-                "unavailable",
-                True,
-                f"{group} blocked {stall['in_fault_seconds']:.1f} s inside a fault (no send "
-                "acknowledged, nothing delivered), none acknowledged lost",
-            )
-        if blocked := longest_stall_in_faults(stalls, SYNC_SECONDS):
-            group, stall = blocked
-            return Judgement(
-                "unavailable",
-                True,
-                f"{group} blocked {stall[SYNC_SECONDS]:.1f} s while the broker synchronised a "
-                "mirror (its log), after the fault (no send acknowledged, nothing delivered), "
-                "none acknowledged lost",
-            )
-        if refused:
-            return Judgement(
-                "safe",
-                False,
-                f"not reproduced: {refused} sends refused or unknown, but none while a fault "
-                "was in effect, and no group blocked inside one",
-            )
-        return Judgement("safe", False, "not reproduced: every send was acknowledged")
-    if expect == "reordered":
-        if reordered:
-            return Judgement(
-                "reordered",
-                True,
-                f"reproduced: {reordered} messages first delivered after a later one of their "
-                "producer",
-            )
+    if c.unexpected:
+        return Judgement("anomalies", False, f"{c.unexpected} received messages were never sent")
+    if c.lost and expect in NOTHING_LOST_BESIDES:
+        return Judgement("loss", False, f"{c.lost} acknowledged messages lost{c.lost_where}")
+    if expect not in JUDGES:
+        raise ValueError(f"unknown expectation {expect!r}")
+    return JUDGES[expect](c)
+
+
+# Each of these says what else happened, on top of nothing acknowledged lost.
+NOTHING_LOST_BESIDES = frozenset({"unavailable", "reordered", "duplicates", "no-duplicates"})
+
+
+def _every(c: Counts, words: list[str]) -> Judgement:
+    each = [judge(c, word) for word in words]
+    if failed := [j for j in each if not j.matched]:
+        return failed[0]
+    return Judgement("+".join(j.outcome for j in each), True, "; ".join(j.reason for j in each))
+
+
+def _no_expectation(c: Counts) -> Judgement:
+    anomalies = {
+        "lost": c.lost,
+        "unexpected": c.unexpected,
+        "duplicated": c.duplicated,
+        "reordered": c.reordered,
+        "inconsistent offsets": c.inconsistent_offsets,
+    }
+    if found := {k: v for k, v in anomalies.items() if v}:
+        return Judgement("anomalies", False, ", ".join(f"{v} {k}" for k, v in found.items()))
+    return Judgement("safe", True, f"{c.acked} acknowledged, none lost")
+
+
+def _loss(c: Counts) -> Judgement:
+    if c.lost:
         return Judgement(
-            "safe", False, "not reproduced: every producer's messages came first in order"
+            "loss", True, f"reproduced: {c.lost} acknowledged messages lost{c.lost_where}"
         )
-    if expect in ("duplicates", "no-duplicates"):
-        if expect == "duplicates":
-            if duplicated:
-                return Judgement(
-                    "duplicates",
-                    True,
-                    f"reproduced: {duplicated} messages {twice}{_replay_flags(groups, log)}",
-                )
-            return Judgement("safe", False, f"not reproduced: no message {twice}")
-        if duplicated:
-            return Judgement("duplicates", False, f"refuted: {duplicated} messages {twice}")
-        return Judgement("safe", True, f"no loss, no duplicate ({acked} acknowledged)")
-    raise ValueError(f"unknown expectation {expect!r}")
+    return Judgement("safe", False, f"not reproduced: all {c.acked} acknowledged were received")
+
+
+def _safe(c: Counts) -> Judgement:
+    """Where the history names offsets (Kafka), the observed log speaks too: an offset holding
+    two different messages refutes a safe claim."""
+    if c.lost:
+        return Judgement(
+            "loss", False, f"refuted: {c.lost} acknowledged messages lost{c.lost_where}"
+        )
+    if c.inconsistent_offsets:
+        return Judgement(
+            "anomalies",
+            False,
+            f"refuted: {c.inconsistent_offsets} offsets held two different messages (a log "
+            "truncated after a fail-over), though no acknowledged message was lost",
+        )
+    return Judgement("safe", True, f"no acknowledged message lost ({c.acked} acknowledged)")
+
+
+def _unavailable(c: Counts) -> Judgement:
+    """Sends refused or left unknown while a fault was in effect, or a group blocked inside a
+    fault (no send acknowledged and nothing delivered for a second or more: a queue
+    synchronising a mirror holds its publishers' confirms rather than refuse them). Sends
+    refused or unknown outside every fault window (a publisher's in-flight sends when it stops
+    at its deadline) are not the unavailability a claim speaks of."""
+    if c.in_fault_sends:
+        return Judgement(
+            "unavailable",
+            True,
+            f"{c.in_fault_sends} sends refused or unknown while a fault was in effect, none "
+            "acknowledged lost",
+        )
+    if blocked := longest_stall_in_faults(c.stalls):
+        group, stall = blocked
+        return Judgement(
+            "unavailable",
+            True,
+            f"{group} blocked {stall['in_fault_seconds']:.1f} s inside a fault (no send "
+            "acknowledged, nothing delivered), none acknowledged lost",
+        )
+    if blocked := longest_stall_in_faults(c.stalls, SYNC_SECONDS):
+        group, stall = blocked
+        return Judgement(
+            "unavailable",
+            True,
+            f"{group} blocked {stall[SYNC_SECONDS]:.1f} s while the broker synchronised a "
+            "mirror (its log), after the fault (no send acknowledged, nothing delivered), "
+            "none acknowledged lost",
+        )
+    if c.refused:
+        return Judgement(
+            "safe",
+            False,
+            f"not reproduced: {c.refused} sends refused or unknown, but none while a fault "
+            "was in effect, and no group blocked inside one",
+        )
+    return Judgement("safe", False, "not reproduced: every send was acknowledged")
+
+
+def _reordered(c: Counts) -> Judgement:
+    if c.reordered:
+        return Judgement(
+            "reordered",
+            True,
+            f"reproduced: {c.reordered} messages first delivered after a later one of their "
+            "producer",
+        )
+    return Judgement("safe", False, "not reproduced: every producer's messages came first in order")
+
+
+def _duplicates(c: Counts) -> Judgement:
+    """On a Kafka log a duplicate is a message written at two offsets (a retry written twice),
+    not a redelivery of one offset."""
+    if c.duplicated:
+        return Judgement(
+            "duplicates",
+            True,
+            f"reproduced: {c.duplicated} messages {c.duplicated_how}{c.replay_flags}",
+        )
+    return Judgement("safe", False, f"not reproduced: no message {c.duplicated_how}")
+
+
+def _no_duplicates(c: Counts) -> Judgement:
+    if c.duplicated:
+        return Judgement(
+            "duplicates", False, f"refuted: {c.duplicated} messages {c.duplicated_how}"
+        )
+    return Judgement("safe", True, f"no loss, no duplicate ({c.acked} acknowledged)")
+
+
+# One judge per expectation word (contract.expectations.EXPECTATIONS).
+JUDGES: dict[str, Callable[[Counts], Judgement]] = {
+    "loss": _loss,
+    "safe": _safe,
+    "unavailable": _unavailable,
+    "reordered": _reordered,
+    "duplicates": _duplicates,
+    "no-duplicates": _no_duplicates,
+}
 
 
 # A stall's seconds inside the windows in which the broker logged a mirror synchronisation
@@ -199,7 +266,9 @@ def with_sync_windows(
     return stalls
 
 
-def _duplicates(groups: dict[str, dict[str, int]], log: dict[str, Any] | None) -> tuple[int, str]:
+def _duplicates_of(
+    groups: dict[str, dict[str, int]], log: dict[str, Any] | None
+) -> tuple[int, str]:
     """How many messages were duplicated, and in what words."""
     if log and log.get("positions"):
         return log.get("duplicate_offsets", 0), "written at two offsets or more"

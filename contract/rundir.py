@@ -1,33 +1,84 @@
-"""Where a run's output goes: results/<scenario>/<run-id>/, and results/latest."""
+"""Where a run's output goes: results/<scenario>/<run-id>/, and results/latest.
+
+Every file of a run directory is named here, and nowhere else:
+  history/*.jsonl   one file per process (contract.history)
+  manifest.json     what the run was and how it went (contract.manifest)
+  logs/             each node's log, each client's output and config
+  cluster/          the rendered compose file and the nodes' data
+  history.parquet   the checker's columnar copy of the history
+  ids/              the message ids behind every count
+  verdict.json, timeline.json, summary.txt   the checker's answer
+  report.html, junit.xml                     the reports
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 DEFAULT_ROOT = Path(os.environ.get("BJ_RESULTS", "results"))
+HISTORY = "history"
+MANIFEST = "manifest.json"
+LOGS = "logs"
+CLUSTER = "cluster"
+IDS = "ids"
+VERDICT = "verdict.json"
+TIMELINE = "timeline.json"
+SUMMARY = "summary.txt"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """The paths of one run directory."""
+
+    path: Path
+
+    @property
+    def history(self) -> Path:
+        return self.path / HISTORY
+
+    @property
+    def manifest(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def logs(self) -> Path:
+        return self.path / LOGS
+
+    @property
+    def cluster(self) -> Path:
+        return self.path / CLUSTER
+
+    @property
+    def ids(self) -> Path:
+        return self.path / IDS
+
+    @property
+    def verdict(self) -> Path:
+        return self.path / VERDICT
+
+    @property
+    def timeline(self) -> Path:
+        return self.path / TIMELINE
+
+    @property
+    def summary(self) -> Path:
+        return self.path / SUMMARY
 
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2)
 
 
-def make_run_dir(root: Path, scenario_id: str, run_id: str) -> Path:
-    run_dir = root / scenario_id / run_id
-    (run_dir / "history").mkdir(parents=True, exist_ok=False)
-    (run_dir / "logs").mkdir()
+def make_run_dir(root: Path, scenario_id: str, run_id: str) -> RunDir:
+    run = RunDir(root / scenario_id / run_id)
+    run.history.mkdir(parents=True, exist_ok=False)
+    run.logs.mkdir()
     latest = root / "latest"
     if latest.is_symlink() or latest.exists():
         latest.unlink()
     latest.symlink_to(Path(scenario_id) / run_id)
-    return run_dir
-
-
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
-    tmp = run_dir / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    tmp.replace(run_dir / "manifest.json")
+    return run

@@ -18,7 +18,7 @@ from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
 from compose.cli import ComposeError
 from contract.expectations import known_expectation
-from contract.rundir import DEFAULT_ROOT
+from contract.rundir import DEFAULT_ROOT, RunDir
 from harness.progress import STATUS_CONSOLE
 from nemesis.containers import NemesisError
 from systems.kafka.config import KAFKA_LINES, MODES
@@ -136,7 +136,7 @@ def run(
 def _reports_of_failed(runner: Any) -> None:
     """A run that ended without a verdict still gets its junit.xml (an error) and report."""
     run_dir = getattr(runner, "run_dir", None)
-    if run_dir is not None and (run_dir / "manifest.json").exists():
+    if run_dir is not None and RunDir(run_dir).manifest.exists():
         _write_reports(run_dir)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from contract.manifest import Manifest
 from reports.figures import timeline_figure
 from reports.run_data import RunData
 
@@ -29,10 +30,10 @@ TEMPLATES = jinja2.Environment(
 )
 
 
-def verdict_word(verdict: dict[str, Any] | None, manifest: dict[str, Any]) -> str:
+def verdict_word(verdict: dict[str, Any] | None, manifest: Manifest) -> str:
     """What a person reads first: the claim verdict, or why there is none."""
     if verdict is None:
-        return "no verdict: " + str(manifest.get("error") or "the run was not checked")
+        return "no verdict: " + str(manifest.error or "the run was not checked")
     word = verdict.get("claim_verdict")
     if word:
         return f"claim {verdict.get('claim')}: {word}"
@@ -52,11 +53,11 @@ def warnings(run: RunData) -> list[str]:
     """What makes a verdict weaker than it looks."""
     out = []
     verdict, manifest = run.verdict or {}, run.manifest
-    if manifest.get("tier") and manifest.get("tier") != "real-cluster":
-        out.append(f"tier {manifest['tier']}: proves our code, never counts toward a claim")
-    if manifest.get("cluster_recovered") is False:
+    if manifest.tier and manifest.tier != "real-cluster":
+        out.append(f"tier {manifest.tier}: proves our code, never counts toward a claim")
+    if manifest.cluster_recovered is False:
         out.append("the cluster did not reunite after the faults")
-    if manifest.get("drain_complete") is False:
+    if manifest.drain_complete is False:
         out.append("the final drain was not confirmed: unread messages may count as lost")
     if verdict.get("truncated_lines"):
         out.append(f"torn history lines: {', '.join(verdict['truncated_lines'])}")
@@ -65,10 +66,10 @@ def warnings(run: RunData) -> list[str]:
     return out
 
 
-def versions(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+def versions(manifest: Manifest) -> list[tuple[str, str]]:
     """(system, "version (image)") of every image the run used."""
     out = []
-    for system, image in sorted((manifest.get("images") or {}).items()):
+    for system, image in sorted(manifest.images.items()):
         if isinstance(image, dict):
             version = f"{image['version']} " if image.get("version") else ""
             out.append((system, f"{version}({image.get('name', '?')})"))
@@ -125,9 +126,10 @@ def render_report(run: RunData) -> Path:
         if figure
         else "",
         manifest_json=json.dumps(
-            {k: v for k, v in run.manifest.items() if k != "scenario_spec"}, indent=2
+            run.manifest.model_dump(mode="json", exclude_unset=True, exclude={"scenario_spec"}),
+            indent=2,
         ),
-        spec_json=json.dumps(run.manifest.get("scenario_spec") or {}, indent=2),
+        spec_json=json.dumps(run.manifest.scenario_spec, indent=2),
     )
     out = run.run_dir / REPORT_NAME
     out.write_text(page)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.manifest import Manifest, ManifestError, read_manifest
+from contract.rundir import MANIFEST
 from reports.html import REPORT_NAME, TEMPLATES, verdict_colour, verdict_word
 from reports.run_data import ReportError
 
@@ -43,20 +45,21 @@ def _json_or_none(path: Path) -> dict[str, Any] | None:
 
 def run_row(root: Path, run_dir: Path) -> RunRow | None:
     """The index row of one run directory; None for a directory that is not a run."""
-    manifest = _json_or_none(run_dir / "manifest.json")
-    if manifest is None:
+    try:
+        manifest = read_manifest(run_dir, required=True)
+    except ManifestError:
         return None
     verdict = _json_or_none(run_dir / "verdict.json")
     groups = (verdict or {}).get("groups") or {}
     report = run_dir / REPORT_NAME
     target = report if report.exists() else run_dir
-    started, ended = manifest.get("started"), manifest.get("ended")
+    started, ended = manifest.started, manifest.ended
     return RunRow(
         href=os.path.relpath(target, root),
         started=float(started or 0),
-        scenario=str(manifest.get("scenario") or run_dir.parent.name),
-        claim=str(manifest.get("claim") or "-"),
-        mode=str(manifest.get("kafka_mode") or manifest.get("system") or "-"),
+        scenario=str(manifest.scenario or run_dir.parent.name),
+        claim=str(manifest.claim or "-"),
+        mode=str(manifest.kafka_mode or manifest.system or "-"),
         version=str((verdict or {}).get("kafka_version") or _image_version(manifest) or "-"),
         word=verdict_word(verdict, manifest),
         colour=verdict_colour(verdict),
@@ -64,12 +67,12 @@ def run_row(root: Path, run_dir: Path) -> RunRow | None:
         lost=max((g.get("lost", 0) for g in groups.values()), default=None),
         duplicated=max((g.get("duplicated", 0) for g in groups.values()), default=None),
         seconds=round(float(ended) - float(started), 1) if started and ended else None,
-        run_id=str(manifest.get("run_id") or run_dir.name),
+        run_id=str(manifest.run_id or run_dir.name),
     )
 
 
-def _image_version(manifest: dict[str, Any]) -> str | None:
-    for image in (manifest.get("images") or {}).values():
+def _image_version(manifest: Manifest) -> str | None:
+    for image in manifest.images.values():
         if isinstance(image, dict) and image.get("version"):
             return str(image["version"])
     return None
@@ -79,7 +82,7 @@ def runs_under(root: Path) -> list[RunRow]:
     """Every run at root/<scenario>/<run-id>/, newest first."""
     rows = [
         row
-        for manifest in root.glob("*/*/manifest.json")
+        for manifest in root.glob(f"*/*/{MANIFEST}")
         if not manifest.parent.is_symlink() and (row := run_row(root, manifest.parent)) is not None
     ]
     return sorted(rows, key=lambda r: r.started, reverse=True)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.manifest import Manifest
+
 JUNIT_NAME = "junit.xml"
 CLAIMS_JUNIT = "claims-junit.xml"  # make claims: the whole matrix, at the results root
 SUITE = "brokerjepsen"
@@ -30,22 +32,22 @@ class Case:
     output: str = ""
 
 
-def run_case(manifest: dict[str, Any], verdict: dict[str, Any] | None) -> Case:
+def run_case(manifest: Manifest, verdict: dict[str, Any] | None) -> Case:
     """The test case of one run."""
-    scenario = str(manifest.get("scenario") or "?")
-    claim = manifest.get("claim")
+    scenario = str(manifest.scenario or "?")
+    claim = manifest.claim
     where = " ".join(
-        str(x) for x in (manifest.get("kafka_mode"), (verdict or {}).get("kafka_version")) if x
+        str(x) for x in (manifest.kafka_mode, (verdict or {}).get("kafka_version")) if x
     )
     name = f"{claim or scenario} {where}".strip() + f" (scenario {scenario})"
     classname = f"claims.{claim}" if claim else f"scenarios.{scenario}"
-    seconds = max(0.0, float(manifest.get("ended") or 0) - float(manifest.get("started") or 0))
+    seconds = max(0.0, float(manifest.ended or 0) - float(manifest.started or 0))
     if verdict is None:
-        return Case(classname, name, seconds, error=str(manifest.get("error") or "no verdict"))
+        return Case(classname, name, seconds, error=str(manifest.error or "no verdict"))
     word = verdict.get("claim_verdict")
     text = f"{word or verdict.get('outcome')}: {verdict.get('reason', '')}"
     held = word == "reproduced" if claim else bool(verdict.get("matched"))
-    output = f"{text}\nrun: {manifest.get('run_id')}"
+    output = f"{text}\nrun: {manifest.run_id}"
     return Case(classname, name, seconds, failure=None if held else text, output=output)
 
 
@@ -82,9 +84,7 @@ def write(tree: ET.ElementTree, path: Path) -> Path:
     return path
 
 
-def write_run_junit(
-    run_dir: Path, manifest: dict[str, Any], verdict: dict[str, Any] | None
-) -> Path:
+def write_run_junit(run_dir: Path, manifest: Manifest, verdict: dict[str, Any] | None) -> Path:
     return write(suite([run_case(manifest, verdict)]), run_dir / JUNIT_NAME)
 
 

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.manifest import Manifest, ManifestError, read_manifest
+from contract.rundir import RunDir
+
 SAMPLE_IDS = 5  # ids shown per anomaly in the report; the id file holds them all
 
 
@@ -21,7 +24,7 @@ class ReportError(Exception):
 @dataclass
 class RunData:
     run_dir: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     verdict: dict[str, Any] | None  # None: the run ended before the checker (manifest error)
     timeline: dict[str, Any] | None  # None: checked by a checker older than timeline.json
     logs: list[str] = field(default_factory=list)  # relative paths of the broker and client logs
@@ -30,14 +33,12 @@ class RunData:
     def run_start(self) -> float:
         if self.timeline:
             return float(self.timeline["run_start"])
-        phases = self.manifest.get("phases") or {}
-        return float(
-            (phases.get("workload") or {}).get("start") or self.manifest.get("started") or 0
-        )
+        workload = self.manifest.phases.get("workload") or {}
+        return float(workload.get("start") or self.manifest.started or 0)
 
     def sample_ids(self, group: str, metric: str) -> list[str]:
         """The first ids behind a count, from ids/<group>/<metric>.txt."""
-        path = self.run_dir / "ids" / group / f"{metric}.txt"
+        path = RunDir(self.run_dir).ids / group / f"{metric}.txt"
         if not path.is_file():
             return []
         with path.open() as fh:
@@ -61,12 +62,16 @@ def _json(path: Path, required: bool) -> dict[str, Any] | None:
 def load(run_dir: Path) -> RunData:
     if not run_dir.is_dir():
         raise ReportError(f"{run_dir}: not a directory")
-    manifest = _json(run_dir / "manifest.json", required=True) or {}
-    logs = sorted(str(p.relative_to(run_dir)) for p in (run_dir / "logs").glob("*.log"))
+    run = RunDir(run_dir)
+    try:
+        manifest = read_manifest(run_dir, required=True)
+    except ManifestError as e:
+        raise ReportError(f"{e} (not a run directory?)") from None
+    logs = sorted(str(p.relative_to(run_dir)) for p in run.logs.glob("*.log"))
     return RunData(
         run_dir=run_dir,
         manifest=manifest,
-        verdict=_json(run_dir / "verdict.json", required=False),
-        timeline=_json(run_dir / "timeline.json", required=False),
+        verdict=_json(run.verdict, required=False),
+        timeline=_json(run.timeline, required=False),
         logs=logs,
     )

@@ -25,7 +25,8 @@ from typing import Any, Protocol
 import docker
 
 from contract import VERSION
-from contract.rundir import make_run_dir, new_run_id, write_manifest
+from contract.manifest import Manifest
+from contract.rundir import make_run_dir, new_run_id
 from systems.rabbitmq.cluster import LOCAL_IMAGE
 
 log = logging.getLogger("harness")
@@ -94,34 +95,35 @@ class ScenarioRun:
         self.scenario = scenario
         self.opts = opts
         self.run_id = new_run_id()
-        self.run_dir = make_run_dir(opts.results_root, scenario.id, self.run_id)
-        self.history_dir = self.run_dir / "history"
+        self.paths = make_run_dir(opts.results_root, scenario.id, self.run_id)
+        self.run_dir = self.paths.path
+        self.history_dir = self.paths.history
         self.clients: dict[str, subprocess.Popen[bytes]] = {}
         self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
         self.cluster: Any = None  # the system's cluster: save_logs() and down()
-        self.manifest: dict[str, Any] = {
-            "scenario": scenario.id,
-            "claim": scenario.claim,
-            "expect": scenario.expect,
-            "description": scenario.description,
-            "scenario_file": str(scenario_file) if scenario_file else None,
-            "scenario_spec": scenario.model_dump(mode="json", by_alias=True),
-            "run_id": self.run_id,
-            "system": scenario.cluster.system,
-            "tier": self.tier,
-            "harness_version": VERSION,
+        self.manifest = Manifest(
+            scenario=scenario.id,
+            claim=scenario.claim,
+            expect=scenario.expect,
+            description=scenario.description,
+            scenario_file=str(scenario_file) if scenario_file else None,
+            scenario_spec=scenario.model_dump(mode="json", by_alias=True),
+            run_id=self.run_id,
+            system=scenario.cluster.system,
+            tier=self.tier,
+            harness_version=VERSION,
             # Nothing in a run is drawn at random: the schedule is the scenario's.
-            "seed": None,
-            "groups": self.groups(),
-            "started": time.time(),
-            "ended": None,
-            "phases": {},
-            "nemesis_steps_done": 0,
-            "drain_complete": False,
-            "cluster_recovered": None,
-            "error": None,
-        }
-        write_manifest(self.run_dir, self.manifest)
+            seed=None,
+            groups=self.groups(),
+            started=time.time(),
+            ended=None,
+            phases={},
+            nemesis_steps_done=0,
+            drain_complete=False,
+            cluster_recovered=None,
+            error=None,
+        )
+        self.manifest.write(self.run_dir)
         self.progress = progress(self.history_dir) if progress else _Quiet()
 
     # ---- what each system provides -------------------------------------------------------
@@ -175,7 +177,7 @@ class ScenarioRun:
                 self._phase("recovery", self._recover)
                 self._phase("drain", self._drain)
             except BaseException as e:
-                self.manifest["error"] = f"{type(e).__name__}: {e}"
+                self.manifest.error = f"{type(e).__name__}: {e}"
                 raise
             finally:
                 self._teardown()
@@ -188,8 +190,8 @@ class ScenarioRun:
             with self.progress.phase(name, self._phase_timeout(name), detail):
                 fn()
         finally:
-            self.manifest["phases"][name] = {"start": started, "end": time.time()}
-            write_manifest(self.run_dir, self.manifest)
+            self.manifest.phases[name] = {"start": started, "end": time.time()}
+            self.manifest.write(self.run_dir)
 
     def _phase_timeout(self, name: str) -> float | None:
         t = self.scenario.timeouts
@@ -203,7 +205,7 @@ class ScenarioRun:
 
     def _containers_line(self) -> str:
         """While the cluster comes up: its containers running, and healthy where they say."""
-        project = self.manifest.get("compose_project")
+        project = self.manifest.compose_project
         if not project:
             return "preparing the cluster"
         label = f"com.docker.compose.project={project}"
@@ -219,7 +221,7 @@ class ScenarioRun:
         for step in self.scenario.nemesis:
             _sleep_until(start + step.at)
             self._apply(step)
-            self.manifest["nemesis_steps_done"] += 1
+            self.manifest.nemesis_steps_done += 1
         for name in producers:
             self._wait_client(name, start + self.scenario.timeouts.workload + 30)
 
@@ -258,13 +260,13 @@ class ScenarioRun:
                 self._heal_all()
             except Exception as e:  # noqa: BLE001 - keep tearing down; say what failed
                 log.error("heal failed: %s (run `harness heal`)", e)
-                self.manifest["heal_error"] = str(e)
+                self.manifest.heal_error = str(e)
             try:
                 self._cluster_down()
             except Exception as e:  # noqa: BLE001
                 log.error("cluster down failed: %s (run `harness heal`)", e)
-            self.manifest["ended"] = time.time()
-            write_manifest(self.run_dir, self.manifest)
+            self.manifest.ended = time.time()
+            self.manifest.write(self.run_dir)
         finally:
             for s, h in held.items():
                 signal.signal(s, h)

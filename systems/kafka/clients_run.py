@@ -54,8 +54,8 @@ class KafkaClientsRun(ScenarioRun):
         codes = {name: self._wait_client(name, deadline) for name in readers}
         if self.scenario.workload.final_read:
             codes[FINAL_READER] = self._final_read()
-        self.manifest["consumer_exit_codes"] = codes
-        self.manifest["drain_complete"] = all(code == 0 for code in codes.values())
+        self.manifest.consumer_exit_codes = codes
+        self.manifest.drain_complete = all(code == 0 for code in codes.values())
 
     def _final_read(self) -> int:
         deadline = time.time() + self.scenario.workload.drain_timeout + 30

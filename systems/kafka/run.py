@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from contract.history import WATCH_PROCESS, HistoryWriter
-from contract.rundir import write_manifest
 from contract.wait import wait_until
 from nemesis.containers import Nemesis
 from systems.kafka.admin import KafkaAdmin
@@ -58,8 +57,8 @@ class KafkaRun(KafkaClientsRun):
         self.kafka_line = opts.kafka_line or DEFAULT_KAFKA_LINE
         self.mode = run_mode(scenario, opts.kafka_mode, self.kafka_line)
         super().__init__(scenario, scenario_file, opts, progress)
-        self.manifest["kafka_mode"] = self.mode
-        self.manifest["kafka_line"] = self.kafka_line
+        self.manifest.kafka_mode = self.mode
+        self.manifest.kafka_line = self.kafka_line
         self.cluster: KafkaCluster | None = None
         self.admin: KafkaAdmin | None = None
         self.watch: PartitionWatch | None = None
@@ -78,16 +77,16 @@ class KafkaRun(KafkaClientsRun):
             net_prefix=self.opts.net_prefix,
         )
         cluster = self.cluster
-        self.manifest["images"] = cluster.image_info()
-        self.manifest["compose_project"] = cluster.project
-        self.manifest["bootstrap_servers"] = cluster.bootstrap_servers
-        write_manifest(self.run_dir, self.manifest)
+        self.manifest.images = cluster.image_info()
+        self.manifest.compose_project = cluster.project
+        self.manifest.bootstrap_servers = cluster.bootstrap_servers
+        self.manifest.write(self.run_dir)
         self.admin = admin = KafkaAdmin(cluster, c.topic)
         expected = set(cluster.node_of)
         cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected)
-        self.manifest["cluster_network"] = f"{cluster.net_prefix}.0/24"
-        self.manifest["images"]["kafka"]["version"] = cluster.kafka_version()
-        self.manifest["kafka_features"] = cluster.feature_levels()
+        self.manifest.cluster_network = f"{cluster.net_prefix}.0/24"
+        self.manifest.images["kafka"]["version"] = cluster.kafka_version()
+        self.manifest.kafka_features = cluster.feature_levels()
         topic_config = {
             "min.insync.replicas": str(c.min_insync_replicas),
             "unclean.leader.election.enable": str(c.unclean_leader_election).lower(),
@@ -99,7 +98,7 @@ class KafkaRun(KafkaClientsRun):
         )
         if not wait_until(admin.fully_in_sync, t.cluster_up, interval=1):
             raise ScenarioError(f"topic {c.topic} never had a leader and full ISR everywhere")
-        self.manifest["topic_config"] = topic_config
+        self.manifest.topic_config = topic_config
         net = Nemesis(
             cluster.topology(),
             self.opts.tools_image,
@@ -113,7 +112,7 @@ class KafkaRun(KafkaClientsRun):
             cluster.node_of,
             HistoryWriter(self.history_dir, WATCH_PROCESS, "kafka"),
         )
-        self.manifest["topology"] = {
+        self.manifest.topology = {
             "nodes": [n.__dict__ for n in cluster.nodes],
             "quorum": list(cluster.quorum),
         }
@@ -143,7 +142,7 @@ class KafkaRun(KafkaClientsRun):
             self.scenario.timeouts.recovery,
             interval=2,
         )
-        self.manifest["cluster_recovered"] = ok
+        self.manifest.cluster_recovered = ok
         if self.watch is not None:
             self.watch.stop()
         if not ok:

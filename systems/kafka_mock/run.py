@@ -51,10 +51,10 @@ class KafkaMockRun(KafkaClientsRun):
         c = self.scenario.cluster
         self.cluster = MockKafkaCluster(c.brokers)
         self.cluster.create_topic(c.topic, c.partitions, c.replication_factor)
-        self.manifest["images"] = {
+        self.manifest.images = {
             "kafka": {"name": "librdkafka mock cluster", "version": confluent_kafka.libversion()[0]}
         }
-        self.manifest["bootstrap_servers"] = self.cluster.bootstrap_servers
+        self.manifest.bootstrap_servers = self.cluster.bootstrap_servers
         self.nemesis = MockKafkaNemesis(
             self.cluster,
             self._metadata,
@@ -77,7 +77,7 @@ class KafkaMockRun(KafkaClientsRun):
             except Exception:  # noqa: BLE001 - metadata unavailable yet
                 return False
 
-        self.manifest["cluster_recovered"] = wait_until(whole, self.scenario.timeouts.recovery)
+        self.manifest.cluster_recovered = wait_until(whole, self.scenario.timeouts.recovery)
 
     def _cluster_down(self) -> None:
         if self.cluster is not None:

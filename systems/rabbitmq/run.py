@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from contract.history import HistoryWriter
-from contract.rundir import write_manifest
 from contract.topology import Endpoint
 from contract.wait import wait_until
 from nemesis.containers import Nemesis
@@ -63,13 +62,13 @@ class RabbitMQRun(ScenarioRun):
             project=f"{self.scenario.id}-{self.run_id}".lower(),
             net_prefix=self.opts.net_prefix,
         )
-        self.manifest["images"] = {"rabbitmq": self.cluster.image_info()}
-        self.manifest["compose_project"] = self.cluster.project
-        write_manifest(self.run_dir, self.manifest)
+        self.manifest.images = {"rabbitmq": self.cluster.image_info()}
+        self.manifest.compose_project = self.cluster.project
+        self.manifest.write(self.run_dir)
         self.cluster.up(self.scenario.timeouts.cluster_up)
-        self.manifest["cluster_network"] = f"{self.cluster.net_prefix}.0/24"
-        self.manifest["images"]["rabbitmq"]["version"] = self.cluster.server_version()
-        self.manifest["images"]["nemesis_tools"] = {"name": self.opts.tools_image}
+        self.manifest.cluster_network = f"{self.cluster.net_prefix}.0/24"
+        self.manifest.images["rabbitmq"]["version"] = self.cluster.server_version()
+        self.manifest.images["nemesis_tools"] = {"name": self.opts.tools_image}
         w = self.scenario.workload
         if c.queue_type == "mirrored":
             self.cluster.set_mirroring_policy(
@@ -84,7 +83,7 @@ class RabbitMQRun(ScenarioRun):
             HistoryWriter(self.history_dir, "nemesis", c.system),
             disks=self.cluster.disks,
         )
-        self.manifest["topology"] = asdict(self.cluster.topology())
+        self.manifest.topology = asdict(self.cluster.topology())
 
     def _start_clients(self, start: float) -> list[str]:
         w, t = self.scenario.workload, self.scenario.timeouts
@@ -123,9 +122,9 @@ class RabbitMQRun(ScenarioRun):
                 return False
 
         ok = wait_until(reunited, self.scenario.timeouts.recovery, interval=2)
-        self.manifest["cluster_recovered"] = ok
+        self.manifest.cluster_recovered = ok
         # Ignore mode leaves a healed partition in place: say so, node by node.
-        self.manifest["partitions_after_recovery"] = self._partitions(names)
+        self.manifest.partitions_after_recovery = self._partitions(names)
         if not ok:
             log.warning("cluster not reunited after %.0f s", self.scenario.timeouts.recovery)
 
@@ -139,7 +138,7 @@ class RabbitMQRun(ScenarioRun):
             for n in self.cluster.nodes
             if (path := self.run_dir / "logs" / f"{n}.log").exists()
         }
-        self.manifest["mirrored_queues"] = mirror_story(logs)
+        self.manifest.mirrored_queues = mirror_story(logs)
 
     def _partitions(self, names: tuple[str, ...]) -> dict[str, Any]:
         """Each node's view of the partitions it still reports (None: it did not answer)."""
@@ -196,9 +195,9 @@ class RabbitMQRun(ScenarioRun):
                     name = f"consumer{i}-{c.queue}-drain{rounds}"
                     self._spawn_consumer(name, c, deadline, drain_now=True)
                     consumers.append(name)
-        self.manifest["consumer_exit_codes"] = codes
-        self.manifest["drain_rounds"] = rounds + 1
-        self.manifest["drain_complete"] = not undrained
+        self.manifest.consumer_exit_codes = codes
+        self.manifest.drain_rounds = rounds + 1
+        self.manifest.drain_complete = not undrained
 
     def _undrained_queues(self) -> set[str]:
         """Queues that still hold messages, are not running, or could not be asked.
@@ -211,9 +210,9 @@ class RabbitMQRun(ScenarioRun):
         try:
             depths = self.cluster.queue_depths()
         except Exception as e:  # noqa: BLE001 - no answer means we cannot say it drained
-            self.manifest["queues_after_drain"] = {"error": str(e)}
+            self.manifest.queues_after_drain = {"error": str(e)}
             return queues
-        self.manifest["queues_after_drain"] = depths
+        self.manifest.queues_after_drain = depths
         undrained = {
             q
             for q in queues
