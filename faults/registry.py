@@ -57,6 +57,7 @@ class HistoryName:
     """The `f` of the nemesis's events for one kind of fault."""
 
     f: str
+    label: str  # what the report calls it
     window: Window
     step: bool = True  # an invoke of it is a step of the schedule (attribution, report bands)
 
@@ -70,71 +71,64 @@ class FaultOp:
     arguments: Arguments
     writes: tuple[str, ...]  # the history names of its events (a system writes one of them)
     healed_by: str | None  # the op that ends it; None: one-off, or itself a recovery
-    label: str  # what the report calls it
     needs_lazy_disks: bool = False
 
 
 HISTORY_NAMES: tuple[HistoryName, ...] = (
-    HistoryName("start-partition", "network-start"),
-    HistoryName("start-degrade", "network-start"),
-    HistoryName("start-slow", "network-start"),
-    HistoryName("stop-partition", "network-heal"),
-    HistoryName("heal", "heal-all"),
-    HistoryName("kill", "node-down"),
-    HistoryName("stop", "node-down"),
-    HistoryName("pause", "node-down"),
-    HistoryName("start", "node-up"),
-    HistoryName("resume", "node-up"),
-    HistoryName("restart", "node-bounce"),
-    HistoryName("power-loss", "node-bounce"),
-    HistoryName("inject-errors", "injected"),
+    HistoryName("start-partition", "network cut", "network-start"),
+    HistoryName("start-degrade", "degraded link", "network-start"),
+    HistoryName("start-slow", "slow link", "network-start"),
+    HistoryName("stop-partition", "heal", "network-heal"),
+    HistoryName("heal", "heal everything", "heal-all"),
+    HistoryName("kill", "kill -9", "node-down"),
+    HistoryName("stop", "graceful stop", "node-down"),
+    HistoryName("pause", "pause (frozen)", "node-down"),
+    HistoryName("start", "start", "node-up"),
+    HistoryName("resume", "resume", "node-up"),
+    HistoryName("restart", "restart", "node-bounce"),
+    HistoryName("power-loss", "power loss", "node-bounce"),
+    HistoryName("inject-errors", "injected errors", "injected"),
     # The kafka-mock tier's broker-down has never opened a fault window (the checker did not
     # know the name); declared as it has always been judged so no mock verdict moves.
-    HistoryName("broker-down", "none"),
-    HistoryName("broker-up", "none"),
-    HistoryName("move-leader", "none"),
-    HistoryName("block-publishers", "none"),
-    HistoryName("wait-drained", "none"),
-    HistoryName("elect", "none"),
-    HistoryName("leaders", "none", step=False),
+    HistoryName("broker-down", "broker down", "none"),
+    HistoryName("broker-up", "broker up", "none"),
+    HistoryName("move-leader", "leader moved", "none"),
+    HistoryName("block-publishers", "publishers blocked", "none"),
+    HistoryName("wait-drained", "wait until drained", "none"),
+    HistoryName("elect", "leader election", "none"),
+    HistoryName("leaders", "leader placement", "none", step=False),
 )
 
 OPS: tuple[FaultOp, ...] = (
     # network, both real systems (iptables in each node's namespace)
-    FaultOp("isolate", REAL, "target", ("start-partition",), "heal", "isolate"),
-    FaultOp("partition", REAL, "groups", ("start-partition",), "heal", "partition"),
-    FaultOp("cut", REAL, "from-to", ("start-partition",), "heal", "one-way cut"),
-    FaultOp("cut-clients", REAL, "target", ("start-partition",), "heal", "clients cut"),
-    FaultOp("heal", REAL | MOCK, "optional", ("stop-partition", "heal"), None, "heal"),
+    FaultOp("isolate", REAL, "target", ("start-partition",), "heal"),
+    FaultOp("partition", REAL, "groups", ("start-partition",), "heal"),
+    FaultOp("cut", REAL, "from-to", ("start-partition",), "heal"),
+    FaultOp("cut-clients", REAL, "target", ("start-partition",), "heal"),
+    FaultOp("heal", REAL | MOCK, "optional", ("stop-partition", "heal"), None),
     # processes, both real systems (Docker)
-    FaultOp("kill", REAL, "target", ("kill",), "start", "kill -9"),
-    FaultOp("stop", REAL, "target", ("stop",), "start", "graceful stop"),
-    FaultOp("start", REAL, "target", ("start",), None, "start"),
-    FaultOp("restart", REAL, "target", ("restart",), None, "restart"),
-    FaultOp("pause", REAL, "target", ("pause",), "resume", "pause (SIGSTOP)"),
-    FaultOp("resume", REAL, "target", ("resume",), None, "resume"),
-    FaultOp(
-        "power-loss", REAL, "target", ("power-loss",), None, "power loss", needs_lazy_disks=True
-    ),
+    FaultOp("kill", REAL, "target", ("kill",), "start"),
+    FaultOp("stop", REAL, "target", ("stop",), "start"),
+    FaultOp("start", REAL, "target", ("start",), None),
+    FaultOp("restart", REAL, "target", ("restart",), None),
+    FaultOp("pause", REAL, "target", ("pause",), "resume"),
+    FaultOp("resume", REAL, "target", ("resume",), None),
+    FaultOp("power-loss", REAL, "target", ("power-loss",), None, needs_lazy_disks=True),
     # RabbitMQ: the manual resolution of a partition (memory watermark 0, wait for empty queues)
-    FaultOp(
-        "block-publishers", RABBITMQ, "target", ("block-publishers",), None, "block publishers"
-    ),
-    FaultOp("wait-drained", RABBITMQ, "target", ("wait-drained",), None, "wait until drained"),
+    FaultOp("block-publishers", RABBITMQ, "target", ("block-publishers",), None),
+    FaultOp("wait-drained", RABBITMQ, "target", ("wait-drained",), None),
     # Kafka
-    FaultOp(
-        "cut-from-quorum", KAFKA, "target", ("start-partition",), "heal", "cut from the quorum"
-    ),
-    FaultOp("degrade", KAFKA, "from-to", ("start-degrade",), "heal", "degraded link"),
-    FaultOp("rolling-restart", KAFKA, "optional", ("restart",), None, "rolling restart"),
-    FaultOp("elect", KAFKA, "none", ("elect",), None, "leader election"),
-    FaultOp("leaders", KAFKA, "none", ("leaders",), None, "leader placement"),
+    FaultOp("cut-from-quorum", KAFKA, "target", ("start-partition",), "heal"),
+    FaultOp("degrade", KAFKA, "from-to", ("start-degrade",), "heal"),
+    FaultOp("rolling-restart", KAFKA, "optional", ("restart",), None),
+    FaultOp("elect", KAFKA, "none", ("elect",), None),
+    FaultOp("leaders", KAFKA, "none", ("leaders",), None),
     # kafka-mock: librdkafka's mock cluster through its own API
-    FaultOp("broker-down", MOCK, "target", ("broker-down",), "broker-up", "broker down"),
-    FaultOp("broker-up", MOCK, "target", ("broker-up",), None, "broker up"),
-    FaultOp("move-leader", MOCK, "none", ("move-leader",), None, "leader moved"),
-    FaultOp("produce-errors", MOCK, "none", ("inject-errors",), "heal", "produce errors"),
-    FaultOp("rtt", MOCK, "target", ("start-slow",), "heal", "round-trip delay"),
+    FaultOp("broker-down", MOCK, "target", ("broker-down",), "broker-up"),
+    FaultOp("broker-up", MOCK, "target", ("broker-up",), None),
+    FaultOp("move-leader", MOCK, "none", ("move-leader",), None),
+    FaultOp("produce-errors", MOCK, "none", ("inject-errors",), "heal"),
+    FaultOp("rtt", MOCK, "target", ("start-slow",), "heal"),
 )
 
 _OPS = {op.name: op for op in OPS}
@@ -177,8 +171,6 @@ def is_step(f: str) -> bool:
 
 
 def label_of(f: str) -> str:
-    """The report's word for a history name: the label of the first op that writes it."""
-    for o in OPS:
-        if f in o.writes:
-            return o.label
-    return f
+    """The report's word for a history name (the name itself when not declared)."""
+    h = _HISTORY.get(f)
+    return h.label if h else f

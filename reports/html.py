@@ -9,6 +9,7 @@ from typing import Any
 import jinja2
 
 from contract.manifest import Manifest
+from faults.registry import label_of
 from reports.figures import timeline_figure
 from reports.run_data import RunData
 
@@ -121,6 +122,7 @@ def render_report(run: RunData) -> Path:
         by_step=attribution_rows(verdict, "by_step"),
         by_node=attribution_rows(verdict, "by_node"),
         steps=(run.timeline or {}).get("steps") or [],
+        fault_label=label_of,  # the fault registry's word for each step's kind
         states=(run.timeline or {}).get("partition_states") or [],
         figure_html=figure.to_html(full_html=False, include_plotlyjs=True, div_id="timeline")
         if figure

@@ -7,6 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from faults.registry import is_step
 from tests.conftest import missing
 
 ARTIFACTS = Path(os.environ.get("BJ_TEST_ARTIFACTS", "test-artifacts"))
@@ -76,7 +77,7 @@ def assert_report_shows_the_run(run_dir: Path, screenshot_name: str) -> Rendered
     events = (
         [json.loads(line) for line in nemesis.read_text().splitlines()] if nemesis.exists() else []
     )
-    fault_steps = [e for e in events if e["type"] == "invoke" and e["f"] != "leaders"]
+    fault_steps = [e for e in events if e["type"] == "invoke" and is_step(e["f"])]
     assert (run_dir / "junit.xml").exists()
     shown = render(run_dir / "report.html", screenshot_name)
     assert shown.console_errors == [] and shown.external_requests == []

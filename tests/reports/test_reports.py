@@ -86,6 +86,8 @@ def test_report_of_known_anomalies_renders_in_chromium(spark: Any, tmp_path: Pat
     assert re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="https?:', html) == []  # inlined
     assert "ids/g/lost.txt" in html and "A:7" in html
     assert 'id="partition-states"' in html
+    # each step's kind in the fault registry's words
+    assert "<td>network cut</td>" in html and "<td>heal</td>" in html
     shown = render(report, "report-synthetic.png")
     assert shown.console_errors == [] and shown.external_requests == []
     assert shown.step_bands == len(timeline["steps"]) == 2

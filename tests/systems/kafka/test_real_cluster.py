@@ -339,6 +339,7 @@ def test_cluster_forms_and_a_leader_aimed_cut_shrinks_the_isr_then_heals(
 
 
 @pytest.mark.spark
+@pytest.mark.e2e
 # K4 on dedicated controllers: in combined mode the cut follower may serve stale metadata and the
 # client may never see the refusal (scenarios/K4.yaml says why).
 # K17/K18: every replica loses power at once on lazy disks (lazyfs), default flush vs
