@@ -32,11 +32,11 @@ from systems.kafka.config import (
     KafkaClusterConfig,
     Mode,
     Node,
-    _version_tuple,
     nodes_of,
     on_line,
     quorum_nodes,
     supports_mode,
+    version_tuple,
 )
 
 INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 19092, 2181
@@ -231,7 +231,7 @@ def choose_kafka_image(
             else:
                 continue
             if supports_mode(version, mode) and on_line(version, line):
-                candidates.append((_version_tuple(version or "0"), rank, tag))
+                candidates.append((version_tuple(version or "0"), rank, tag))
     if not candidates:
         which = f"Kafka {line} image" if line else "Kafka image"
         raise KafkaUnavailable(f"no {which} that runs mode {mode}: {HOW_TO_GET_KAFKA}")

@@ -84,12 +84,12 @@ def quorum_nodes(cfg: KafkaClusterConfig) -> tuple[str, ...]:
     return tuple(n.name for n in nodes_of(cfg, "0.0.0") if n.role != "broker")
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
+def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
 
 
 def supports_mode(kafka_version: str | None, mode: Mode) -> bool:
-    v = _version_tuple(kafka_version or "0")
+    v = version_tuple(kafka_version or "0")
     if mode == "zk":
         return v < (4,)  # 4.0 removed ZooKeeper mode
     return v >= (3, 3) or kafka_version is None  # KRaft production-ready from 3.3
@@ -99,7 +99,7 @@ def on_line(kafka_version: str | None, line: str | None) -> bool:
     """Whether an image's Kafka version belongs to a release line ("3.9" holds 3.9.2)."""
     if line is None:
         return True
-    return kafka_version is not None and _version_tuple(kafka_version)[:2] == _version_tuple(line)
+    return kafka_version is not None and version_tuple(kafka_version)[:2] == version_tuple(line)
 
 
 def mode_refusal(line: str, mode: str) -> str | None:
