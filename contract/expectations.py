@@ -23,8 +23,3 @@ def known_expectation(value: str) -> str:
     if len(words) > 1 and not set(words) <= COMBINABLE:
         raise ValueError(f"only {' and '.join(sorted(COMBINABLE))} can be expected together")
     return value
-
-
-def expectation_words(expect: str) -> list[str]:
-    """ "duplicates+reordered" -> ["duplicates", "reordered"]."""
-    return expect.split("+")

@@ -13,7 +13,6 @@ Nothing here runs a fault: it only says what the faults are.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -150,12 +149,6 @@ def check_op(system: System, name: str) -> str:
     if name not in known:
         raise ValueError(f"{name!r} is not a {system} fault op (ops: {', '.join(known)})")
     return name
-
-
-def history_names(window: Window | Iterable[Window]) -> frozenset[str]:
-    """The history names with that effect (or any of those effects) on the fault windows."""
-    wanted = {window} if isinstance(window, str) else set(window)
-    return frozenset(h.f for h in HISTORY_NAMES if h.window in wanted)
 
 
 def window_of(f: str) -> Window:
