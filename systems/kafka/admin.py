@@ -70,9 +70,7 @@ class KafkaAdmin:
     def metadata(self, need_controller: bool = False) -> Any:
         from systems.kafka.targets import from_cluster_metadata
 
-        md = from_cluster_metadata(
-            self._topic_metadata(), self.cluster.node_of, self.cluster.quorum
-        )
+        md = from_cluster_metadata(self.topic_metadata(), self.cluster.node_of, self.cluster.quorum)
         if need_controller and self.cluster.config.mode != "zk":
             # Brokers' metadata names a random broker as controller in KRaft: ask the quorum.
             name = self.cluster.active_controller(sorted(md.brokers.values()))
@@ -82,7 +80,7 @@ class KafkaAdmin:
                 md = replace(md, brokers={**md.brokers, ids[name]: name})
         return md
 
-    def _topic_metadata(self, within: float = 15) -> Any:
+    def topic_metadata(self, within: float = 15) -> Any:
         """The topic's metadata from a broker that knows it: a KRaft broker applies a new topic
         a moment after the one that created it, and one answer of "no partitions" would aim a
         fault at nothing."""

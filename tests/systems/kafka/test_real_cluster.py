@@ -223,7 +223,9 @@ def kafka_image_or_missing(docker_client: Any, mode: str, line: str) -> str:
 
 
 def _isr(admin: KafkaAdmin) -> tuple[int, set[int]]:
-    md = admin.admin.list_topics(admin.topic, timeout=5)
+    # From a broker that knows the topic: a KRaft broker applies a new topic a moment after the
+    # controller, and its answer then has no partitions (CI saw KeyError: 0 here once).
+    md = admin.topic_metadata()
     pm = md.topics[admin.topic].partitions[0]
     return pm.leader, set(pm.isrs)
 
