@@ -4,8 +4,6 @@ processes, faults through the mock's API. Proves the harness; never a K-claim.""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from pathlib import Path
 
 import confluent_kafka
 from confluent_kafka.admin import AdminClient
@@ -17,7 +15,6 @@ from systems.kafka.targets import Metadata, from_cluster_metadata
 from systems.kafka_mock.cluster import TIER, MockKafkaCluster
 from systems.kafka_mock.nemesis import MockKafkaNemesis
 from systems.kafka_mock.scenario import KafkaMockScenario, KafkaMockStep
-from systems.run import PhaseProgress, RunOptions
 
 log = logging.getLogger("harness")
 
@@ -25,17 +22,8 @@ log = logging.getLogger("harness")
 class KafkaMockRun(KafkaClientsRun):
     scenario: KafkaMockScenario
     nemesis: MockKafkaNemesis | None
+    cluster: MockKafkaCluster | None  # None until the cluster is up (the skeleton's start)
     tier = TIER
-
-    def __init__(
-        self,
-        scenario: KafkaMockScenario,
-        scenario_file: Path | None,
-        opts: RunOptions,
-        progress: Callable[[Path], PhaseProgress] | None = None,
-    ) -> None:
-        super().__init__(scenario, scenario_file, opts, progress)
-        self.cluster: MockKafkaCluster | None = None
 
     @property
     def bootstrap_servers(self) -> str:
