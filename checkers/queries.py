@@ -157,6 +157,39 @@ def with_fault_overlap(intervals: DataFrame, windows: DataFrame) -> DataFrame:
     )
 
 
+def window_traffic(summary: DataFrame, receives: DataFrame, windows: DataFrame) -> DataFrame:
+    """(w_start, w_end, acked, sends, exposed, delivered) per fault window: messages acknowledged
+    and sends begun inside it, messages acknowledged before it and not yet delivered when it
+    began (what it could still lose), and deliveries inside it. windows: (w_start, w_end)."""
+    F = _F()
+    w = F.broadcast(windows)
+
+    def inside(column: str) -> Any:
+        return (F.col(column) >= F.col("w_start")) & (F.col(column) <= F.col("w_end"))
+
+    first = receives.groupBy("msg_id").agg(F.min("time").alias("first_delivery"))
+    ok = F.col("outcome") == "ok"
+    waiting = F.col("first_delivery").isNull() | (F.col("first_delivery") >= F.col("w_start"))
+    exposed = ok & (F.col("ack_time") < F.col("w_start")) & waiting
+    per_send = (
+        summary.select("msg_id", "outcome", "ack_time", "invoke_time")
+        .join(first, "msg_id", "left")
+        .crossJoin(w)
+        .groupBy("w_start", "w_end")
+        .agg(
+            F.sum((ok & inside("ack_time")).cast("int")).alias("acked"),
+            F.sum(inside("invoke_time").cast("int")).alias("sends"),
+            F.sum(exposed.cast("int")).alias("exposed"),
+        )
+    )
+    delivered = (
+        receives.select("time").crossJoin(w).filter(inside("time")).groupBy("w_start", "w_end")
+    ).agg(F.count("*").alias("delivered"))
+    return w.join(per_send, ["w_start", "w_end"], "left").join(
+        delivered, ["w_start", "w_end"], "left"
+    )
+
+
 def stalls(
     summary: DataFrame, receives: DataFrame, groups: DataFrame, min_seconds: float
 ) -> DataFrame:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from checkers.coverage import ClusterFacts, coverage_of, with_coverage
 from checkers.read import write_parquet
 from checkers.spark import HistoryError, check_history, spark_session
 from checkers.verdict import (
@@ -42,7 +43,18 @@ def check_run(
     result = checked_history(run, spark or spark_session(master), manifest.groups, timeout)
     span_end = (result.history_span or {}).get("last") or 0.0
     result.stalls = with_sync_windows(result.stalls, manifest.mirrored_queues, span_end)
-    verdict = verdict_of(result, manifest, expect, judgement_of(result, manifest, expect), master)
+    coverage = coverage_of(
+        result.nemesis,
+        result.partition_states,
+        result.window_traffic,
+        ClusterFacts.of(manifest.scenario_spec),
+        manifest.scenario_spec.get("requires") or [],
+        expect,
+        (result.history_span or {}).get("first") or 0.0,
+    )
+    judgement = with_coverage(judgement_of(result, manifest, expect), coverage)
+    verdict = verdict_of(result, manifest, expect, judgement, master)
+    verdict["coverage"] = coverage
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
     write_verdict(run, verdict, result.timeline)
     return verdict
@@ -134,6 +146,7 @@ def verdict_of(
         "readers": result.readers,
         "attribution": result.attribution,
         "producers": result.producers,
+        "seed": manifest.seed,
         "kafka_mode": manifest.kafka_mode,
         "kafka_version": manifest.kafka_version,
         # RabbitMQ's own log of its mirrored queues (recoveries, mirrors added, syncs).

@@ -55,6 +55,11 @@ class CheckResult:
     stalls: dict[str, Any] = field(default_factory=dict)
     # Second by second, for the report (checkers.timeline): written to timeline.json.
     timeline: dict[str, Any] = field(default_factory=dict)
+    # For the coverage (checkers.coverage): the nemesis's events, the partition watch's
+    # states, and per fault window the traffic inside it.
+    nemesis: list[dict[str, Any]] = field(default_factory=list)
+    partition_states: list[dict[str, Any]] = field(default_factory=list)
+    window_traffic: list[dict[str, Any]] = field(default_factory=list)
 
 
 def spark_session(master: str = "local[*]") -> Any:
@@ -115,6 +120,7 @@ def check_history(
         span = q.run_span(events).collect()[0].asDict()
         nemesis = [r.asDict() for r in q.nemesis_events(events).collect()]
         windows = fault_windows(nemesis, span["last"] or 0.0)
+        states = [r.asDict() for r in q.partition_states(events).collect()]
         return CheckResult(
             groups={g: counts[g] for g in groups},
             ids_dir=ids_dir,
@@ -137,10 +143,13 @@ def check_history(
                 receives,
                 flagged,
                 nemesis,
-                [r.asDict() for r in q.partition_states(events).collect()],
+                states,
                 span,
                 windows,
             ),
+            nemesis=nemesis,
+            partition_states=states,
+            window_traffic=_window_traffic(spark, summary, receives, windows),
         )
     finally:
         for df in cached:
@@ -233,6 +242,24 @@ def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]
 
 
 STALL_SECONDS = 1.0  # under continuous load, a second without progress is a blocked queue
+
+
+def _window_traffic(
+    spark: Any, summary: Any, receives: Any, windows: list[tuple[float, float]]
+) -> list[dict[str, Any]]:
+    """Per fault window, in order: its traffic (checkers.queries.window_traffic)."""
+    if not windows:
+        return []
+    windows_df = small_frame(spark, windows, "w_start double, w_end double")
+    rows = q.window_traffic(summary, receives, windows_df).orderBy("w_start").collect()
+    return [
+        {
+            "start": r["w_start"],
+            "end": r["w_end"],
+            **{k: r[k] or 0 for k in ("acked", "sends", "exposed", "delivered")},
+        }
+        for r in rows
+    ]
 
 
 def _stalls(

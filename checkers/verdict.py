@@ -367,6 +367,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     if window := verdict.get("refused_window"):
         lines.append(f"sends refused or unknown over {window['seconds']:.1f} s")
     lines += _unavailability_lines(verdict)
+    lines += coverage_lines(verdict.get("coverage"))
     lines += _stall_lines(verdict)
     lines += _mirror_lines(verdict)
     for f, names in sorted((verdict.get("errors") or {}).items()):
@@ -399,12 +400,36 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         )
         for metric, samples in sorted((log.get("samples") or {}).items()):
             lines += [f"  {metric}: {s}" for s in samples]
+    if verdict.get("seed") is not None:
+        lines.append(f"seed: {verdict['seed']} (harness chaos BASE --seed {verdict['seed']})")
     if verdict.get("kafka_mode"):
         lines.append(f"kafka mode: {verdict['kafka_mode']}, version {verdict.get('kafka_version')}")
     if verdict.get("tier") == "kafka-mock":
         lines.append("tier: kafka-mock (librdkafka's mock cluster): proves the harness, not Kafka")
     if verdict.get("truncated_lines"):
         lines.append(f"truncated last lines skipped: {len(verdict['truncated_lines'])}")
+    return lines
+
+
+def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
+    """ "coverage: 6 fault steps, 4 hit a leader; acknowledged inside faults 3120, ...";
+    "situations: leader-faulted 4, ..."; and why the run is vacuous, when it is."""
+    if not coverage:
+        return []
+    steps = coverage.get("steps") or []
+    hit = sum(1 for s in steps if s.get("leaders_hit"))
+    missed = sum(1 for s in steps if s.get("held_role") is False)
+    lines = [
+        f"coverage: {len(steps)} fault steps, {hit} hit a leader"
+        + (f", {missed} missed the role they aimed at" if missed else "")
+        + f"; inside faults {coverage.get('acked_in_faults', 0)} acknowledged, "
+        f"{coverage.get('delivered_in_faults', 0)} delivered; "
+        f"{coverage.get('exposed_at_faults', 0)} acknowledged and undelivered as faults began"
+    ]
+    if situations := coverage.get("situations"):
+        lines.append("situations: " + ", ".join(f"{k} {n}" for k, n in situations.items()))
+    if coverage.get("vacuous"):
+        lines.append("vacuous: " + "; ".join(coverage.get("why_vacuous") or []))
     return lines
 
 

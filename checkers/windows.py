@@ -53,7 +53,9 @@ def fault_windows(nemesis: list[dict[str, Any]], run_end: float) -> list[tuple[f
 
 def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
     nodes = value.get("nodes")
-    names = {str(n) for n in nodes} if isinstance(nodes, list) else set()
+    # Real clusters name nodes; the kafka-mock tier names broker ids.
+    named = nodes if isinstance(nodes, list) else value.get("brokers")
+    names = {str(n) for n in named} if isinstance(named, list) else set()
     window = window_of(f)
     if type_ == "invoke" and window == "network-start":
         state.network = True

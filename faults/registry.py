@@ -87,10 +87,8 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("restart", "restart", "node-bounce"),
     HistoryName("power-loss", "power loss", "node-bounce"),
     HistoryName("inject-errors", "injected errors", "injected"),
-    # The kafka-mock tier's broker-down has never opened a fault window (the checker did not
-    # know the name); declared as it has always been judged so no mock verdict moves.
-    HistoryName("broker-down", "broker down", "none"),
-    HistoryName("broker-up", "broker up", "none"),
+    HistoryName("broker-down", "broker down", "node-down"),
+    HistoryName("broker-up", "broker up", "node-up"),
     HistoryName("move-leader", "leader moved", "none"),
     HistoryName("block-publishers", "publishers blocked", "none"),
     HistoryName("wait-drained", "wait until drained", "none"),

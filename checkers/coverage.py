@@ -1,0 +1,289 @@
+"""What a run's faults actually did: each fault step's targets and whether they held the role
+they were aimed at, the situations reached (a leader cut off while its ISR had shrunk, a
+majority down, a power loss that dropped unsynced writes), and the traffic inside the fault
+windows.
+
+A run whose faults carried no traffic, or in which a situation the scenario requires never
+happened, is vacuous: it tested nothing of what it claims, so a pass becomes inconclusive
+(a loss found is a loss, vacuous or not). Pure Python over the few nemesis and partition-watch
+rows of a run and the per-window counts the Spark check made (checkers.queries.window_traffic).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from checkers.attribution import step_label
+from checkers.verdict import Judgement
+from contract.history import event_value
+from faults.registry import window_of
+
+FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "injected")
+PARTITION_ROLES = ("leader", "follower", "followers", "isr", "in-sync-followers")
+CONTROL_ROLES = ("controller", "quorum")
+# Outcomes that say something did not happen: only a run that tested something may say so.
+NEGATIVE_OUTCOMES = frozenset({"safe", "unavailable", "no-duplicates"})
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What the coverage needs of the scenario: replicas, min ISR, brokers."""
+
+    replication_factor: int | None = None
+    min_insync_replicas: int | None = None
+    brokers: int = 3
+
+    @classmethod
+    def of(cls, spec: dict[str, Any]) -> ClusterFacts:
+        cluster = spec.get("cluster") or {}
+        system = cluster.get("system", "rabbitmq")
+        if system == "kafka":
+            return cls(
+                cluster.get("replication_factor", 3),
+                cluster.get("min_insync_replicas", 2),
+                cluster.get("brokers", 3),
+            )
+        return cls(brokers=cluster.get("brokers", cluster.get("nodes", 3)))
+
+
+@dataclass
+class _Watch:
+    """Leader and ISR of each partition as the partition watch last saw them."""
+
+    leader: dict[int, str | None] = field(default_factory=dict)
+    isr: dict[int, list[str]] = field(default_factory=dict)
+
+
+def coverage_of(
+    nemesis: list[dict[str, Any]],
+    states: list[dict[str, Any]],
+    traffic: list[dict[str, Any]],
+    facts: ClusterFacts,
+    requires: list[str],
+    expect: str | None,
+    run_start: float,
+) -> dict[str, Any]:
+    """The coverage section of verdict.json (see the module's docstring)."""
+    situations: Counter[str] = Counter(_watched_situations(states, facts))
+    steps = _fault_steps(nemesis, states, facts, run_start, situations)
+    situations.update(_down_situations(nemesis, facts))
+    totals = {
+        key: sum(w[key] for w in traffic) for key in ("acked", "sends", "delivered", "exposed")
+    }
+    missing = [s for s in requires if not situations.get(s)]
+    why = _vacuous_because(steps, totals, missing, expect)
+    return {
+        "steps": steps,
+        "situations": dict(sorted(situations.items())),
+        "windows": traffic,
+        "acked_in_faults": totals["acked"],
+        "sends_in_faults": totals["sends"],
+        "delivered_in_faults": totals["delivered"],
+        "exposed_at_faults": totals["exposed"],
+        "requires": requires,
+        "missing": missing,
+        "vacuous": bool(why),
+        "why_vacuous": why,
+    }
+
+
+def with_coverage(j: Judgement, coverage: dict[str, Any]) -> Judgement:
+    """A pass that says nothing went wrong is inconclusive when the faults tested nothing."""
+    if not (j.matched and coverage.get("vacuous")):
+        return j
+    if not set(j.outcome.split("+")) & NEGATIVE_OUTCOMES:
+        return j
+    why = "; ".join(coverage.get("why_vacuous") or [])
+    return Judgement("inconclusive", False, f"vacuous: {why} (it would have been: {j.reason})")
+
+
+def _vacuous_because(
+    steps: list[dict[str, Any]], totals: dict[str, int], missing: list[str], expect: str | None
+) -> list[str]:
+    why = []
+    if steps:
+        if "unavailable" in (expect or "").split("+"):
+            if not totals["sends"]:
+                why.append("no send was attempted while a fault was in effect")
+        elif not totals["acked"] and not totals["exposed"]:
+            why.append(
+                "no message was acknowledged while a fault was in effect, and none "
+                "acknowledged before one was still waiting to be delivered when it began"
+            )
+    if missing:
+        why.append(f"the faults never brought about {', '.join(missing)}")
+    return why
+
+
+# ---- the partition watch ---------------------------------------------------------------------
+
+
+def _watched_situations(states: list[dict[str, Any]], facts: ClusterFacts) -> list[str]:
+    out: list[str] = []
+    last: dict[int, str | None] = {}
+    for s in states:
+        v = event_value(s.get("value"))
+        p, leader, isr = s["partition"], v.get("leader"), v.get("isr") or []
+        if leader is None:
+            out.append("no-leader")
+        elif p in last and last[p] is not None and last[p] != leader:
+            out.append("leader-changed")
+        if leader is not None:
+            last[p] = leader
+        elif p not in last:
+            last[p] = None
+        min_isr, rf = facts.min_insync_replicas, facts.replication_factor
+        if min_isr is not None and rf is not None and isr:
+            if len(isr) < min_isr:
+                out.append("isr-below-min-isr")
+            elif len(isr) == min_isr and min_isr < rf:
+                out.append("isr-at-min-isr")
+    return out
+
+
+def _watch_at(states: list[dict[str, Any]], t: float) -> _Watch:
+    w = _Watch()
+    for s in states:
+        if s["time"] > t:
+            break
+        v = event_value(s.get("value"))
+        w.leader[s["partition"]] = v.get("leader")
+        w.isr[s["partition"]] = list(v.get("isr") or [])
+    return w
+
+
+# ---- the nemesis's steps ---------------------------------------------------------------------
+
+
+def _touched(v: dict[str, Any]) -> set[str]:
+    """The nodes a fault acts on (a partition's bridge, in every group, is not cut)."""
+    names: set[str] = set()
+    for key in ("nodes", "from", "to", "brokers"):
+        if isinstance(v.get(key), list):
+            names |= {str(n) for n in v[key]}
+    groups = v.get("groups")
+    if isinstance(groups, list) and groups:
+        sets = [set(map(str, g)) for g in groups]
+        names |= set[str]().union(*sets) - sets[0].intersection(*sets[1:])
+    return names
+
+
+def _fault_steps(
+    nemesis: list[dict[str, Any]],
+    states: list[dict[str, Any]],
+    facts: ClusterFacts,
+    run_start: float,
+    situations: Counter[str],
+) -> list[dict[str, Any]]:
+    """One row per fault step: what it hit, and whether that was the role it was aimed at."""
+    rows: list[dict[str, Any]] = []
+    resolved: dict[str, Any] = {}
+    number = 0
+    for e in nemesis:
+        v = event_value(e.get("value"))
+        if e["type"] == "info" and e["f"] == "resolve":
+            resolved = v
+            continue
+        if e["type"] != "invoke":
+            continue
+        number += 1
+        if window_of(e["f"]) not in FAULT_WINDOWS:
+            resolved = {}
+            continue
+        roles = resolved.get("roles") or {}
+        watch = _watch_at(states, e["time"])
+        touched = _touched(v)
+        hit = sorted(str(p) for p, leader in watch.leader.items() if leader in touched)
+        row = {
+            "step": step_label(number, e["f"], e.get("value"), e["time"] - run_start),
+            "f": e["f"],
+            "nodes": sorted(touched),
+            "roles": roles,
+            "held_role": _held(roles, resolved.get("nodes") or {}, resolved, watch),
+            "leaders_hit": hit,
+        }
+        rows.append(row)
+        resolved = {}
+        situations.update(_step_situations(e["f"], v, roles, hit, watch, facts))
+    return rows
+
+
+def _held(
+    roles: dict[str, str], nodes: dict[str, list[str]], resolved: dict[str, Any], watch: _Watch
+) -> bool | None:
+    """Whether the nodes a role resolved to held it by the partition watch's view at that
+    moment (None when the watch cannot say: no partition role, or no watch)."""
+    partition = resolved.get("partition", 0)
+    leader, isr = watch.leader.get(partition), watch.isr.get(partition)
+    answers = []
+    for key, role in roles.items():
+        got = set(nodes.get(key) or [])
+        if role not in PARTITION_ROLES or leader is None or isr is None:
+            continue
+        if role == "leader":
+            answers.append(got == {leader})
+        elif role in ("follower", "followers"):
+            answers.append(leader not in got)
+        elif role == "isr":
+            answers.append(got == set(isr))
+        else:
+            answers.append(leader not in got and got <= set(isr))
+    return all(answers) if answers else None
+
+
+def _step_situations(
+    f: str,
+    v: dict[str, Any],
+    roles: dict[str, str],
+    leaders_hit: list[str],
+    watch: _Watch,
+    facts: ClusterFacts,
+) -> list[str]:
+    out = []
+    window = window_of(f)
+    if window in ("node-down", "node-bounce"):
+        out.append("node-faulted")
+    if leaders_hit and window != "injected":
+        out.append("leader-faulted")
+        rf = facts.replication_factor
+        if rf is not None and any(len(watch.isr.get(int(p), [])) < rf for p in leaders_hit):
+            out.append("leader-faulted-isr-shrunk")
+    if set(roles.values()) & set(CONTROL_ROLES) or v.get("op") == "cut-from-quorum":
+        out.append("controller-faulted")
+    if f == "start-partition" and v.get("op") in ("isolate", "partition", "cut"):
+        out.append("network-partitioned")
+    if v.get("op") == "cut-clients":
+        out.append("clients-cut")
+    return out
+
+
+def _down_situations(nemesis: list[dict[str, Any]], facts: ClusterFacts) -> list[str]:
+    """Situations the processes' faults bring about over time: a majority down at once, a
+    power loss that dropped unsynced writes."""
+    out = []
+    down: set[str] = set()
+    for e in nemesis:
+        v = event_value(e.get("value"))
+        names = _touched(v)
+        window = window_of(e["f"])
+        if e["type"] == "invoke" and window in ("node-down", "node-bounce"):
+            down |= names
+            if len(down) > facts.brokers / 2:
+                out.append("majority-down")
+        elif e["type"] == "ok" and window in ("node-up", "node-bounce"):
+            down -= names
+        elif e["type"] == "ok" and window == "heal-all":
+            down.clear()
+        if e["type"] == "ok" and e["f"] == "power-loss" and _dropped_something(v.get("dropped")):
+            out.append("power-lost-unsynced-dropped")
+    return out
+
+
+def _dropped_something(dropped: Any) -> bool:
+    if isinstance(dropped, dict):
+        return any(_dropped_something(x) for x in dropped.values())
+    if isinstance(dropped, list):
+        return bool(dropped)
+    return isinstance(dropped, (int, float)) and not isinstance(dropped, bool) and dropped > 0

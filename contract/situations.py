@@ -1,0 +1,29 @@
+"""The situations a run's faults can bring about, by name: what the coverage of a run reports
+(checkers.coverage) and what a scenario may require before its verdict counts (`requires:`).
+
+A claim is only tested when its precondition happened: "a leader killed while the ISR was
+below the replication factor" proves nothing in a run where no leader was ever hit.
+"""
+
+from __future__ import annotations
+
+SITUATIONS: dict[str, str] = {
+    "leader-faulted": "a partition's leader was killed, stopped, paused, restarted or cut off",
+    "leader-faulted-isr-shrunk": "a leader was faulted while its ISR was below the replicas",
+    "leader-changed": "a partition's leader moved (a fail-over or an election)",
+    "no-leader": "a partition had no leader",
+    "isr-at-min-isr": "a partition's ISR was down to min.insync.replicas",
+    "isr-below-min-isr": "a partition's ISR was below min.insync.replicas",
+    "controller-faulted": "the controller or the control-plane quorum was faulted",
+    "majority-down": "more than half of the brokers were down at once",
+    "network-partitioned": "nodes were cut apart from each other",
+    "clients-cut": "clients were cut from a node",
+    "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",
+    "node-faulted": "a node was killed, stopped, paused, restarted or lost power",
+}
+
+
+def known_situation(name: str) -> str:
+    if name not in SITUATIONS:
+        raise ValueError(f"{name!r} is not a situation (situations: {', '.join(SITUATIONS)})")
+    return name

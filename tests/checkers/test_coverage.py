@@ -1,0 +1,171 @@
+"""Coverage: what the faults hit, the situations reached, and when a run is vacuous."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from checkers.coverage import ClusterFacts, coverage_of, with_coverage
+from checkers.verdict import Judgement
+
+KAFKA = ClusterFacts(replication_factor=3, min_insync_replicas=2, brokers=3)
+
+
+def ev(t: float, type_: str, f: str, **value: Any) -> dict[str, Any]:
+    return {"time": t, "type": type_, "f": f, "value": json.dumps(value)}
+
+
+def state(t: float, partition: int, leader: str | None, isr: list[str]) -> dict[str, Any]:
+    return {"time": t, "partition": partition, "value": json.dumps({"leader": leader, "isr": isr})}
+
+
+def traffic(acked: int = 0, exposed: int = 0, sends: int = 0) -> list[dict[str, Any]]:
+    return [
+        {"start": 10, "end": 20, "acked": acked, "sends": sends, "exposed": exposed, "delivered": 0}
+    ]
+
+
+WATCH = [
+    state(0, 0, "kafka1", ["kafka1", "kafka2", "kafka3"]),
+    state(12, 0, "kafka1", ["kafka1", "kafka2"]),
+    state(16, 0, "kafka2", ["kafka2"]),
+]
+
+
+def test_a_kill_of_the_leader_named_by_role_held_the_role_and_hit_the_leader() -> None:
+    nemesis = [
+        ev(
+            9.9,
+            "info",
+            "resolve",
+            op="kill",
+            partition=0,
+            roles={"target": "leader"},
+            nodes={"target": ["kafka1"]},
+        ),
+        ev(10, "invoke", "kill", nodes=["kafka1"]),
+        ev(10.2, "ok", "kill", nodes=["kafka1"]),
+        ev(20, "invoke", "start", nodes=["kafka1"]),
+        ev(21, "ok", "start", nodes=["kafka1"]),
+    ]
+    c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, [], "safe", 0.0)
+    (step,) = c["steps"]
+    assert step["held_role"] is True and step["leaders_hit"] == ["0"]
+    assert step["step"] == "1. kill kafka1 at +10.0 s"
+    assert c["situations"]["leader-faulted"] == 1
+    assert "leader-faulted-isr-shrunk" not in c["situations"]
+    # the watch: the ISR at min ISR, then below it, and the leader moved
+    assert c["situations"]["isr-at-min-isr"] == 1
+    assert c["situations"]["isr-below-min-isr"] == 1
+    assert c["situations"]["leader-changed"] == 1
+    assert not c["vacuous"]
+
+
+def test_a_role_resolved_from_stale_metadata_did_not_hold_it() -> None:
+    nemesis = [
+        ev(
+            12.9,
+            "info",
+            "resolve",
+            op="isolate",
+            partition=0,
+            roles={"target": "leader"},
+            nodes={"target": ["kafka3"]},
+        ),
+        ev(13, "invoke", "start-partition", op="isolate", nodes=["kafka3"]),
+    ]
+    c = coverage_of(nemesis, WATCH, traffic(acked=1), KAFKA, [], "safe", 0.0)
+    assert c["steps"][0]["held_role"] is False
+    assert c["steps"][0]["leaders_hit"] == []
+    assert c["situations"] == {
+        "isr-at-min-isr": 1,
+        "isr-below-min-isr": 1,
+        "leader-changed": 1,
+        "network-partitioned": 1,
+    }
+
+
+def test_a_leader_faulted_while_its_isr_had_shrunk() -> None:
+    nemesis = [ev(13, "invoke", "pause", nodes=["kafka1"])]
+    c = coverage_of(nemesis, WATCH, traffic(acked=1), KAFKA, [], "safe", 0.0)
+    assert c["situations"]["leader-faulted-isr-shrunk"] == 1
+
+
+def test_a_bridge_does_not_count_as_cut() -> None:
+    nemesis = [
+        ev(
+            5,
+            "invoke",
+            "start-partition",
+            op="partition",
+            groups=[["kafka1", "kafka2"], ["kafka1", "kafka3"]],
+        ),
+    ]
+    c = coverage_of(nemesis, WATCH, traffic(acked=1), KAFKA, [], "safe", 0.0)
+    assert c["steps"][0]["nodes"] == ["kafka2", "kafka3"]
+    assert c["steps"][0]["leaders_hit"] == []
+
+
+def test_majority_down_and_a_power_loss_that_dropped_writes() -> None:
+    nemesis = [
+        ev(5, "invoke", "kill", nodes=["rabbit1"]),
+        ev(6, "invoke", "stop", nodes=["rabbit2"]),
+        ev(7, "ok", "start", nodes=["rabbit1", "rabbit2"]),
+        ev(8, "invoke", "power-loss", nodes=["rabbit3"]),
+        ev(9, "ok", "power-loss", nodes=["rabbit3"], dropped={"rabbit3": {"bytes": 4096}}),
+    ]
+    c = coverage_of(nemesis, [], traffic(acked=1), ClusterFacts(brokers=3), [], "safe", 0.0)
+    assert c["situations"]["majority-down"] == 1
+    assert c["situations"]["power-lost-unsynced-dropped"] == 1
+    assert c["situations"]["node-faulted"] == 3
+
+
+def test_faults_that_carried_no_traffic_make_a_pass_inconclusive() -> None:
+    nemesis = [ev(10, "invoke", "pause", nodes=["kafka2"])]
+    c = coverage_of(nemesis, WATCH, traffic(), KAFKA, [], "safe", 0.0)
+    assert c["vacuous"] and "no message was acknowledged" in c["why_vacuous"][0]
+    safe = Judgement("safe", True, "no acknowledged message lost (10 acknowledged)")
+    j = with_coverage(safe, c)
+    assert (j.outcome, j.matched) == ("inconclusive", False)
+    assert j.reason.startswith("vacuous: ") and "it would have been" in j.reason
+    # messages acknowledged before the fault and still waiting are traffic it could lose
+    assert not coverage_of(nemesis, WATCH, traffic(exposed=3), KAFKA, [], "safe", 0.0)["vacuous"]
+
+
+def test_a_loss_found_is_never_vacuous() -> None:
+    c = coverage_of(
+        [ev(10, "invoke", "pause", nodes=["kafka2"])], [], traffic(), KAFKA, [], "safe", 0.0
+    )
+    lost = Judgement("loss", False, "refuted: 3 acknowledged messages lost")
+    assert with_coverage(lost, c) == lost
+    reproduced = Judgement("loss", True, "reproduced")
+    assert with_coverage(reproduced, c) == reproduced
+
+
+def test_unavailability_needs_sends_inside_the_faults_not_acks() -> None:
+    nemesis = [ev(10, "invoke", "pause", nodes=["kafka2"])]
+    assert not coverage_of(nemesis, [], traffic(sends=4), KAFKA, [], "unavailable", 0.0)["vacuous"]
+    assert coverage_of(nemesis, [], traffic(), KAFKA, [], "unavailable", 0.0)["vacuous"]
+
+
+def test_a_required_situation_never_reached_is_vacuous() -> None:
+    nemesis = [ev(10, "invoke", "pause", nodes=["kafka2"])]
+    c = coverage_of(nemesis, WATCH, traffic(acked=9), KAFKA, ["leader-faulted"], "safe", 0.0)
+    assert c["missing"] == ["leader-faulted"]
+    assert c["why_vacuous"] == ["the faults never brought about leader-faulted"]
+
+
+def test_a_run_without_faults_is_not_vacuous_by_its_traffic() -> None:
+    c = coverage_of([], [], [], KAFKA, [], "safe", 0.0)
+    assert c["steps"] == [] and not c["vacuous"]
+
+
+def test_elections_and_heals_are_not_fault_steps_but_keep_the_numbering() -> None:
+    nemesis = [
+        ev(5, "invoke", "elect", election="preferred"),
+        ev(6, "invoke", "start-partition", op="cut-clients", nodes=["kafka1"]),
+        ev(7, "invoke", "stop-partition", op="heal", nodes="all"),
+    ]
+    c = coverage_of(nemesis, WATCH, traffic(acked=1), KAFKA, [], "safe", 0.0)
+    assert [s["step"] for s in c["steps"]] == ["2. start-partition cut-clients kafka1 at +6.0 s"]
+    assert c["situations"]["clients-cut"] == 1
