@@ -37,7 +37,9 @@ class Manifest(BaseModel):
     system: str | None = None
     tier: str | None = None  # "real-cluster" or "kafka-mock": only the first counts for a claim
     harness_version: str | None = None
-    seed: int | None = None  # nothing in a scripted run is drawn at random
+    seed: int | None = None  # a generated schedule's seed; None for a scripted run
+    # A generated run: its base scenario, the generator's options and the steps drawn.
+    chaos: dict[str, Any] | None = None
     groups: list[str] | None = None  # reader groups that must each receive every acked message
     # the cluster
     kafka_mode: str | None = None
@@ -54,6 +56,8 @@ class Manifest(BaseModel):
     ended: float | None = None
     phases: dict[str, dict[str, float]] = {}
     nemesis_steps_done: int = 0
+    # A generated schedule's steps that could not be applied, with why (the run went on).
+    skipped_steps: list[dict[str, Any]] = []
     cluster_recovered: bool | None = None
     partitions_after_recovery: dict[str, Any] | None = None
     drain_complete: bool = True

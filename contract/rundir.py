@@ -3,12 +3,14 @@
 Every file of a run directory is named here, and nowhere else:
   history/*.jsonl   one file per process (contract.history)
   manifest.json     what the run was and how it went (contract.manifest)
+  schedule.yaml     a generated run's scenario, replayable with `harness run` (chaos)
   logs/             each node's log, each client's output and config
   cluster/          the rendered compose file and the nodes' data
   history.parquet   the checker's columnar copy of the history
   ids/              the message ids behind every count
   verdict.json, timeline.json, summary.txt   the checker's answer
   report.html, junit.xml                     the reports
+  shrink.json       what `harness shrink` made of this run's schedule
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ IDS = "ids"
 VERDICT = "verdict.json"
 TIMELINE = "timeline.json"
 SUMMARY = "summary.txt"
+SCHEDULE = "schedule.yaml"
+SHRINK = "shrink.json"
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,14 @@ class RunDir:
     @property
     def summary(self) -> Path:
         return self.path / SUMMARY
+
+    @property
+    def schedule(self) -> Path:
+        return self.path / SCHEDULE
+
+    @property
+    def shrink(self) -> Path:
+        return self.path / SHRINK
 
 
 def new_run_id() -> str:

@@ -13,7 +13,6 @@ import functools
 import json
 import platform
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.verdict import SYNC_SECONDS, longest_stall_in_faults
+from harness.trial import run_once
 from reports.junit import Case, matrix_case
 from systems.kafka.config import KAFKA_LINES, mode_refusal
 from systems.kafka.scenario import FINAL_READER, KafkaScenario
@@ -188,25 +188,11 @@ def _unavailable_seconds(v: dict[str, Any]) -> float | None:
 
 def run_cell_once(cell: Cell, results: Path, timeout: float) -> RunRecord:
     """One `harness run` of the cell in its own process, bounded by `timeout`."""
-    argv = [sys.executable, "-m", "harness.cli", "run", cell.scenario, "--results", str(results)]
-    if cell.kafka:
-        argv += ["--mode", cell.mode, "--kafka", cell.kafka]
-    before = (
-        set((results / cell.scenario).glob("*")) if (results / cell.scenario).exists() else set()
-    )
-    started = time.monotonic()
-    failure = None
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-        if proc.returncode not in (0, 1):
-            lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
-            failure = lines[-1] if lines else f"harness run exited {proc.returncode}"
-    except subprocess.TimeoutExpired:
-        failure = f"the run did not finish in {timeout:.0f} s"
-        subprocess.run([sys.executable, "-m", "harness.cli", "heal"], cwd=ROOT, timeout=300)
-    made = sorted(set((results / cell.scenario).glob("*")) - before)
-    run_dir = made[-1] if made else results / cell.scenario  # none: it failed before starting
-    return record_of(run_dir, time.monotonic() - started, failure)
+    extra = ["--mode", cell.mode, "--kafka", cell.kafka] if cell.kafka else []
+    trial = run_once(cell.scenario, cell.scenario, results, timeout, extra)
+    # No run directory: it failed before starting.
+    run_dir = trial.run_dir or results / cell.scenario
+    return record_of(run_dir, trial.seconds, trial.failure)
 
 
 def run_matrix(

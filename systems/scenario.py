@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -22,6 +23,7 @@ from pydantic import (
 )
 
 from contract.expectations import known_expectation
+from contract.situations import known_situation
 from faults.registry import System, check_op
 
 
@@ -30,6 +32,7 @@ def _joined(value: object) -> object:
 
 
 Expectation = Annotated[str, BeforeValidator(_joined), AfterValidator(known_expectation)]
+Situation = Annotated[str, AfterValidator(known_situation)]
 
 
 def fault_op(system: System) -> AfterValidator:
@@ -63,6 +66,18 @@ class ErrorExpectation(Strict):
     error: str = ""
 
 
+class Generated(Strict):
+    """Where a generated schedule came from (harness chaos, harness shrink): with it, the file
+    says how to draw the same schedule again, and a run of it records its seed."""
+
+    base: str  # the base scenario's id
+    seed: int
+    mode: str | None = None  # Kafka: the mode the schedule was drawn for
+    options: dict[str, Any] = Field(default_factory=dict)  # the generator's options
+    # harness shrink: the run it shrank, its steps, and how often this schedule reproduced
+    shrunk_from: dict[str, Any] | None = None
+
+
 class ScenarioBase(Strict):
     """What every scenario has; each system adds its cluster, workload and nemesis steps."""
 
@@ -72,9 +87,13 @@ class ScenarioBase(Strict):
     expect_errors: list[ErrorExpectation] = Field(default_factory=list)
     timeouts: Timeouts = Timeouts()
     claim: str | None = None  # a row of the claims catalogue, e.g. "R1"; None for a baseline
+    # Situations the faults must bring about for a pass to count (contract.situations): a run
+    # that never reached one is inconclusive, never "safe".
+    requires: list[Situation] = Field(default_factory=list)
     cluster: Any
     workload: Any
     nemesis: list[Any] = Field(default_factory=list)
+    generated: Generated | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> ScenarioBase:
@@ -82,6 +101,26 @@ class ScenarioBase(Strict):
         if times != sorted(times):
             raise ValueError("nemesis steps must be in time order")
         return self
+
+
+class _Dumper(yaml.SafeDumper):
+    """Each value written where it stands: no anchors and aliases (a heal repeats its fault's
+    nodes) in a file a person reads."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def to_yaml(data: Any, header: list[str] | None = None) -> str:
+    """A scenario (or part of one, as plain data) as YAML, with `header` as comment lines."""
+    comments = "".join(f"# {line}\n" for line in header or [])
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=100)
+    return comments + body
+
+
+def scenario_data(scenario: ScenarioBase) -> dict[str, Any]:
+    """What a scenario file holds: the fields it set, in the file's spelling (`from`)."""
+    return scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 def first_error(err: ValidationError) -> str:

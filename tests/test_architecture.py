@@ -18,6 +18,7 @@ PACKAGES = (
     "systems",
     "checkers",
     "reports",
+    "chaos",
     "harness",
 )
 # What each package may import of ours: the layers, bottom first.
@@ -30,7 +31,17 @@ ALLOWED: dict[str, set[str]] = {
     "systems": {"contract", "faults", "nemesis", "compose", "lazyfs"},
     "checkers": {"contract", "faults"},
     "reports": {"contract", "faults", "checkers"},
-    "harness": {"contract", "faults", "nemesis", "compose", "systems", "checkers", "reports"},
+    "chaos": {"contract", "faults", "systems"},
+    "harness": {
+        "contract",
+        "faults",
+        "nemesis",
+        "compose",
+        "systems",
+        "checkers",
+        "reports",
+        "chaos",
+    },
 }
 
 

@@ -1,0 +1,254 @@
+"""The faults a generated schedule draws from, per system, in the fault registry's ops.
+
+A family is what a user names in `--faults` (partition, kill, pause, ...). Drawing one gives a
+fault step and the step that heals it (kill -> start of the same nodes, cut -> heal), or no
+heal for a one-off (a restart, a power loss, an election). Targets are roles resolved when the
+step runs (the leader of a partition, a follower, the controller) where the system has roles,
+and node names otherwise, so a schedule keeps hitting the leader wherever leadership moved.
+
+Each family holds one kind of the cluster's state: at most one network fault and one process
+fault (a one-off restart, power loss or election included) are in effect at a time, so a heal
+never ends a fault it did not pair with and a restart never lands on a paused node.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Kind = Literal["network", "process"]
+Step = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClusterShape:
+    """What the generator must know of the cluster it aims at."""
+
+    system: str  # kafka | rabbitmq | kafka-mock
+    brokers: tuple[str, ...]  # nodes holding data (Kafka brokers, RabbitMQ nodes)
+    nodes: tuple[str, ...]  # every node of the cluster (brokers, ZooKeeper, controllers)
+    partitions: int = 1
+    lazy_disks: bool = False
+    quorum_apart: bool = False  # Kafka: a control-plane quorum outside the brokers (zk, dedicated)
+    roles: tuple[str, ...] = ()  # the roles a target may name (none: node names only)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    kind: Kind
+    draw: Callable[[random.Random, ClusterShape, str], tuple[Step, Step | None]]
+    # What it needs of the cluster besides the system (lazy disks, a quorum apart).
+    fits: Callable[[ClusterShape], bool] = field(default=lambda _shape: True)
+    # Drawn when no families are named; the others only when asked for by name.
+    default: bool = True
+
+
+# ---- targets -----------------------------------------------------------------------------------
+
+# Roles a generated fault aims at, most often the leader (where a fault costs the most).
+KAFKA_ROLES = ("leader", "leader", "follower", "followers", "controller", "non-controller")
+MOCK_ROLES = ("leader", "leader", "followers", "controller", "non-controllers")
+BY_NAME = 0.25  # how often a target is a broker by name rather than a role
+
+
+def _target(rng: random.Random, shape: ClusterShape) -> Step:
+    """{"target": role, "partition": p} or the system's way of naming nodes."""
+    if shape.system == "rabbitmq":
+        return {"nodes": [rng.choice(shape.brokers)]}
+    if shape.system == "kafka-mock":
+        if rng.random() < BY_NAME:
+            return {"brokers": [rng.randint(1, len(shape.brokers))]}
+        return {"target": rng.choice(MOCK_ROLES), "partition": rng.randrange(shape.partitions)}
+    if rng.random() < BY_NAME:
+        return {"target": [rng.choice(shape.brokers)]}
+    role = rng.choice(shape.roles or KAFKA_ROLES)
+    return {"target": role, "partition": rng.randrange(shape.partitions)}
+
+
+def _again(shape: ClusterShape, fault: Step, label: str) -> Step:
+    """The same nodes the fault resolved to, for its heal."""
+    if shape.system == "kafka":
+        return {"target": f"@{label}"}
+    if shape.system == "kafka-mock":
+        return {}
+    return {"nodes": list(fault["nodes"])}
+
+
+def _halves(rng: random.Random, nodes: tuple[str, ...]) -> list[list[str]]:
+    shuffled = list(nodes)
+    rng.shuffle(shuffled)
+    cut = rng.randint(1, len(shuffled) // 2)
+    return [sorted(shuffled[:cut]), sorted(shuffled[cut:])]
+
+
+def _pair(rng: random.Random, shape: ClusterShape) -> Step:
+    """Two ends of a link: the leader and its followers on Kafka, else two nodes by name."""
+    if shape.system == "kafka" and rng.random() >= BY_NAME:
+        ends = ("leader", "followers") if rng.random() < 0.5 else ("followers", "leader")
+        return {"from": ends[0], "to": ends[1], "partition": rng.randrange(shape.partitions)}
+    a, b = rng.sample(shape.brokers, 2)
+    return {"from": [a], "to": [b]}
+
+
+# ---- network -------------------------------------------------------------------------------------
+
+
+def _heal(_shape: ClusterShape) -> Step:
+    return {"op": "heal"}
+
+
+def _partition(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
+    """Isolate one node, split the cluster in halves, a bridge, a one-way cut, or the clients
+    cut from a node."""
+    shapes = ["isolate", "halves", "one-way", "clients"]
+    if len(shape.brokers) >= 3:
+        shapes.append("bridge")
+    how = rng.choice(shapes)
+    if how == "isolate":
+        step: Step = {"op": "isolate", **_target(rng, shape)}
+    elif how == "halves":
+        step = {"op": "partition", "groups": _halves(rng, shape.nodes)}
+    elif how == "bridge":
+        # The bridge talks to both sides; the sides do not talk to each other.
+        bridge, *rest = rng.sample(shape.brokers, len(shape.brokers))
+        side = rng.randint(1, len(rest) - 1)
+        step = {
+            "op": "partition",
+            "groups": [sorted([bridge, *rest[:side]]), sorted([bridge, *rest[side:]])],
+        }
+    elif how == "one-way":
+        step = {"op": "cut", **_pair(rng, shape)}
+    else:
+        step = {"op": "cut-clients", **_target(rng, shape)}
+    return {**step, "label": label} if shape.system == "kafka" else step, _heal(shape)
+
+
+def _slow(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
+    """A lossy or narrow link (no delay: that needs the kernel's netem)."""
+    ends = _pair(rng, shape)
+    if rng.random() < 0.5:
+        how: Step = {"loss_pct": float(rng.choice((10, 25, 50)))}
+    else:
+        how = {"rate_kbit": rng.choice((256, 1024, 4096))}
+    return {"op": "degrade", **ends, **how}, _heal(shape)
+
+
+def _quorum(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
+    """A broker (often the controller) cut from the control-plane quorum."""
+    target = _target(rng, shape)
+    return {"op": "cut-from-quorum", **target, "label": label}, _heal(shape)
+
+
+def _mock_rtt(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
+    return {"op": "rtt", **_target(rng, shape), "rtt_ms": rng.choice((200, 1000, 3000))}, _heal(
+        shape
+    )
+
+
+def _mock_errors(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
+    errors = rng.choice(
+        (["NOT_LEADER_FOR_PARTITION"], ["REQUEST_TIMED_OUT"], ["NOT_ENOUGH_REPLICAS"])
+    )
+    return {"op": "produce-errors", "errors": errors * rng.randint(1, 5)}, _heal(shape)
+
+
+# ---- processes -----------------------------------------------------------------------------------
+
+
+def _down_up(down: str, up: str) -> Callable[..., tuple[Step, Step | None]]:
+    def draw(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
+        fault = {"op": down, **_target(rng, shape)}
+        if shape.system == "kafka":
+            fault["label"] = label
+        return fault, {"op": up, **_again(shape, fault, label)}
+
+    return draw
+
+
+def _mock_down(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
+    # The mock's broker-up needs the broker's id, which a role resolves only at run time: its
+    # heal (everything back) brings it up.
+    return {"op": "broker-down", **_target(rng, shape)}, _heal(shape)
+
+
+def _once(op: str) -> Callable[..., tuple[Step, Step | None]]:
+    def draw(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
+        return {"op": op, **_target(rng, shape)}, None
+
+    return draw
+
+
+def _elect(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, None]:
+    # Preferred only: an unclean election an operator forces loses data by design, whatever
+    # the configuration promises.
+    return {"op": "elect", "election": "preferred", "within": 30.0}, None
+
+
+def _move_leader(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, None]:
+    return {
+        "op": "move-leader",
+        "partition": rng.randrange(shape.partitions),
+        "to": rng.randint(1, len(shape.brokers)),
+    }, None
+
+
+def _has_lazy_disks(shape: ClusterShape) -> bool:
+    return shape.lazy_disks
+
+
+def _has_quorum_apart(shape: ClusterShape) -> bool:
+    return shape.quorum_apart
+
+
+FAMILIES: dict[str, tuple[Family, ...]] = {
+    "kafka": (
+        Family("partition", "network", _partition),
+        Family("slow", "network", _slow),
+        Family("quorum", "network", _quorum, _has_quorum_apart),
+        Family("kill", "process", _down_up("kill", "start")),
+        Family("pause", "process", _down_up("pause", "resume")),
+        Family("stop", "process", _down_up("stop", "start")),
+        Family("restart", "process", _once("restart")),
+        Family("power-loss", "process", _once("power-loss"), _has_lazy_disks),
+        # A preferred election the nemesis cannot get (the preferred replica down) fails its
+        # step: asked for by name only.
+        Family("elect", "process", _elect, default=False),
+    ),
+    "rabbitmq": (
+        Family("partition", "network", _partition),
+        Family("kill", "process", _down_up("kill", "start")),
+        Family("pause", "process", _down_up("pause", "resume")),
+        Family("stop", "process", _down_up("stop", "start")),
+        Family("restart", "process", _once("restart")),
+        Family("power-loss", "process", _once("power-loss"), _has_lazy_disks),
+    ),
+    "kafka-mock": (
+        # The mock's heal ends every fault at once: one of them at a time.
+        Family("kill", "process", _mock_down),
+        Family("slow", "process", _mock_rtt),
+        Family("errors", "process", _mock_errors),
+        Family("elect", "process", _move_leader),
+    ),
+}
+
+
+def families(shape: ClusterShape, wanted: frozenset[str] | None = None) -> tuple[Family, ...]:
+    """The families a cluster of this shape can take, narrowed to `wanted` when given; a
+    wanted family the system lacks is a ValueError naming the ones it has."""
+    menu = FAMILIES[shape.system]
+    if wanted is not None:
+        known = {f.name for f in menu}
+        if unknown := sorted(wanted - known):
+            raise ValueError(
+                f"no fault family {unknown[0]!r} for {shape.system} "
+                f"(families: {', '.join(f.name for f in menu)})"
+            )
+    chosen = tuple(
+        f for f in menu if (f.name in wanted if wanted is not None else f.default) and f.fits(shape)
+    )
+    if not chosen:
+        raise ValueError(f"none of the fault families asked for fits this {shape.system} cluster")
+    return chosen

@@ -1,0 +1,120 @@
+"""`harness chaos`: runs a base scenario with generated schedules, one seed after another.
+
+Each run is an ordinary `harness run` of the generated scenario in its own process, bounded in
+time; its run directory holds the schedule (schedule.yaml), the seed in its manifest, and the
+coverage in its verdict. What a run found is one of: nothing broken (its promise held and the
+faults tested something), a violation, inconclusive (vacuous, or the drain could not confirm),
+or an error (no verdict).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.generator import ChaosOptions
+from chaos.schedule import chaos_scenario
+from harness.trial import Trial, run_once
+from systems.kafka.scenario import KafkaScenario
+from systems.registry import AnyScenario
+from systems.scenario import scenario_data, to_yaml
+
+# Past the phases' own bounds, a run's process gets this long (the checker, the reports).
+CHECK_MARGIN = 900.0
+
+
+@dataclass(frozen=True)
+class ChaosResult:
+    seed: int
+    scenario_id: str
+    trial: Trial
+
+    @property
+    def found(self) -> str:
+        """held | violation | inconclusive | error"""
+        v = self.trial.verdict
+        if v is None:
+            return "error"
+        if v["matched"]:
+            return "held"
+        return "inconclusive" if v["outcome"] == "inconclusive" else "violation"
+
+    def line(self) -> str:
+        v = self.trial.verdict
+        what = v["reason"] if v else self.trial.failure
+        where = self.trial.run_dir or "(no run directory)"
+        return f"seed {self.seed}: {self.found} ({what}) in {self.trial.seconds:.0f} s, {where}"
+
+
+def run_timeout(scenario: AnyScenario) -> float:
+    """The bound of one run's process: its phases' bounds plus the check."""
+    t = scenario.timeouts
+    drain = getattr(scenario.workload, "drain_timeout", None)
+    if drain is None:
+        drain = scenario.workload.drain.timeout  # type: ignore[union-attr]
+    return t.cluster_up + t.workload + t.recovery + drain + CHECK_MARGIN
+
+
+def run_args(scenario: AnyScenario, kafka_line: str | None) -> list[str]:
+    """`harness run`'s options that put a generated Kafka scenario on its mode and line."""
+    if not isinstance(scenario, KafkaScenario):
+        return []
+    args = ["--mode", scenario.cluster.modes[0]]
+    return args + (["--kafka", kafka_line] if kafka_line else [])
+
+
+def run_scenario(
+    scenario: AnyScenario,
+    results: Path,
+    kafka_line: str | None = None,
+    show_output: bool = False,
+) -> Trial:
+    """One run of a scenario that exists only in memory (a generated or shrunk schedule)."""
+    with tempfile.TemporaryDirectory(prefix="bj-schedule-") as tmp:
+        path = Path(tmp) / f"{scenario.id}.yaml"
+        path.write_text(to_yaml(scenario_data(scenario)))
+        return run_once(
+            path,
+            scenario.id,
+            results,
+            run_timeout(scenario),
+            run_args(scenario, kafka_line),
+            show_output,
+        )
+
+
+def chaos_runs(
+    base: AnyScenario,
+    options: ChaosOptions,
+    runs: int,
+    results: Path,
+    kafka_mode: str | None,
+    kafka_line: str | None,
+    say: Callable[[str], None],
+    show_output: bool = True,
+) -> list[ChaosResult]:
+    """`runs` runs of `base`, seeds options.seed, options.seed + 1, ..."""
+    out = []
+    for i in range(runs):
+        seed = options.seed + i
+        scenario, steps = chaos_scenario(base, _with_seed(options, seed), kafka_mode)
+        say(f"seed {seed}: {len(steps)} steps over {options.seconds:.0f} s ({scenario.id})")
+        trial = run_scenario(scenario, results, kafka_line, show_output)
+        result = ChaosResult(seed, scenario.id, trial)
+        out.append(result)
+        say(result.line())
+    return out
+
+
+def _with_seed(options: ChaosOptions, seed: int) -> ChaosOptions:
+    return ChaosOptions(**{**options.__dict__, "seed": seed})
+
+
+def tally(results: list[ChaosResult]) -> dict[str, Any]:
+    counts = {"held": 0, "violation": 0, "inconclusive": 0, "error": 0}
+    for r in results:
+        counts[r.found] += 1
+    return counts
