@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 
-.PHONY: setup test test-unit test-cluster test-scenario claims kafka-image heal lint format bench bench-lazyfs clean
+.PHONY: setup test test-unit test-cluster test-scenario claims chaos kafka-image heal lint format bench bench-lazyfs clean
 
 setup:
 	@bash scripts/setup.sh
@@ -39,6 +39,13 @@ claims:
 	$(VENV)/bin/harness claims --runs $(or $(RUNS),1) $(if $(CLAIMS),--claims $(CLAIMS)) \
 	  $(if $(MODES),--modes $(MODES)) $(if $(KAFKA),--kafka $(KAFKA)) $(if $(AGAIN),--again)
 
+# Nightly chaos: generated fault schedules over the base matrix for HOURS (default 1), each
+# violation shrunk to scenarios/found/; writes results/chaos/<date>/summary.md and junit.xml.
+# One run of one base: harness chaos chaos/kafka-safe --seed N (--dry-run prints the schedule).
+chaos:
+	$(VENV)/bin/harness nightly --hours $(or $(HOURS),1) $(if $(BASES),--bases $(BASES)) \
+	  $(if $(MINUTES),--minutes $(MINUTES))
+
 # Heal every fault and remove every cluster a killed run left behind.
 heal:
 	$(VENV)/bin/harness heal
@@ -46,7 +53,7 @@ heal:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports harness
+	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports chaos harness
 
 format:
 	$(VENV)/bin/ruff format .

@@ -1,12 +1,15 @@
-"""The command line: `harness run | check | report | heal | validate | list | claims | show`.
+"""The command line: `harness run | check | report | heal | validate | list | claims | chaos |
+shrink | nightly | show`.
 
 Bad input gets one line and exit 2; a verdict that does not match its claim exits 1.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -102,14 +105,7 @@ def run(
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
         spec = load_scenario(path)
-        if mode is not None and mode not in MODES:
-            raise ScenarioError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
-        if mode is not None and not isinstance(spec, KafkaScenario):
-            raise ScenarioError(f"--mode is for Kafka scenarios; {spec.id} is not one")
-        if kafka is not None and kafka not in KAFKA_LINES:
-            raise ScenarioError(f"--kafka must be one of {', '.join(KAFKA_LINES)}, not {kafka!r}")
-        if kafka is not None and not isinstance(spec, KafkaScenario):
-            raise ScenarioError(f"--kafka is for Kafka scenarios; {spec.id} is not one")
+        _check_kafka_options(spec, mode, kafka)
         opts = RunOptions(
             results_root=results,
             keep_cluster=keep,
@@ -301,6 +297,159 @@ def claims(
     )
     out.print(f"junit: {junit}", markup=False)
     out.print(f"index: {render_index(results, measured_file)}", markup=False)
+
+
+def _range(name: str, value: str) -> tuple[float, float]:
+    """ "5,15" -> (5.0, 15.0)"""
+    try:
+        low, high = (float(x) for x in value.split(","))
+    except ValueError:
+        raise ScenarioError(
+            f"--{name} takes LOW,HIGH in seconds, e.g. 5,15; not {value!r}"
+        ) from None
+    return low, high
+
+
+@app.command()
+def chaos(
+    base: Annotated[str, typer.Argument(help="base scenario: id, file, or chaos/<name>")],
+    seed: Annotated[int | None, typer.Option(help="first seed (default: drawn, printed)")] = None,
+    runs: Annotated[int, typer.Option(min=1, max=1000, help="runs, seeds SEED, SEED+1, ...")] = 1,
+    minutes: Annotated[float, typer.Option(min=0.5, max=60, help="traffic per run")] = 2.0,
+    faults: Annotated[
+        str | None, typer.Option(help="fault families, e.g. partition,kill,pause (default all)")
+    ] = None,
+    interval: Annotated[str, typer.Option(help="seconds between faults, LOW,HIGH")] = "5,15",
+    duration: Annotated[str, typer.Option(help="seconds a fault lasts, LOW,HIGH")] = "3,15",
+    quiet: Annotated[float, typer.Option(min=0, help="seconds without faults at the end")] = 20,
+    mode: Annotated[str | None, typer.Option(help="Kafka mode (default: the base's first)")] = None,
+    kafka: Annotated[str | None, typer.Option(help="Kafka release line: 3.9 | 4.1")] = None,
+    dry_run: Annotated[bool, typer.Option(help="print the schedule, start nothing")] = False,
+    results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+) -> None:
+    """Run BASE with generated fault schedules (seeded, replayable) and judge each run."""
+    import secrets
+
+    from chaos.generator import ChaosError, ChaosOptions
+    from chaos.schedule import chaos_scenario, steps_yaml
+    from harness.chaos import chaos_runs, tally
+
+    _setup_logging(False)
+    try:
+        spec = load_scenario(find_scenario(base, SCENARIOS_DIR))
+        _check_kafka_options(spec, mode, kafka)
+        options = ChaosOptions(
+            seed=seed if seed is not None else secrets.randbelow(1_000_000),
+            seconds=minutes * 60,
+            faults=frozenset(_csv(faults) or ()) if faults else None,
+            interval=_range("interval", interval),
+            duration=_range("duration", duration),
+            quiet=quiet,
+        )
+        scenario, steps = chaos_scenario(spec, options, mode)
+    except (ScenarioError, ChaosError) as e:
+        raise _fail(str(e)) from None
+    if dry_run:
+        where = f", mode {scenario.cluster.modes[0]}" if isinstance(scenario, KafkaScenario) else ""
+        out.print(f"# {spec.id}, seed {options.seed}{where}: {len(steps)} steps", markup=False)
+        out.print(steps_yaml(steps), markup=False, end="")
+        return
+    say = functools.partial(out.print, markup=False)
+    found = chaos_runs(spec, options, runs, results, mode, kafka, say)
+    counts = tally(found)
+    say("chaos: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if counts["violation"]:
+        raise typer.Exit(EXIT_MISMATCH)
+    if counts["error"]:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@app.command()
+def shrink(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory whose verdict is a violation")],
+    tries: Annotated[int, typer.Option(min=1, max=20, help="runs of one candidate at most")] = 3,
+    need: Annotated[int, typer.Option(min=1, max=20, help="of which must reproduce")] = 1,
+    budget_minutes: Annotated[float, typer.Option(min=1, help="stop and keep the best")] = 60,
+    results: Annotated[Path, typer.Option(help="results root for the candidates")] = DEFAULT_ROOT,
+    found: Annotated[Path, typer.Option(help="where the minimal scenario goes")] = (
+        SCENARIOS_DIR / "found"
+    ),
+) -> None:
+    """Shrink RUN_DIR's schedule to the fewest steps that still show its violation."""
+    from chaos.shrink import ShrinkOptions
+    from harness.shrink import ShrinkError, shrink_run
+
+    _setup_logging(False)
+    opts = ShrinkOptions(tries=tries, need=need, budget_s=budget_minutes * 60)
+    try:
+        opts.check()
+        say = functools.partial(out.print, markup=False)
+        result, path = shrink_run(run_dir, opts, results, found, say)
+    except (ShrinkError, ValueError) as e:
+        raise _fail(str(e)) from None
+    out.print(
+        f"shrunk {result.original_steps} steps to {len(result.minimal['nemesis'])} in "
+        f"{result.runs_spent} runs (reproduced {result.reproduced} of "
+        f"{result.runs_of_minimal}){'; budget spent' if result.budget_spent else ''}",
+        markup=False,
+    )
+    out.print(f"scenario: {path}", markup=False)
+    _write_reports(run_dir)
+
+
+@app.command()
+def nightly(
+    hours: Annotated[float, typer.Option(min=0.01, max=24, help="budget: no run starts after")] = 1,
+    minutes: Annotated[float, typer.Option(min=0.5, max=60, help="traffic per run")] = 2.0,
+    bases: Annotated[
+        str | None, typer.Option(help="bases to run, e.g. chaos/kafka-safe (default: the matrix)")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="first seed (default: from the date)")] = None,
+    shrink: Annotated[bool, typer.Option(help="shrink the violations found")] = True,
+    results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+) -> None:
+    """Generated schedules over the base matrix until the budget; summary, JUnit, index."""
+    from harness.claims import DOCS
+    from harness.nightly import MATRIX, first_seed_of, run_night, write_night
+    from reports.index import render_index
+
+    _setup_logging(False)
+    chosen = MATRIX
+    if bases:
+        wanted = _csv(bases) or set()
+        chosen = tuple(b for b in MATRIX if b.scenario in wanted)
+        if unknown := wanted - {b.scenario for b in MATRIX}:
+            raise _fail(
+                f"no base {sorted(unknown)[0]!r} in the matrix "
+                f"({', '.join(sorted({b.scenario for b in MATRIX}))})"
+            )
+    say = functools.partial(out.print, markup=False)
+    first = seed if seed is not None else first_seed_of(time.strftime("%Y-%m-%d", time.gmtime()))
+    try:
+        night = run_night(chosen, hours, minutes, first, results, SCENARIOS_DIR, say, shrink)
+    except ScenarioError as e:
+        raise _fail(str(e)) from None
+    summary, junit = write_night(night, chosen, results)
+    say(f"summary: {summary}")
+    say(f"junit: {junit}")
+    say(f"index: {render_index(results, DOCS / 'claims-results.json')}")
+    failed = [r for b, r in night.runs if r.found == "violation" and not b.unsafe]
+    if failed:
+        raise typer.Exit(EXIT_MISMATCH)
+    if all(r.found == "error" for _b, r in night.runs):
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _check_kafka_options(spec: Any, mode: str | None, kafka: str | None) -> None:
+    """--mode and --kafka: known values, and only for a Kafka scenario."""
+    if mode is not None and mode not in MODES:
+        raise ScenarioError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if mode is not None and not isinstance(spec, KafkaScenario):
+        raise ScenarioError(f"--mode is for Kafka scenarios; {spec.id} is not one")
+    if kafka is not None and kafka not in KAFKA_LINES:
+        raise ScenarioError(f"--kafka must be one of {', '.join(KAFKA_LINES)}, not {kafka!r}")
+    if kafka is not None and not isinstance(spec, KafkaScenario):
+        raise ScenarioError(f"--kafka is for Kafka scenarios; {spec.id} is not one")
 
 
 @app.command("show")

@@ -9,6 +9,7 @@ from typing import Any
 import jinja2
 
 from contract.manifest import Manifest
+from contract.rundir import SCHEDULE, RunDir
 from faults.registry import label_of
 from reports.figures import timeline_figure
 from reports.run_data import RunData
@@ -62,6 +63,16 @@ def warnings(run: RunData) -> list[str]:
         out.append("the final drain was not confirmed: unread messages may count as lost")
     if verdict.get("truncated_lines"):
         out.append(f"torn history lines: {', '.join(verdict['truncated_lines'])}")
+    coverage = verdict.get("coverage") or {}
+    if coverage.get("vacuous"):
+        out.append("vacuous: " + "; ".join(coverage.get("why_vacuous") or []))
+    if manifest.skipped_steps:
+        out.append(
+            f"{len(manifest.skipped_steps)} generated steps could not be applied: "
+            + "; ".join(
+                f"step {s['step']} ({s['op']}): {s['error']}" for s in manifest.skipped_steps
+            )
+        )
     if run.timeline is None and run.verdict is not None:
         out.append("no timeline.json: re-check the run (harness check) to draw its timeline")
     return out
@@ -122,7 +133,8 @@ def render_report(run: RunData) -> Path:
         by_step=attribution_rows(verdict, "by_step"),
         by_node=attribution_rows(verdict, "by_node"),
         steps=(run.timeline or {}).get("steps") or [],
-        fault_label=label_of,  # the fault registry's word for each step's kind
+        fault_label=label_of,
+        schedule_name=SCHEDULE,  # the fault registry's word for each step's kind
         states=(run.timeline or {}).get("partition_states") or [],
         figure_html=figure.to_html(full_html=False, include_plotlyjs=True, div_id="timeline")
         if figure
@@ -132,6 +144,9 @@ def render_report(run: RunData) -> Path:
             indent=2,
         ),
         spec_json=json.dumps(run.manifest.scenario_spec, indent=2),
+        coverage=(verdict or {}).get("coverage") or {},
+        shrink=run.shrink,
+        schedule=RunDir(run.run_dir).schedule.is_file(),
     )
     out = run.run_dir / REPORT_NAME
     out.write_text(page)

@@ -1,6 +1,7 @@
 """One run directory as the reports read it: the files the harness and the checker wrote.
 
-Only the documented outputs are read (manifest.json, verdict.json, timeline.json, ids/, logs/),
+Only the documented outputs are read (manifest.json, verdict.json, timeline.json, ids/, logs/,
+schedule.yaml and shrink.json),
 never the history itself: a report is rebuilt in a second, whatever the run's size.
 """
 
@@ -28,6 +29,7 @@ class RunData:
     verdict: dict[str, Any] | None  # None: the run ended before the checker (manifest error)
     timeline: dict[str, Any] | None  # None: checked by a checker older than timeline.json
     logs: list[str] = field(default_factory=list)  # relative paths of the broker and client logs
+    shrink: dict[str, Any] | None = None  # shrink.json: what `harness shrink` made of the run
 
     @property
     def run_start(self) -> float:
@@ -74,4 +76,5 @@ def load(run_dir: Path) -> RunData:
         verdict=_json(run.verdict, required=False),
         timeline=_json(run.timeline, required=False),
         logs=logs,
+        shrink=_json(run.shrink, required=False),
     )

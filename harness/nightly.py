@@ -1,0 +1,222 @@
+"""`harness nightly` (make chaos HOURS=H): generated schedules over a matrix of base
+configurations until the budget is spent, every violation shrunk while time allows, and
+results/chaos/<date>/summary.md + junit.xml + the results index.
+
+A base is "safe" (its configuration promises what its scenario expects: a violation is a
+failure) or "unsafe" (a configuration the claims show breaking its promise: a violation is
+expected, and its first one is shrunk to a reproducer). Each run is linked with its seed, so
+`harness chaos BASE --seed N` replays it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos.generator import ChaosOptions
+from chaos.shrink import ShrinkOptions
+from harness.chaos import ChaosResult, chaos_runs
+from harness.shrink import ShrinkError, shrink_run
+from reports.junit import Case, suite, write
+from systems.registry import find_scenario, load_scenario
+
+
+@dataclass(frozen=True)
+class Base:
+    scenario: str  # scenarios/<scenario>.yaml
+    mode: str | None = None  # Kafka mode
+    unsafe: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.scenario + (f" ({self.mode})" if self.mode else "")
+
+
+MATRIX: tuple[Base, ...] = (
+    Base("chaos/kafka-safe", "kraft"),
+    Base("chaos/kafka-acks1", "kraft", unsafe=True),
+    Base("chaos/rabbitmq-quorum"),
+    Base("chaos/rabbitmq-autoheal-mirrored", unsafe=True),
+    Base("chaos/kafka-safe", "zk"),
+    Base("chaos/kafka-safe", "kraft-dedicated"),
+)
+SHRINK_SHARE = 0.5  # a shrink may take at most this share of what is left of the budget
+SHRINK_RUN_SECONDS = 180.0  # below this much left, no shrink starts
+
+
+@dataclass
+class Night:
+    date: str
+    runs: list[tuple[Base, ChaosResult]] = field(default_factory=list)
+    shrinks: list[dict[str, Any]] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+
+def run_night(
+    bases: tuple[Base, ...],
+    hours: float,
+    minutes: float,
+    first_seed: int,
+    results: Path,
+    scenarios_dir: Path,
+    say: Callable[[str], None],
+    shrink: bool = True,
+) -> Night:
+    """Runs the bases in turn, one generated schedule each, until `hours` are spent."""
+    deadline = time.monotonic() + hours * 3600
+    night = Night(time.strftime("%Y-%m-%d", time.gmtime()))
+    loaded = {b.scenario: load_scenario(find_scenario(b.scenario, scenarios_dir)) for b in bases}
+    shrunk: set[str] = set()
+    seed, turn, last_run = first_seed, 0, 0.0
+    while time.monotonic() + last_run < deadline or not night.runs:
+        base = bases[turn % len(bases)]
+        turn += 1
+        options = ChaosOptions(seed=seed, seconds=minutes * 60)
+        seed += 1
+        (result,) = chaos_runs(
+            loaded[base.scenario], options, 1, results, base.mode, None, say, show_output=False
+        )
+        last_run = result.trial.seconds
+        night.runs.append((base, result))
+        wanted = result.found == "violation" and (not base.unsafe or base.key not in shrunk)
+        if shrink and wanted and result.trial.run_dir is not None:
+            left = deadline - time.monotonic()
+            if left >= SHRINK_RUN_SECONDS:
+                shrunk.add(base.key)
+                night.shrinks.append(
+                    _shrink(result, left * SHRINK_SHARE, results, scenarios_dir, say)
+                )
+        if result.found == "error" and len(night.runs) >= 2 and night.runs[-2][1].found == "error":
+            say("two runs in a row ended without a verdict: the night stops here")
+            break
+    return night
+
+
+def _shrink(
+    result: ChaosResult,
+    budget_s: float,
+    results: Path,
+    scenarios_dir: Path,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    assert result.trial.run_dir is not None
+    opts = ShrinkOptions(tries=2, need=1, budget_s=budget_s)
+    try:
+        shrunk, found = shrink_run(
+            result.trial.run_dir, opts, results, scenarios_dir / "found", say
+        )
+    except ShrinkError as e:
+        return {"run": str(result.trial.run_dir), "error": str(e)}
+    return {
+        "run": str(result.trial.run_dir),
+        "seed": result.seed,
+        "found": str(found),
+        "original_steps": shrunk.original_steps,
+        "minimal_steps": len(shrunk.minimal["nemesis"]),
+        "runs_spent": shrunk.runs_spent,
+        "reproduced": f"{shrunk.reproduced}/{shrunk.runs_of_minimal}",
+    }
+
+
+# ---- what the night shows ---------------------------------------------------------------------
+
+
+def case_of(base: Base, r: ChaosResult) -> Case:
+    name = f"{base.key} seed {r.seed}"
+    classname = f"chaos.{base.scenario.replace('/', '.')}"
+    v, seconds = r.trial.verdict, r.trial.seconds
+    where = f"{r.trial.run_dir}"
+    if r.found == "error":
+        return Case(classname, name, seconds, error=f"{r.trial.failure}\n{where}")
+    if r.found == "inconclusive":
+        return Case(classname, name, seconds, skipped=f"inconclusive: {v and v['reason']}")
+    if r.found == "violation" and not base.unsafe:
+        return Case(classname, name, seconds, failure=f"{v and v['reason']}\n{where}")
+    return Case(classname, name, seconds, output=f"{r.found}: {v and v['reason']}\n{where}")
+
+
+def summary_markdown(night: Night, bases: tuple[Base, ...]) -> str:
+    lines = [
+        f"# Nightly chaos, {night.date}",
+        "",
+        f"{len(night.runs)} runs in {(time.monotonic() - night.started) / 60:.0f} min. "
+        "Replay any run with `harness chaos BASE --seed N` "
+        "(or `harness run RUN_DIR/schedule.yaml`).",
+        "",
+        "| base | promise | runs | held | violations | inconclusive | errors |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for base in bases:
+        mine = [r for b, r in night.runs if b == base]
+        if not mine:
+            continue
+        found = Counter(r.found for r in mine)
+        promise = "unsafe (violations expected)" if base.unsafe else "safe"
+        lines.append(
+            f"| {base.key} | {promise} | {len(mine)} | {found['held']} | {found['violation']} "
+            f"| {found['inconclusive']} | {found['error']} |"
+        )
+    lines += ["", "## Coverage: situations the faults reached, in how many runs", ""]
+    lines += _coverage_table(night, bases)
+    lines += ["", "## Runs", "", "| base | seed | found | why | run |", "|---|---|---|---|---|"]
+    for base, r in night.runs:
+        why = (r.trial.verdict or {}).get("reason") or r.trial.failure or ""
+        lines.append(
+            f"| {base.key} | {r.seed} | {r.found} | {why.replace('|', '/')} | {r.trial.run_dir} |"
+        )
+    if night.shrinks:
+        lines += [
+            "",
+            "## Shrinks",
+            "",
+            "| run | steps before | after | runs spent | reproduced | scenario |",
+        ]
+        lines.append("|---|---|---|---|---|---|")
+        for s in night.shrinks:
+            if "error" in s:
+                lines.append(f"| {s['run']} | - | - | - | - | {s['error']} |")
+                continue
+            lines.append(
+                f"| {s['run']} | {s['original_steps']} | {s['minimal_steps']} | "
+                f"{s['runs_spent']} | {s['reproduced']} | {s['found']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _coverage_table(night: Night, bases: tuple[Base, ...]) -> list[str]:
+    per_base: dict[str, Counter[str]] = {}
+    for base, r in night.runs:
+        coverage = (r.trial.verdict or {}).get("coverage") or {}
+        seen = per_base.setdefault(base.key, Counter())
+        seen.update(k for k, n in (coverage.get("situations") or {}).items() if n)
+        seen["(runs with traffic inside faults)"] += bool(coverage.get("acked_in_faults"))
+        seen["(vacuous runs)"] += bool(coverage.get("vacuous"))
+    names = sorted({k for c in per_base.values() for k in c})
+    if not names:
+        return ["no run reached the checker"]
+    keys = [b.key for b in bases if b.key in per_base]
+    out = ["| situation | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
+    for name in names:
+        out.append(f"| {name} | " + " | ".join(str(per_base[k][name]) for k in keys) + " |")
+    return out
+
+
+def write_night(night: Night, bases: tuple[Base, ...], results: Path) -> tuple[Path, Path]:
+    out = results / "chaos" / night.date
+    out.mkdir(parents=True, exist_ok=True)
+    summary = out / "summary.md"
+    summary.write_text(summary_markdown(night, bases))
+    junit = write(
+        suite([case_of(b, r) for b, r in night.runs], "brokerjepsen-chaos"), out / "junit.xml"
+    )
+    return summary, junit
+
+
+def first_seed_of(date: str) -> int:
+    """A night's seeds start from its date (20261124 -> 20261124000): two nights never draw
+    the same schedules, and a seed says which night drew it."""
+    return int(date.replace("-", "")) * 1000

@@ -1,0 +1,178 @@
+"""The shrinker against fake runners: it finds a planted minimal cause, never grows a schedule,
+honours tries/need, and stops at its budget with the best schedule so far."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chaos.generator import ChaosOptions, draw_schedule
+from chaos.menu import ClusterShape
+from chaos.shrink import Data, Shrinker, ShrinkOptions, fault_units
+
+KAFKA = ClusterShape(
+    "kafka", ("kafka1", "kafka2", "kafka3"), ("kafka1", "kafka2", "kafka3"), partitions=1
+)
+
+
+def scenario(steps: list[dict[str, Any]]) -> Data:
+    return {
+        "id": "planted",
+        "expect": "safe",
+        "cluster": {"system": "kafka"},
+        "workload": {"producers": [{"id": "P1", "count": 60_000, "rate": 500}]},
+        "nemesis": steps,
+    }
+
+
+PLANTED = [
+    {"at": 10.0, "op": "degrade", "from": "followers", "to": "leader", "loss_pct": 25.0},
+    {"at": 20.0, "op": "heal"},
+    {"at": 31.0, "op": "kill", "target": "leader", "label": "f2"},
+    {"at": 45.0, "op": "start", "target": "@f2"},
+    {"at": 50.0, "op": "pause", "target": "followers", "label": "f3"},
+    {"at": 58.0, "op": "resume", "target": "@f3"},
+    {"at": 60.0, "op": "cut-clients", "target": "leader", "label": "f4"},
+    {"at": 70.0, "op": "heal"},
+]
+
+
+def loses_when_the_leader_is_killed(data: Data) -> bool:
+    """The planted cause: a kill of the leader, whatever else happens."""
+    return any(s["op"] == "kill" and s.get("target") == "leader" for s in data["nemesis"])
+
+
+ONCE = ShrinkOptions(tries=1)
+
+
+def shrinker(attempt: Any, opts: ShrinkOptions = ONCE, **kw: Any) -> Shrinker:
+    return Shrinker(attempt, lambda _d: True, opts, **kw)
+
+
+def test_the_planted_cause_is_all_that_is_left() -> None:
+    result = shrinker(loses_when_the_leader_is_killed).shrink(scenario(PLANTED), set(), (1, 1))
+    steps = result.minimal["nemesis"]
+    assert [s["op"] for s in steps] == ["kill", "start"]
+    assert steps[0]["at"] == 5.0  # moved earlier
+    assert steps[1]["at"] - steps[0]["at"] < 14.0  # window halved
+    # the load cut to the schedule: 20 s after its last step at 500/s
+    assert result.minimal["workload"]["producers"][0]["count"] == 500 * (steps[1]["at"] + 20)
+    assert result.original_steps == 8 and result.reproduced == 1
+
+
+def test_the_steps_the_anomalies_were_tied_to_are_tried_alone_first() -> None:
+    tried: list[int] = []
+
+    def attempt(data: Data) -> bool:
+        tried.append(len(data["nemesis"]))
+        return loses_when_the_leader_is_killed(data)
+
+    shrinker(attempt).shrink(scenario(PLANTED), {2}, (1, 1))
+    assert tried[0] == 2  # the kill and its start, nothing else
+
+
+def test_a_step_whose_heal_it_needs_is_never_left_without_it() -> None:
+    assert fault_units(PLANTED) == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    rabbit = [
+        {"at": 5, "op": "kill", "nodes": ["rabbit1"]},
+        {"at": 6, "op": "partition", "groups": [["rabbit1"], ["rabbit2", "rabbit3"]]},
+        {"at": 8, "op": "start", "nodes": ["rabbit1"]},
+        {"at": 9, "op": "heal"},
+        {"at": 12, "op": "restart", "nodes": ["rabbit2"]},
+    ]
+    assert fault_units(rabbit) == [[0, 2], [1, 3], [4]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), planted=st.integers(0, 1000))
+def test_a_shrink_never_grows_a_schedule(seed: int, planted: int) -> None:
+    steps = draw_schedule(KAFKA, ChaosOptions(seed=seed, seconds=200))
+    cause = steps[planted % len(steps)]
+
+    def attempt(data: Data) -> bool:
+        return any(s["op"] == cause["op"] for s in data["nemesis"])
+
+    seen: list[int] = []
+
+    def counting(data: Data) -> bool:
+        seen.append(len(data["nemesis"]))
+        return attempt(data)
+
+    original = scenario(copy.deepcopy(steps))
+    result = shrinker(counting).shrink(original, set(), (1, 1))
+    assert len(result.minimal["nemesis"]) <= len(steps)
+    assert all(n <= len(steps) for n in seen)
+    assert any(s["op"] == cause["op"] for s in result.minimal["nemesis"])
+    assert original["nemesis"] == steps  # the original is left as it was
+
+
+def test_a_candidate_counts_when_need_of_tries_reproduce() -> None:
+    """A flaky cause (two runs in three of a schedule with the kill lose): with need 2 of 3
+    every candidate with the kill is kept, having cost at most three runs."""
+    flips = itertools.cycle([True, True, False])
+
+    def flaky(data: Data) -> bool:
+        return loses_when_the_leader_is_killed(data) and next(flips)
+
+    s = shrinker(flaky, ShrinkOptions(tries=3, need=2))
+    result = s.shrink(scenario(PLANTED), set(), (1, 1))
+    assert [x["op"] for x in result.minimal["nemesis"]] == ["kill", "start"]
+    assert all(c.runs <= 3 for c in result.candidates)
+    assert all(c.kept == (c.reproduced >= 2) for c in result.candidates)
+    # a candidate that cannot reach `need` any more stops early
+    assert all(c.runs - c.reproduced <= 2 for c in result.candidates)
+
+
+def test_a_failed_run_does_not_count_as_reproducing() -> None:
+    result = shrinker(lambda _d: None).shrink(scenario(PLANTED), set(), (1, 1))
+    assert result.minimal["nemesis"] == PLANTED
+    assert not any(c.kept for c in result.candidates)
+
+
+def test_the_budget_stops_the_shrink_with_the_best_schedule_so_far() -> None:
+    now = [0.0]
+
+    def slow(data: Data) -> bool:
+        now[0] += 100.0  # each run costs 100 s of a 250 s budget
+        return loses_when_the_leader_is_killed(data)
+
+    s = shrinker(slow, ShrinkOptions(tries=1, budget_s=250), clock=lambda: now[0])
+    result = s.shrink(scenario(PLANTED), set(), (1, 1))
+    assert result.budget_spent and result.runs_spent == 3
+    assert 2 <= len(result.minimal["nemesis"]) < len(PLANTED)
+
+
+def test_a_candidate_the_schema_refuses_is_never_run() -> None:
+    ran: list[Data] = []
+
+    def attempt(data: Data) -> bool:
+        ran.append(data)
+        return True
+
+    Shrinker(attempt, lambda d: len(d["nemesis"]) >= 4, ShrinkOptions(tries=1)).shrink(
+        scenario(PLANTED), set(), (1, 1)
+    )
+    assert all(len(d["nemesis"]) >= 4 for d in ran)
+
+
+@pytest.mark.parametrize(("tries", "need"), [(1, 2), (3, 0)])
+def test_need_must_fit_tries(tries: int, need: int) -> None:
+    with pytest.raises(ValueError, match="--need"):
+        ShrinkOptions(tries=tries, need=need).check()
+
+
+def test_a_candidate_that_did_not_reproduce_is_never_run_again() -> None:
+    ran: list[str] = []
+
+    def attempt(data: Data) -> bool:
+        ran.append(json.dumps(data, sort_keys=True))
+        return loses_when_the_leader_is_killed(data)
+
+    shrinker(attempt).shrink(scenario(PLANTED), set(), (1, 1))
+    assert len(ran) == len(set(ran))
