@@ -60,7 +60,9 @@ class ShrinkResult:
     minimal: Data
     original_steps: int
     runs_spent: int
-    reproduced: int  # of the minimal schedule's own runs (the original's when nothing shrank)
+    # of the minimal schedule's own runs, topped up to `tries` (the original's when nothing
+    # shrank: the run being shrunk counts as one)
+    reproduced: int
     runs_of_minimal: int
     candidates: list[Candidate] = field(default_factory=list)
     budget_spent: bool = False
@@ -111,6 +113,7 @@ class Shrinker:
                     # A kept candidate changes what comes next: the list starts again from it.
                     current, got, improved = candidate, outcome, True
                     break
+        got = self._confirm(current, got)
         return ShrinkResult(
             minimal=current,
             original_steps=len(original["nemesis"]),
@@ -120,6 +123,17 @@ class Shrinker:
             candidates=self.candidates,
             budget_spent=self.spent(),
         )
+
+    def _confirm(self, minimal: Data, got: tuple[int, int]) -> tuple[int, int]:
+        """The minimal schedule run until it has had `tries` runs (budget allowing): how often
+        it reproduces, not just that it did once."""
+        reproduced, runs = got
+        while runs < self.opts.tries and not self.spent():
+            runs += 1
+            self.runs += 1
+            reproduced += bool(self.attempt(minimal))
+        self.say(f"the minimal schedule reproduced in {reproduced} of {runs} runs")
+        return reproduced, runs
 
     def spent(self) -> bool:
         return self.clock() >= self.deadline

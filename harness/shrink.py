@@ -84,6 +84,13 @@ def spec_to_shrink(manifest: Manifest) -> Data:
     return data
 
 
+def plain(data: Data) -> Data:
+    """The scenario with only what differs from the schema's defaults: what a person writes."""
+    scenario = parse_scenario(to_yaml(data), "<minimal>")
+    out: Data = scenario.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    return out
+
+
 def valid(data: Data) -> bool:
     try:
         parse_scenario(to_yaml(data), "<candidate>")
@@ -126,7 +133,7 @@ def write_found(
 ) -> Path:
     """scenarios/found/<scenario>-min.yaml: the minimal schedule, expecting what it shows."""
     original = manifest.scenario_spec
-    data = json.loads(json.dumps(result.minimal))
+    data = plain(result.minimal)
     data["id"] = f"{original['id']}-min"
     data["expect"] = EXPECT_OF.get(outcome, data.get("expect"))
     data["description"] = (
@@ -138,7 +145,7 @@ def write_found(
     generated["shrunk_from"] = {
         "run": str(run_dir),
         "outcome": outcome,
-        "original_steps": original.get("nemesis", []),
+        "original_steps": plain(original)["nemesis"],
         "reproduced": result.reproduced,
         "runs": result.runs_of_minimal,
         "runs_spent": result.runs_spent,
@@ -163,7 +170,7 @@ def shrink_record(result: ShrinkResult, found: Path) -> dict[str, Any]:
         "found": str(found),
         "original_steps": result.original_steps,
         "minimal_steps": len(result.minimal["nemesis"]),
-        "minimal": result.minimal["nemesis"],
+        "minimal": plain(result.minimal)["nemesis"],
         "runs_spent": result.runs_spent,
         "reproduced": result.reproduced,
         "runs_of_minimal": result.runs_of_minimal,

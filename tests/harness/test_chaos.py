@@ -55,6 +55,8 @@ def test_a_dry_run_draws_the_same_schedule_for_the_same_seed() -> None:
         (["chaos", "chaos/rabbitmq-quorum", "--mode", "zk", "--dry-run"], "--mode is for Kafka"),
         (["chaos", "no-such-base", "--dry-run"], "no scenario"),
         (["nightly", "--bases", "chaos/none"], "no base"),
+        (["shrink", "/nonexistent-run"], "no manifest"),
+        (["shrink", "scenarios", "--tries", "1", "--need", "2"], "--need must be"),
     ],
 )
 def test_bad_chaos_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
