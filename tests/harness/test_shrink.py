@@ -97,3 +97,13 @@ def test_a_directory_without_a_verdict_is_refused(tmp_path: Path) -> None:
     (run / "verdict.json").unlink()
     with pytest.raises(ShrinkError, match="no readable verdict.json"):
         shrink_run(run, ShrinkOptions(), tmp_path, tmp_path, print)
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "scenarios" / "found").glob("*.yaml")), ids=lambda p: p.stem
+)
+def test_every_found_scenario_is_valid_and_says_where_it_came_from(path: Path) -> None:
+    scenario = load_scenario(path)
+    assert scenario.id == path.stem
+    assert scenario.generated is not None and scenario.generated.shrunk_from is not None
+    assert scenario.generated.shrunk_from["original_steps"]
