@@ -123,7 +123,9 @@ def _partition(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Ste
         step = {"op": "cut", **_pair(rng, shape)}
     else:
         step = {"op": "cut-clients", **_target(rng, shape)}
-    return {**step, "label": label} if shape.system == "kafka" else step, _heal(shape)
+    # A label names what a role resolved to; a step aimed by node names needs none.
+    labelled = shape.system == "kafka" and isinstance(step.get("target"), str)
+    return {**step, "label": label} if labelled else step, _heal(shape)
 
 
 def _slow(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
