@@ -6,7 +6,7 @@
 #                                         from the broker and tool jars on Maven Central
 #                                         (kafka-maven/pom.xml pins the versions);
 #                                         and, when a release tarball is supplied (KAFKA_TARBALL,
-#                                         compose/images/kafka-dist/ or ../shared/kafka/), from it.
+#                                         or compose/images/kafka-dist/), from it.
 #
 # Idempotent: an image that exists is kept unless FORCE=1. Maven's local repository (~/.m2) keeps
 # the jars, so a rebuild downloads nothing. Where Maven is missing or cannot reach its registry,
@@ -122,12 +122,10 @@ DOCKERFILE
 
 for line in $LINES; do from_maven "$line"; done
 
-# A release tarball, where the user supplies one: the drop folder, then ../shared/kafka/.
+# A release tarball, where the user supplies one: KAFKA_TARBALL, else the drop folder.
 tarball=${KAFKA_TARBALL:-}
-shared=$(cd "$here/../../.." && pwd)/shared/kafka
 if [[ -z "$tarball" ]]; then
-  tarball=$(ls -1 "$here"/kafka-dist/kafka_*.tgz "$here"/kafka-dist/kafka_*.tar.gz \
-              "$shared"/kafka_*.tgz "$shared"/kafka_*.tar.gz 2>/dev/null \
+  tarball=$(ls -1 "$here"/kafka-dist/kafka_*.tgz "$here"/kafka-dist/kafka_*.tar.gz 2>/dev/null \
               | sort -V | tail -n1 || true)
 fi
 if [[ -n "$tarball" ]]; then from_tarball "$tarball"; fi
