@@ -96,7 +96,9 @@ def _pair(rng: random.Random, shape: ClusterShape) -> Step:
 # ---- network -------------------------------------------------------------------------------------
 
 
-def _heal(_shape: ClusterShape) -> Step:
+def _heal() -> Step:
+    """Every network fault of a generated schedule ends with a heal of everything: only one
+    is in effect at a time."""
     return {"op": "heal"}
 
 
@@ -125,7 +127,7 @@ def _partition(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Ste
         step = {"op": "cut-clients", **_target(rng, shape)}
     # A label names what a role resolved to; a step aimed by node names needs none.
     labelled = shape.system == "kafka" and isinstance(step.get("target"), str)
-    return {**step, "label": label} if labelled else step, _heal(shape)
+    return {**step, "label": label} if labelled else step, _heal()
 
 
 def _slow(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
@@ -135,26 +137,24 @@ def _slow(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, St
         how: Step = {"loss_pct": float(rng.choice((10, 25, 50)))}
     else:
         how = {"rate_kbit": rng.choice((256, 1024, 4096))}
-    return {"op": "degrade", **ends, **how}, _heal(shape)
+    return {"op": "degrade", **ends, **how}, _heal()
 
 
 def _quorum(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
     """A broker (often the controller) cut from the control-plane quorum."""
     target = _target(rng, shape)
-    return {"op": "cut-from-quorum", **target, "label": label}, _heal(shape)
+    return {"op": "cut-from-quorum", **target, "label": label}, _heal()
 
 
 def _mock_rtt(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
-    return {"op": "rtt", **_target(rng, shape), "rtt_ms": rng.choice((200, 1000, 3000))}, _heal(
-        shape
-    )
+    return {"op": "rtt", **_target(rng, shape), "rtt_ms": rng.choice((200, 1000, 3000))}, _heal()
 
 
 def _mock_errors(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
     errors = rng.choice(
         (["NOT_LEADER_FOR_PARTITION"], ["REQUEST_TIMED_OUT"], ["NOT_ENOUGH_REPLICAS"])
     )
-    return {"op": "produce-errors", "errors": errors * rng.randint(1, 5)}, _heal(shape)
+    return {"op": "produce-errors", "errors": errors * rng.randint(1, 5)}, _heal()
 
 
 # ---- processes -----------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def _down_up(down: str, up: str) -> Callable[..., tuple[Step, Step | None]]:
 def _mock_down(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
     # The mock's broker-up needs the broker's id, which a role resolves only at run time: its
     # heal (everything back) brings it up.
-    return {"op": "broker-down", **_target(rng, shape)}, _heal(shape)
+    return {"op": "broker-down", **_target(rng, shape)}, _heal()
 
 
 def _once(op: str) -> Callable[..., tuple[Step, Step | None]]:

@@ -201,7 +201,7 @@ def _fault_steps(
             "f": e["f"],
             "nodes": sorted(touched),
             "roles": roles,
-            "held_role": _held(roles, resolved.get("nodes") or {}, resolved, watch),
+            "held_role": _held(resolved, watch),
             "leaders_hit": hit,
         }
         rows.append(row)
@@ -210,11 +210,11 @@ def _fault_steps(
     return rows
 
 
-def _held(
-    roles: dict[str, str], nodes: dict[str, list[str]], resolved: dict[str, Any], watch: _Watch
-) -> bool | None:
-    """Whether the nodes a role resolved to held it by the partition watch's view at that
-    moment (None when the watch cannot say: no partition role, or no watch)."""
+def _held(resolved: dict[str, Any], watch: _Watch) -> bool | None:
+    """Whether the nodes each role of a resolve event named held it by the partition watch's
+    view at that moment (None when the watch cannot say: no partition role, or no watch)."""
+    roles: dict[str, str] = resolved.get("roles") or {}
+    nodes: dict[str, list[str]] = resolved.get("nodes") or {}
     partition = resolved.get("partition", 0)
     leader, isr = watch.leader.get(partition), watch.isr.get(partition)
     answers = []

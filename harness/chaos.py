@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,17 +100,13 @@ def chaos_runs(
     out = []
     for i in range(runs):
         seed = options.seed + i
-        scenario, steps = chaos_scenario(base, _with_seed(options, seed), kafka_mode)
+        scenario, steps = chaos_scenario(base, replace(options, seed=seed), kafka_mode)
         say(f"seed {seed}: {len(steps)} steps over {options.seconds:.0f} s ({scenario.id})")
         trial = run_scenario(scenario, results, kafka_line, show_output)
         result = ChaosResult(seed, scenario.id, trial)
         out.append(result)
         say(result.line())
     return out
-
-
-def _with_seed(options: ChaosOptions, seed: int) -> ChaosOptions:
-    return ChaosOptions(**{**options.__dict__, "seed": seed})
 
 
 def tally(results: list[ChaosResult]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ when its verdict's outcome is the original's (loss, anomalies, ...).
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable
@@ -77,7 +78,7 @@ def hot_steps(steps: list[Data], skipped: list[dict[str, Any]], attribution: dic
 def spec_to_shrink(manifest: Manifest) -> Data:
     """The run's scenario as a file would hold it, in the run's own Kafka mode, with an id of its
     own so the candidates' runs do not mix with the original's."""
-    data: Data = json.loads(json.dumps(manifest.scenario_spec))
+    data: Data = copy.deepcopy(manifest.scenario_spec)
     data["id"] = f"{data['id']}-shrink"
     if manifest.kafka_mode and data.get("cluster", {}).get("system") == "kafka":
         data["cluster"]["modes"] = [manifest.kafka_mode]
