@@ -24,13 +24,18 @@ from contract.expectations import known_expectation
 from contract.rundir import DEFAULT_ROOT, RunDir
 from harness.progress import STATUS_CONSOLE
 from nemesis.containers import NemesisError
-from systems.kafka.config import KAFKA_LINES, MODES
+from systems.kafka.cluster import ensure_kafka_release
+from systems.kafka.config import DEFAULT_KAFKA_LINE, KAFKA_LINES, MODES
+from systems.kafka.releases import check_spec
 from systems.kafka.scenario import KafkaScenario
 from systems.registry import find_scenario, load_scenario
 from systems.scenario import ScenarioError
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 EXIT_MATCHED, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
+KAFKA_HELP = (
+    "Kafka release line or release from 3.7 on: 3.9, 4.1, 4.4, 4.3.1, ... (built on first use)"
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 err = STATUS_CONSOLE
@@ -89,9 +94,7 @@ def run(
         str | None,
         typer.Option(help="Kafka: zk | kraft | kraft-dedicated (default: the scenario's first)"),
     ] = None,
-    kafka: Annotated[
-        str | None, typer.Option(help="Kafka release line: 3.9 | 4.1 (default 3.9)")
-    ] = None,
+    kafka: Annotated[str | None, typer.Option(help=KAFKA_HELP + " (default 3.9)")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = True,
 ) -> None:
     """Run one scenario end to end and print its verdict."""
@@ -264,7 +267,7 @@ def claims(
 
     wanted_lines = _csv(kafka)
     if wanted_lines and not wanted_lines <= set(KAFKA_LINES):
-        raise _fail(f"--kafka takes {', '.join(KAFKA_LINES)}, not {kafka!r}")
+        raise _fail(f"the claims matrix covers Kafka {', '.join(KAFKA_LINES)}, not {kafka!r}")
     wanted_modes = _csv(modes)
     if wanted_modes and not wanted_modes <= {*MODES, "rabbitmq"}:
         raise _fail(f"--modes takes {', '.join(MODES)} or rabbitmq, not {modes!r}")
@@ -323,7 +326,7 @@ def chaos(
     duration: Annotated[str, typer.Option(help="seconds a fault lasts, LOW,HIGH")] = "3,15",
     quiet: Annotated[float, typer.Option(min=0, help="seconds without faults at the end")] = 20,
     mode: Annotated[str | None, typer.Option(help="Kafka mode (default: the base's first)")] = None,
-    kafka: Annotated[str | None, typer.Option(help="Kafka release line: 3.9 | 4.1")] = None,
+    kafka: Annotated[str | None, typer.Option(help=KAFKA_HELP)] = None,
     dry_run: Annotated[bool, typer.Option(help="print the schedule, start nothing")] = False,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
 ) -> None:
@@ -337,7 +340,7 @@ def chaos(
     _setup_logging(False)
     try:
         spec = load_scenario(find_scenario(base, SCENARIOS_DIR))
-        _check_kafka_options(spec, mode, kafka)
+        _check_kafka_options(spec, mode, kafka, build=not dry_run)
         options = ChaosOptions(
             seed=seed if seed is not None else secrets.randbelow(1_000_000),
             seconds=minutes * 60,
@@ -440,16 +443,24 @@ def nightly(
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _check_kafka_options(spec: Any, mode: str | None, kafka: str | None) -> None:
-    """--mode and --kafka: known values, and only for a Kafka scenario."""
+def _check_kafka_options(
+    spec: Any, mode: str | None, kafka: str | None, build: bool = True
+) -> None:
+    """--mode and --kafka: known values, and only for a Kafka scenario; with `build`, the
+    release's image is built from Maven Central when none is present."""
     if mode is not None and mode not in MODES:
         raise ScenarioError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
     if mode is not None and not isinstance(spec, KafkaScenario):
         raise ScenarioError(f"--mode is for Kafka scenarios; {spec.id} is not one")
-    if kafka is not None and kafka not in KAFKA_LINES:
-        raise ScenarioError(f"--kafka must be one of {', '.join(KAFKA_LINES)}, not {kafka!r}")
+    if kafka is not None:
+        check_spec(kafka)
     if kafka is not None and not isinstance(spec, KafkaScenario):
         raise ScenarioError(f"--kafka is for Kafka scenarios; {spec.id} is not one")
+    if build and isinstance(spec, KafkaScenario) and spec.cluster.image is None:
+        try:
+            ensure_kafka_release(kafka or DEFAULT_KAFKA_LINE, docker.from_env())
+        except docker.errors.DockerException as e:
+            raise ScenarioError(f"cannot use the Docker engine: {e}") from None
 
 
 @app.command("show")

@@ -7,18 +7,22 @@
 set -euo pipefail
 base=/opt/kafka
 tool=$(basename "$0" .sh)
-case "$tool" in
-  kafka-server-start)     class=kafka.Kafka ;;
-  kafka-storage)          class=kafka.tools.StorageTool ;;
-  kafka-topics)           class=org.apache.kafka.tools.TopicCommand ;;
-  kafka-metadata-quorum)  class=org.apache.kafka.tools.MetadataQuorumCommand ;;
-  kafka-leader-election)  class=org.apache.kafka.tools.LeaderElectionCommand ;;
-  kafka-consumer-groups)  class=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
-  kafka-features)         class=org.apache.kafka.tools.FeatureCommand ;;
-  kafka-get-offsets)      class=org.apache.kafka.tools.GetOffsetShell ;;
-  kafka-run-class)        class=$1; shift ;;
-  *) echo "kafka-launcher: no tool named $tool" >&2; exit 127 ;;
-esac
+# tool-classes, written when the image was built: "tool classpath class" for every tool whose
+# class the release's jars hold (classes moved from core to tools between releases).
+if [ "$tool" = kafka-run-class ]; then
+  classpath=libs class=$1
+  shift
+elif ! read -r _ classpath class < <(grep "^$tool " "$base/bin/tool-classes"); then
+  echo "kafka-launcher: no tool named $tool in this image" >&2
+  exit 127
+fi
+# An image whose release had no kafka-tools on Maven Central runs the tools on an earlier
+# release's jars; otherwise tools-libs is empty and they run on the broker's.
+if [ "$classpath" = tools ] && [ -n "$(ls -A "$base/tools-libs")" ]; then
+  jars="$base/tools-libs/*"
+else
+  jars="$base/libs/*"
+fi
 
 if [ "$tool" = kafka-server-start ]; then
   heap=${KAFKA_HEAP_OPTS:--Xms512m -Xmx512m}
@@ -38,4 +42,4 @@ performance=${KAFKA_JVM_PERFORMANCE_OPTS:--server -XX:+UseG1GC -XX:MaxGCPauseMil
 -Djava.awt.headless=true}
 # shellcheck disable=SC2086
 exec java $heap $performance ${KAFKA_LOG4J_OPTS:-$logging} -Dkafka.logs.dir=/var/log/kafka \
-  ${KAFKA_OPTS:-} -cp "$base/libs/*" "$class" "$@"
+  ${KAFKA_OPTS:-} -cp "$jars" "$class" "$@"

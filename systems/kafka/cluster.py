@@ -38,6 +38,7 @@ from systems.kafka.config import (
     supports_mode,
     version_tuple,
 )
+from systems.kafka.releases import build_image, maven_releases, resolve
 
 INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 19092, 2181
 DATA_DIR = "/var/lib/kafka/data"
@@ -51,7 +52,8 @@ OFFICIAL_KAFKA = {
 }
 OFFICIAL_ZOOKEEPER = ("confluentinc/cp-zookeeper",)
 HOW_TO_GET_KAFKA = (
-    "run make setup (builds brokerjepsen/kafka 3.9 and 4.1 from Maven Central), or supply a "
+    "run make setup (builds brokerjepsen/kafka 3.9.2, 4.1.2 and 4.4.0 from Maven Central; "
+    "--kafka X.Y[.Z] builds any other release from 3.7 on), or supply a "
     "release tarball (KAFKA_TARBALL=/path/kafka_2.13-3.9.2.tgz make kafka-image), or docker pull "
     "apache/kafka (KRaft) / confluentinc/cp-kafka + cp-zookeeper (ZooKeeper mode)"
 )
@@ -237,6 +239,30 @@ def choose_kafka_image(
         raise KafkaUnavailable(f"no {which} that runs mode {mode}: {HOW_TO_GET_KAFKA}")
     # Local builds first (they carry iptables and our entrypoint), then the newest version.
     return max(candidates, key=lambda c: (c[1], c[0]))[2]
+
+
+def local_kafka_releases(client: docker.DockerClient) -> list[str]:
+    """The Kafka releases of the local and official images present."""
+    found: set[str] = set()
+    for image in client.images.list():
+        repos = {t.rpartition(":")[0] for t in image.tags}
+        if repos & {LOCAL_KAFKA_REPO, *OFFICIAL_KAFKA["zk"], *OFFICIAL_KAFKA["kraft"]}:
+            if version := kafka_version_of_image(image):
+                found.add(version)
+    return sorted(found, key=version_tuple)
+
+
+def ensure_kafka_release(
+    spec: str, client: docker.DockerClient, progress: bool | None = None
+) -> str:
+    """The release a line or release means, its image built from Maven Central first when no
+    image present carries it."""
+    local = local_kafka_releases(client)
+    maven = None if any(on_line(v, spec) for v in local) else maven_releases()
+    release = resolve(spec, local, maven)
+    if release not in local:
+        build_image(release, progress)
+    return release
 
 
 def choose_zookeeper_image(requested: str | None, client: docker.DockerClient) -> str:

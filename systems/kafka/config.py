@@ -14,13 +14,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from compose.releases import line_of, on_spec, setup_releases
 from systems.scenario import Strict
 
 Mode = Literal["zk", "kraft", "kraft-dedicated"]
 MODES: tuple[Mode, ...] = ("zk", "kraft", "kraft-dedicated")
 
-# The release lines the harness runs: 3.9 (the last with ZooKeeper mode) and 4.1 (KRaft only).
-KAFKA_LINES = ("3.9", "4.1")
+# The release lines make setup builds and the claims matrix covers: 3.9 (the last with ZooKeeper
+# mode), 4.1 and 4.4 (KRaft only). A run may ask for any other line or release from 3.7 on.
+KAFKA_LINES = tuple(line_of(r) for r in setup_releases("kafka"))
 DEFAULT_KAFKA_LINE = "3.9"
 CONTROLLER_ID_BASE = 100  # dedicated controller i has node id 100 + i
 NodeRole = Literal["zookeeper", "controller", "broker", "combined"]
@@ -50,7 +52,7 @@ class KafkaClusterConfig(KafkaSettings):
     """One cluster to start: the settings, in one mode, on one release line."""
 
     mode: Mode
-    kafka_line: str = DEFAULT_KAFKA_LINE  # "3.9" or "4.1": which release line the brokers run
+    kafka_line: str = DEFAULT_KAFKA_LINE  # the release line ("4.4") or release ("4.4.0") to run
 
 
 @dataclass(frozen=True)
@@ -96,10 +98,12 @@ def supports_mode(kafka_version: str | None, mode: Mode) -> bool:
 
 
 def on_line(kafka_version: str | None, line: str | None) -> bool:
-    """Whether an image's Kafka version belongs to a release line ("3.9" holds 3.9.2)."""
+    """Whether an image's Kafka version is what a line or release asks for ("3.9" holds 3.9.2)."""
     if line is None:
         return True
-    return kafka_version is not None and version_tuple(kafka_version)[:2] == version_tuple(line)
+    return kafka_version is not None and on_spec(
+        ".".join(map(str, version_tuple(kafka_version))), line
+    )
 
 
 def mode_refusal(line: str, mode: str) -> str | None:

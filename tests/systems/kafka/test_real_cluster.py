@@ -274,8 +274,8 @@ def _isr_or_none(admin: KafkaAdmin) -> tuple[int, set[int]] | None:
 
 @pytest.mark.parametrize(
     ("mode", "line"),
-    [("zk", "3.9"), ("kraft", "3.9"), ("kraft", "4.1")],
-    ids=["zk-3.9", "kraft-3.9", "kraft-4.1"],
+    [("zk", "3.9"), ("kraft", "3.9"), ("kraft", "4.1"), ("kraft", "4.4")],
+    ids=["zk-3.9", "kraft-3.9", "kraft-4.1", "kraft-4.4"],
 )
 def test_cluster_forms_and_a_leader_aimed_cut_shrinks_the_isr_then_heals(
     mode: str, line: str, docker_client: Any, tmp_path: Path
@@ -346,16 +346,24 @@ def test_cluster_forms_and_a_leader_aimed_cut_shrinks_the_isr_then_heals(
 # client may never see the refusal (scenarios/K4.yaml says why).
 # K17/K18: every replica loses power at once on lazy disks (lazyfs), default flush vs
 # flush.messages=1.
+# K4 again on the newest line, 4.4 (KRaft only).
 @pytest.mark.parametrize(
-    ("scenario", "mode"),
-    [("K1", "zk"), ("K4", "kraft-dedicated"), ("K17", "zk"), ("K18", "zk")],
+    ("scenario", "mode", "line"),
+    [
+        ("K1", "zk", "3.9"),
+        ("K4", "kraft-dedicated", "3.9"),
+        ("K4", "kraft-dedicated", "4.4"),
+        ("K17", "zk", "3.9"),
+        ("K18", "zk", "3.9"),
+    ],
 )
 def test_kafka_scenario_end_to_end_on_a_real_cluster(
-    scenario: str, mode: str, docker_client: Any, spark: object, tmp_path: Path
+    scenario: str, mode: str, line: str, docker_client: Any, spark: object, tmp_path: Path
 ) -> None:
-    kafka_image_or_missing(docker_client, mode, "3.9")
+    kafka_image_or_missing(docker_client, mode, line)
+    command = ["run", scenario, "--mode", mode, "--kafka", line, "--results", str(tmp_path)]
     result = subprocess.run(
-        [".venv/bin/harness", "run", scenario, "--mode", mode, "--results", str(tmp_path)],
+        [".venv/bin/harness", *command],
         capture_output=True,
         text=True,
         timeout=1500,
@@ -365,7 +373,7 @@ def test_kafka_scenario_end_to_end_on_a_real_cluster(
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["error"] is None, result.stderr[-3000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
-    assert manifest["kafka_mode"] == mode and verdict["kafka_version"].startswith("3.9.")
+    assert manifest["kafka_mode"] == mode and verdict["kafka_version"].startswith(line + ".")
     assert verdict["tier"] == "real-cluster" and verdict["counts_toward_claim"] is True
     assert verdict["sends"]["ok"] > 1000 and manifest["drain_complete"] is True
     groups = verdict["groups"]
@@ -402,7 +410,7 @@ def test_kafka_scenario_end_to_end_on_a_real_cluster(
         all=True, filters={"label": f"com.docker.compose.project={manifest['compose_project']}"}
     )
     assert left == []
-    assert_report_shows_the_run(run_dir, f"report-{scenario}-{mode}.png")
+    assert_report_shows_the_run(run_dir, f"report-{scenario}-{mode}-{line}.png")
 
 
 def test_zookeeper_image_is_debians(docker_client: Any) -> None:

@@ -1,0 +1,30 @@
+"""The broker releases `make setup` builds as local images (`compose/images/releases.txt`, which
+the image scripts read too): one place for the versions the harness ships with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+RELEASES_FILE = Path(__file__).resolve().parent / "images" / "releases.txt"
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def setup_releases(kind: str, releases_file: Path = RELEASES_FILE) -> tuple[str, ...]:
+    """The releases of one broker ("kafka", "rabbitmq") setup builds, oldest first."""
+    rows = (line.split() for line in releases_file.read_text().splitlines())
+    found = (r[1] for r in rows if len(r) >= 2 and r[0] == kind)
+    return tuple(sorted(found, key=version_key))
+
+
+def line_of(release: str) -> str:
+    """The release line ("4.4") of a release or line."""
+    return ".".join(release.split(".")[:2])
+
+
+def on_spec(version: str, spec: str) -> bool:
+    """Whether a release is what a line or release asks for ("4.4" holds 4.4.0)."""
+    want = version_key(spec)
+    return version_key(version)[: len(want)] == want
