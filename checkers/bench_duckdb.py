@@ -86,7 +86,7 @@ _COUNTS = {
     "positions": "SELECT count(*) FROM positions",
     "inconsistent_offsets": "SELECT count(*) FROM (SELECT 1 FROM observed "
     'GROUP BY stream, partition, "offset" HAVING count(*) > 1)',
-    "duplicate_offsets": "SELECT count(*) FROM (SELECT 1 FROM observed GROUP BY msg_id "
+    "duplicate_offsets": "SELECT count(*) FROM (SELECT 1 FROM observed GROUP BY stream, msg_id "
     "HAVING count(*) > 1)",
 }
 

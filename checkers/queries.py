@@ -18,13 +18,15 @@ acknowledged message of the run expected in every group:
 Of the observed log (every ok send's and every ok receive's (stream, partition, offset,
 msg_id), all groups):
   inconsistent_offsets  positions holding two or more distinct msg_ids
-  duplicate_offsets     msg_ids observed at two or more positions
+  duplicate_offsets     msg_ids observed at two or more positions of one log (a topic, or a
+                        stream: a RabbitMQ fanout puts one copy in each stream by design)
 Per reader process, consecutive receives in one partition in file line order, offsets a, b:
   poll_skips            a < b, and the observed log holds an offset strictly between
   nonmonotonic_polls    b <= a
 Per producer, ok sends to one partition in seq order:
   nonmonotonic_sends    offset <= the offset of the previous one
-RabbitMQ events carry no offsets: every offset-level count is 0 there.
+RabbitMQ queue events carry no offsets: every offset-level count is 0 there; stream reads
+carry them (partition 0 of the stream).
 """
 
 from __future__ import annotations
@@ -326,7 +328,7 @@ def reordered(receives: DataFrame) -> DataFrame:
 
 def observed_log(events: DataFrame) -> DataFrame:
     """Distinct (stream, partition, offset, msg_id) of every ok send and every ok receive, of
-    every group, that names its position. Empty for RabbitMQ, whose events carry no offset."""
+    every group, that names its position. Empty for RabbitMQ queues, whose events carry none."""
     placed = _placed(events).filter(_F().col("msg_id").isNotNull())
     return placed.select("stream", "partition", "offset", "msg_id").distinct()
 
@@ -344,11 +346,11 @@ def inconsistent_offsets(log: DataFrame) -> DataFrame:
 
 
 def duplicate_offsets(log: DataFrame) -> DataFrame:
-    """msg_ids observed at two or more distinct positions: a retry written twice."""
+    """msg_ids observed at two or more distinct positions of one log: a retry written twice."""
     F = _F()
     position = F.concat_ws("@", F.concat_ws("/", "stream", "partition"), "offset")
     return (
-        log.groupBy("msg_id")
+        log.groupBy("stream", "msg_id")
         .agg(F.count("*").alias("positions"), F.sort_array(F.collect_list(position)).alias("at"))
         .filter(F.col("positions") > 1)
     )

@@ -4,7 +4,9 @@
 # unless FORCE=1. The Debian mirror is the one this machine's apt already uses, unless
 # DEBIAN_MIRROR says otherwise.
 #
-#   brokerjepsen/rabbitmq:3.10.8-debian    rabbitmq-server from Debian
+#   brokerjepsen/rabbitmq:<version>-debian rabbitmq-server from Debian, one image per line in
+#                                          releases.txt: 3.10.8 (bookworm), 4.0.5 (trixie),
+#                                          4.3.6 (sid)
 #   brokerjepsen/haproxy:2.6-debian        haproxy from Debian (the load balancer of R4)
 #   brokerjepsen/zookeeper:3.8.0-debian    zookeeper + OpenJDK 17 from Debian (also the JVM
 #                                          base of the Kafka image)
@@ -14,7 +16,6 @@
 set -euo pipefail
 
 SUITE=${DEBIAN_SUITE:-bookworm}
-RABBITMQ_IMAGE=${LOCAL_RABBITMQ_IMAGE:-brokerjepsen/rabbitmq:3.10.8-debian}
 ZOOKEEPER_IMAGE=${LOCAL_ZOOKEEPER_IMAGE:-brokerjepsen/zookeeper:3.8.0-debian}
 HAPROXY_IMAGE=${LOCAL_HAPROXY_IMAGE:-brokerjepsen/haproxy:2.6-debian}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,6 +41,7 @@ debian_mirror() {
 }
 
 # debootstrap_image IMAGE PACKAGES ENTRYPOINT_SCRIPT PREPARE_FUNCTION DOCKER_CHANGES...
+# (the Debian suite: $SUITE, bookworm unless the caller sets it)
 debootstrap_image() {
   local image=$1 packages=$2 entrypoint=$3 prepare=$4
   shift 4
@@ -70,6 +72,11 @@ prepare_rabbitmq() {
   local rootfs=$1 version
   version=$(chroot "$rootfs" dpkg-query -W -f='${Version}' rabbitmq-server)
   echo "$version" >"$rootfs/etc/brokerjepsen-version"
+  # The suite must carry the release its image is named for (a moved suite would not).
+  if [[ "${version%%-*}" != "$RABBITMQ_VERSION" ]]; then
+    echo "build_local_images: $SUITE has rabbitmq-server $version, not $RABBITMQ_VERSION" >&2
+    exit 1
+  fi
   # The package's own node state must not leak into containers: each starts empty.
   rm -rf "$rootfs"/var/lib/rabbitmq/mnesia "$rootfs"/var/lib/rabbitmq/.erlang.cookie
 }
@@ -86,13 +93,21 @@ prepare_zookeeper() {
   rm -rf "$rootfs"/var/lib/zookeeper/version-2 "$rootfs"/var/lib/zookeeper/myid
 }
 
-if present "$RABBITMQ_IMAGE"; then
-  echo "image $RABBITMQ_IMAGE present"
-else
-  debootstrap_image "$RABBITMQ_IMAGE" rabbitmq-server rabbitmq-entrypoint.sh prepare_rabbitmq \
-    --change 'CMD ["rabbitmq-server"]' --change 'EXPOSE 5672 15672 25672 4369' \
-    --change "LABEL org.brokerjepsen.rabbitmq-version=3.10.8"
-fi
+# rabbitmq_image VERSION SUITE: one RabbitMQ release from the Debian suite that carries it.
+rabbitmq_image() {
+  local RABBITMQ_VERSION=$1 SUITE=$2 image=brokerjepsen/rabbitmq:$1-debian
+  if present "$image"; then echo "image $image present"; return; fi
+  debootstrap_image "$image" rabbitmq-server rabbitmq-entrypoint.sh prepare_rabbitmq \
+    --change 'CMD ["rabbitmq-server"]' --change 'EXPOSE 5672 5552 15672 25672 4369' \
+    --change "LABEL org.brokerjepsen.rabbitmq-version=$RABBITMQ_VERSION"
+}
+
+# releases.txt names every release setup builds; RABBITMQ_VERSIONS picks some of them.
+while read -r kind version suite; do
+  [[ "$kind" == rabbitmq ]] || continue
+  if [[ -n "${RABBITMQ_VERSIONS:-}" && " $RABBITMQ_VERSIONS " != *" $version "* ]]; then continue; fi
+  rabbitmq_image "$version" "$suite"
+done < <(grep -v '^#' "$here/releases.txt")
 
 if present "$HAPROXY_IMAGE"; then
   echo "image $HAPROXY_IMAGE present"

@@ -61,6 +61,10 @@ class ConsumerConfig:
     drain_quiet: float = 5.0
     drain_timeout: float = 120.0
     drain_at_start: bool = False  # a fresh consumer sent in to finish a drain
+    # A stream: read by offset from the first, each delivery's offset recorded, and resumed
+    # after the last one read when a connection is lost (as a Kafka consumer keeps its position).
+    stream: bool = False
+    group: str | None = None  # the reader group the history names; None: the queue
 
 
 def params(ep: Endpoint) -> pika.ConnectionParameters:
@@ -307,6 +311,7 @@ class Consumer:
     last_activity: float = 0.0
     finished: bool = False
     drain_timed_out: bool = False
+    next_offset: int | None = None  # a stream: where the next session starts
 
     def start_drain(self, *_: Any) -> None:
         if not self.draining:
@@ -346,7 +351,10 @@ class Consumer:
         try:
             channel = conn.channel()
             channel.basic_qos(prefetch_count=self.cfg.prefetch)
-            for method, _props, body in channel.consume(self.cfg.queue, inactivity_timeout=0.25):
+            deliveries = channel.consume(
+                self.cfg.queue, inactivity_timeout=0.25, arguments=self._consume_arguments()
+            )
+            for method, props, body in deliveries:
                 if self._should_stop():
                     self.finished = True
                     break
@@ -357,11 +365,12 @@ class Consumer:
                     "ok",
                     "receive",
                     stream=self.cfg.queue,
-                    group=self.cfg.queue,
+                    group=self.cfg.group or self.cfg.queue,
                     producer=producer,
                     seq=seq,
                     node=ep.node,
                     redelivered=bool(method.redelivered),
+                    **self._position(props),
                 )
                 if self.cfg.delay and not self.draining:
                     conn.sleep(self.cfg.delay)
@@ -372,6 +381,21 @@ class Consumer:
         except CONNECTION_ERRORS as e:
             log.info("session with %s ended: %r", ep, e)
 
+    def _consume_arguments(self) -> dict[str, Any] | None:
+        if not self.cfg.stream:
+            return None
+        return {"x-stream-offset": "first" if self.next_offset is None else self.next_offset}
+
+    def _position(self, props: Any) -> dict[str, Any]:
+        """A stream delivery's place in the log (one log per stream: partition 0)."""
+        if not self.cfg.stream:
+            return {}
+        offset = (props.headers or {}).get("x-stream-offset")
+        if not isinstance(offset, int):
+            return {}
+        self.next_offset = offset + 1
+        return {"partition": 0, "offset": offset}
+
 
 # ---- topology and entry point ------------------------------------------------------------
 
@@ -380,7 +404,7 @@ def declare_topology(
     endpoints: list[Endpoint], exchange: str, queues: list[str], queue_type: str
 ) -> None:
     """A durable fanout exchange bound to durable queues of the scenario's kind."""
-    arguments = {"x-queue-type": "quorum"} if queue_type == "quorum" else None
+    arguments = {"x-queue-type": queue_type} if queue_type in ("quorum", "stream") else None
     last: Exception | None = None
     for ep in endpoints:
         try:

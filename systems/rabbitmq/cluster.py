@@ -4,6 +4,7 @@ load balancer (HAProxy) that sends every client to the same node and fails over 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ import docker.errors
 from compose.cli import ComposeError, compose
 from compose.cluster import ComposeCluster, free_ports
 from compose.disks import LazyDisks
+from compose.releases import line_of, on_spec, setup_releases, version_key
 from contract.topology import Endpoint, Topology
 from contract.wait import wait_until
 
@@ -23,8 +25,10 @@ NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
 LOAD_BALANCER = "lb"  # the compose service; clients then reach the cluster through it alone
 HAPROXY_IMAGE = "brokerjepsen/haproxy:2.6-debian"
 OFFICIAL_IMAGE = "rabbitmq:3.13-management"
-LOCAL_IMAGE = "brokerjepsen/rabbitmq:3.10.8-debian"
+LOCAL_REPO = "brokerjepsen/rabbitmq"
+LOCAL_IMAGE = f"{LOCAL_REPO}:{setup_releases('rabbitmq')[0]}-debian"  # the oldest: 3.10.8
 AMQP_PORT = 5672
+VERSION_LABEL = "org.brokerjepsen.rabbitmq-version"
 DATA_DIR = "/var/lib/rabbitmq"
 
 
@@ -38,6 +42,7 @@ class ClusterConfig:
     lazy_disks: bool = False  # each node's /var/lib/rabbitmq on the power-loss filesystem
     nodes: tuple[str, ...] = NODE_NAMES  # the first two or all three
     load_balancer: bool = False
+    version: str | None = None  # a line or release of the local images; None: see choose_image
 
 
 def render_config(cfg: ClusterConfig) -> str:
@@ -93,10 +98,15 @@ def render_haproxy(nodes: tuple[str, ...], net_prefix: str) -> str:
     )
 
 
-def choose_image(requested: str | None, client: docker.DockerClient) -> str:
-    """The scenario's image, else the official one if present, else the local Debian build."""
+def choose_image(
+    requested: str | None, client: docker.DockerClient, version: str | None = None
+) -> str:
+    """The scenario's image; else, for a version, the newest local build of it; else the
+    official image if present, else the local build of 3.10."""
     if requested:
         return requested
+    if version is not None:
+        return _local_image_of(version, client)
     for image in (OFFICIAL_IMAGE, LOCAL_IMAGE):
         try:
             client.images.get(image)
@@ -107,6 +117,21 @@ def choose_image(requested: str | None, client: docker.DockerClient) -> str:
         f"no RabbitMQ image: run `make setup` (builds {LOCAL_IMAGE} from Debian packages) "
         f"or `docker pull {OFFICIAL_IMAGE}`"
     )
+
+
+def _local_image_of(version: str, client: docker.DockerClient) -> str:
+    built = []
+    for image in client.images.list(name=LOCAL_REPO):
+        for tag in image.tags:
+            release = tag.rpartition(":")[2].removesuffix("-debian")
+            if re.fullmatch(r"\d+\.\d+\.\d+", release) and on_spec(release, version):
+                built.append(release)
+    if not built:
+        known = ", ".join(setup_releases("rabbitmq"))
+        raise ComposeError(
+            f"no local RabbitMQ {version} image: make setup builds {known} from Debian packages"
+        )
+    return f"{LOCAL_REPO}:{max(built, key=version_key)}-debian"
 
 
 class RabbitMQCluster(ComposeCluster):
@@ -122,11 +147,18 @@ class RabbitMQCluster(ComposeCluster):
     ) -> None:
         super().__init__(workdir, project, net_prefix, client)
         self.config = config
-        self.image = choose_image(config.image, self.docker)
+        self.image = choose_image(config.image, self.docker, config.version)
         self._env: dict[str, str] = {}
         self.nodes = config.nodes
         self.disks = LazyDisks(workdir, list(self.nodes)) if config.lazy_disks else None
         self.overrides: tuple[Path, ...] = ()
+
+    @property
+    def boots_together(self) -> bool:
+        """Whether the nodes must start at once: RabbitMQ 4's peer discovery waits at boot for
+        the nodes it lists (3.x joins whichever answers, so its nodes start one after another)."""
+        version = self.docker.images.get(self.image).labels.get(VERSION_LABEL, "3")
+        return version_key(line_of(version) if "." in version else version)[0] >= 4
 
     def up(self, timeout: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -141,6 +173,7 @@ class RabbitMQCluster(ComposeCluster):
             "RABBITMQ_IMAGE": self.image,
             "BJ_RABBITMQ_CONF": str(conf.resolve()),
             "BJ_ERLANG_COOKIE": secrets.token_hex(16),
+            "BJ_FIRST_NODE": "service_started" if self.boots_together else "service_healthy",
         }
         services = [*self.nodes, *([LOAD_BALANCER] if self.config.load_balancer else [])]
         wait = ["up", "-d", "--wait", "--wait-timeout", str(int(timeout)), *services]

@@ -25,6 +25,11 @@ from systems.run import PhaseProgress, RunOptions, ScenarioRun
 log = logging.getLogger("harness")
 
 
+def final_group(queue: str) -> str:
+    """The group of a stream's final read."""
+    return f"{queue}.final"
+
+
 class RabbitMQRun(ScenarioRun):
     scenario: RabbitMQScenario
     nemesis: Nemesis | None
@@ -43,7 +48,12 @@ class RabbitMQRun(ScenarioRun):
         self.endpoints: dict[str, Endpoint] = {}
 
     def groups(self) -> list[str]:
-        return list(self.scenario.workload.queues)
+        queues = list(self.scenario.workload.queues)
+        return queues + [final_group(q) for q in queues if self._streams]
+
+    @property
+    def _streams(self) -> bool:
+        return self.scenario.cluster.queue_type == "stream"
 
     def _cluster_up(self) -> None:
         c = self.scenario.cluster
@@ -57,6 +67,7 @@ class RabbitMQRun(ScenarioRun):
                 lazy_disks=c.lazy_disks,
                 nodes=RABBITMQ_NODES[: c.nodes],
                 load_balancer=c.load_balancer,
+                version=c.version,
             ),
             workdir=self.run_dir / "cluster",
             project=f"{self.scenario.id}-{self.run_id}".lower(),
@@ -151,7 +162,9 @@ class RabbitMQRun(ScenarioRun):
                 out[n] = None
         return out
 
-    def _spawn_consumer(self, process: str, c: Consumer, deadline: float, drain_now: bool) -> None:
+    def _spawn_consumer(
+        self, process: str, c: Consumer, deadline: float, drain_now: bool, group: str | None = None
+    ) -> None:
         w = self.scenario.workload
         self._spawn(
             "consumer",
@@ -165,6 +178,8 @@ class RabbitMQRun(ScenarioRun):
                 "drain_quiet": w.drain.quiet,
                 "drain_timeout": w.drain.timeout,
                 "drain_at_start": drain_now,
+                "stream": self._streams,
+                "group": group,
             },
         )
 
@@ -195,9 +210,21 @@ class RabbitMQRun(ScenarioRun):
                     name = f"consumer{i}-{c.queue}-drain{rounds}"
                     self._spawn_consumer(name, c, deadline, drain_now=True)
                     consumers.append(name)
-        self.manifest.consumer_exit_codes = codes
+        final = self._final_stream_reads(deadline) if self._streams else {}
+        self.manifest.consumer_exit_codes = codes | final
         self.manifest.drain_rounds = rounds + 1
-        self.manifest.drain_complete = not undrained
+        # A final read that timed out (exit 3) has not read the whole stream.
+        self.manifest.drain_complete = not undrained and not any(final.values())
+
+    def _final_stream_reads(self, deadline: float) -> dict[str, int]:
+        """Each stream read again from its first offset by a fresh reader (its own group): what
+        the log holds once the faults are over, as Kafka's final read shows a topic's."""
+        started = []
+        for i, c in enumerate(self.scenario.workload.consumers, 1):
+            name = f"consumer{i}-{c.queue}-final"
+            self._spawn_consumer(name, c, deadline + 30, drain_now=True, group=final_group(c.queue))
+            started.append(name)
+        return {name: self._wait_client(name, deadline + 60) for name in started}
 
     def _undrained_queues(self) -> set[str]:
         """Queues that still hold messages, are not running, or could not be asked.
@@ -213,10 +240,15 @@ class RabbitMQRun(ScenarioRun):
             self.manifest.queues_after_drain = {"error": str(e)}
             return queues
         self.manifest.queues_after_drain = depths
+        # A stream keeps what was read: it is drained once it runs and its readers went quiet.
         undrained = {
             q
             for q in queues
-            if q in depths and (depths[q]["messages"] != 0 or depths[q]["state"] != "running")
+            if q in depths
+            and (
+                depths[q]["state"] != "running"
+                or (depths[q]["messages"] != 0 and not self._streams)
+            )
         }
         for q in sorted(undrained):
             log.warning("queue %s not drained yet: %s", q, depths[q])

@@ -7,13 +7,16 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from compose.releases import version_key
 from faults.registry import op as fault
 from systems.rabbitmq.cluster import NODE_NAMES
 from systems.scenario import ScenarioBase, Strict, fault_op
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
-QueueType = Literal["mirrored", "quorum", "classic"]
+# Streams (3.9+): append-only replicated logs read by offset; mirrored: classic queues under an
+# ha-mode policy, which RabbitMQ 4.0 removed.
+QueueType = Literal["mirrored", "quorum", "classic", "stream"]
 
 
 class RabbitMQClusterSpec(Strict):
@@ -30,6 +33,9 @@ class RabbitMQClusterSpec(Strict):
     nodes: Annotated[int, Field(ge=2, le=3)] = 3  # rabbit1..rabbitN
     # HAProxy in front: every client through it, all on the first node while it answers (R4).
     load_balancer: bool = False
+    # The release line ("4.0") or release ("4.0.5") of the local image; None: 3.10, the last
+    # line with mirrored queues (an official image is preferred when present).
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$")] | None = None
     image: str | None = None
 
     @model_validator(mode="after")
@@ -37,6 +43,12 @@ class RabbitMQClusterSpec(Strict):
         if self.partition_handling == "pause_if_all_down" and not self.pause_if_all_down_nodes:
             raise ValueError("pause_if_all_down needs pause_if_all_down_nodes")
         _check_nodes(self.pause_if_all_down_nodes)
+        return self
+
+    @model_validator(mode="after")
+    def _queue_type_exists_in_the_version(self) -> RabbitMQClusterSpec:
+        if refusal := queue_type_refusal(self.queue_type, self.version):
+            raise ValueError(refusal)
         return self
 
 
@@ -135,6 +147,16 @@ class RabbitMQScenario(ScenarioBase):
                     f"nemesis.{i}: no node {unknown[0]!r} in a cluster of {self.cluster.nodes}"
                 )
         return self
+
+
+def queue_type_refusal(queue_type: str, version: str | None) -> str | None:
+    """One line when the release has no such queue type, else None."""
+    if queue_type == "mirrored" and version is not None and version_key(version) >= (4,):
+        return (
+            f"RabbitMQ {version} has no mirrored queues (4.0 removed them): "
+            "use quorum queues or streams, or version 3.10"
+        )
+    return None
 
 
 def _check_nodes(names: list[str]) -> None:

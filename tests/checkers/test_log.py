@@ -94,6 +94,28 @@ def test_planted_truncations_and_retries_are_counted(
     assert result.groups["R"]["lost"] == len(truncated - retried)
 
 
+def test_one_message_in_two_streams_is_no_duplicate_one_stream_at_two_offsets_is(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A RabbitMQ fanout puts a copy of each message in each stream, at each stream's own offset:
+    a duplicate is a message at two offsets of one log."""
+    history = tmp_path / "history"
+    history.mkdir()
+    msg = {"producer": "P", "seq": 1, "msg_id": "P:1"}
+    sends = [_event("P", "invoke", "send", 1, **msg), _event("P", "ok", "send", 2, **msg)]
+    reads = []
+    for group, stream, offset in (("s1", "s1", 0), ("s2", "s2", 7), ("s2", "s2", 9)):
+        e = json.loads(
+            _event("R", "ok", "receive", 3, group=group, partition=0, offset=offset, **msg)
+        )
+        reads.append(json.dumps(e | {"stream": stream}))
+    (history / "P.jsonl").write_text("\n".join(sends) + "\n")
+    (history / "R.jsonl").write_text("\n".join(reads) + "\n")
+    result = check_history(spark, history, tmp_path / "ids", ["s1", "s2"])
+    assert result.log["duplicate_offsets"] == 1
+    assert result.log["samples"]["duplicate_offsets"] == ["P:1: s2/0@7, s2/0@9"]
+
+
 def test_a_rabbitmq_history_has_zero_offset_anomalies(spark: Any, tmp_path: Path) -> None:
     from checkers.bench_synth import synth
 
