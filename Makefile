@@ -22,18 +22,21 @@ test-cluster:
 
 # One scenario end to end; exit 0 when the verdict matches the claim the scenario tests.
 # Kafka scenarios: MODE=zk|kraft|kraft-dedicated picks the mode (default: the scenario's first),
-# KAFKA=3.9|4.1 the release line (default 3.9; 4.1 has no zk mode).
+# KAFKA=4.4 (or any line or release from 3.7, e.g. 4.3.1: built on first use) the Kafka release
+# (default 3.9; 4.x has no zk mode); RABBITMQ=4.0|4.3|3.10 the RabbitMQ release.
 # make turns every failing recipe into its own exit 2, so the harness's code is printed first.
 test-scenario:
-	@$(VENV)/bin/harness run $(SCENARIO) $(if $(MODE),--mode $(MODE)) $(if $(KAFKA),--kafka $(KAFKA)); \
+	@$(VENV)/bin/harness run $(SCENARIO) $(if $(MODE),--mode $(MODE)) $(if $(KAFKA),--kafka $(KAFKA)) \
+	  $(if $(RABBITMQ),--rabbitmq $(RABBITMQ)); \
 	  code=$$?; bash scripts/exit-meaning.sh harness $$code; exit $$code
 
 # The local Kafka image from a release tarball (KAFKA_TARBALL=... or compose/images/kafka-dist/).
 kafka-image:
 	@bash compose/images/build_kafka_image.sh
 
-# The nightly claims matrix (not part of make test): every claim scenario x mode x Kafka line,
-# RUNS times (loss rows: 3), resumable; CLAIMS=K1,K4 MODES=kraft KAFKA=4.1 filter.
+# The nightly claims matrix (not part of make test): every claim scenario x mode x release line
+# (Kafka 3.9, 4.1, 4.4; RabbitMQ 3.10, 4.0, 4.3), RUNS times (loss rows: 3), resumable;
+# CLAIMS=K1,K4 MODES=kraft KAFKA=4.4 filter (KAFKA takes RabbitMQ lines too: KAFKA=4.0).
 # Writes docs/claims-results.md (and .json, the measured cells).
 claims:
 	$(VENV)/bin/harness claims --runs $(or $(RUNS),1) $(if $(CLAIMS),--claims $(CLAIMS)) \

@@ -192,7 +192,11 @@ def _fault_steps(
         if window_of(e["f"]) not in FAULT_WINDOWS:
             resolved = {}
             continue
-        roles = resolved.get("roles") or {}
+        # A role is a word (leader, followers, @label); anything else a history holds is shown
+        # as written, never trusted as one.
+        roles = {
+            k: r if isinstance(r, str) else str(r) for k, r in (resolved.get("roles") or {}).items()
+        }
         watch = _watch_at(states, e["time"])
         touched = _touched(v)
         hit = sorted(str(p) for p, leader in watch.leader.items() if leader in touched)
@@ -205,8 +209,12 @@ def _fault_steps(
             "leaders_hit": hit,
         }
         rows.append(row)
-        resolved = {}
         situations.update(_step_situations(e["f"], v, roles, hit, watch, facts))
+        # A RabbitMQ queue's leader, as the broker named it when the step resolved its role:
+        # there is no partition watch to say so.
+        if resolved.get("queue") and "leader" in roles.values() and not hit:
+            situations["leader-faulted"] += 1
+        resolved = {}
     return rows
 
 

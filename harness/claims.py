@@ -1,4 +1,5 @@
-"""The claims matrix (`make claims`): every claim scenario x mode x Kafka line, N runs each.
+"""The claims matrix (`make claims`): every claim scenario x mode x release line (Kafka's, or
+RabbitMQ's), N runs each.
 
 The measured cells live in `docs/claims-results.json` (committed, so the matrix fills in over
 several sittings and machines) and are rendered to `docs/claims-results.md`. A cell already
@@ -20,17 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from checkers.verdict import SYNC_SECONDS, longest_stall_in_faults
+from compose.releases import line_of, setup_releases, version_key
 from harness.trial import run_once
 from reports.junit import Case, matrix_case
 from systems.kafka.config import KAFKA_LINES, mode_refusal
 from systems.kafka.scenario import FINAL_READER, KafkaScenario
-from systems.rabbitmq.scenario import RabbitMQScenario
+from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
 from systems.registry import load_scenario
 from systems.scenario import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 LOSS_RUNS = 3  # a "loss" row must show its loss in at least 2 of 3 runs on one mode
+RABBITMQ_LINES = tuple(line_of(r) for r in setup_releases("rabbitmq"))  # 3.10, 4.0, 4.3
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class Cell:
     claim: str
     expect: str
     mode: str  # Kafka mode, or "rabbitmq"
-    kafka: str  # Kafka release line, "" for RabbitMQ
+    kafka: str  # the release line: Kafka's, or RabbitMQ's for mode "rabbitmq"
     runs: int  # how many runs the matrix asks of this cell
 
     @property
@@ -63,6 +66,7 @@ class RunRecord:
     # Kafka: whether the run had a final read (runs before it existed judged the live readers
     # only; None for RabbitMQ, whose consumers remove what they read).
     final_read: bool | None = None
+    rabbitmq_version: str | None = None
 
 
 def claim_scenarios(scenarios_dir: Path) -> list[RabbitMQScenario | KafkaScenario]:
@@ -83,8 +87,12 @@ def cells_of(spec: RabbitMQScenario | KafkaScenario, runs: int) -> list[Cell]:
     LOSS_RUNS runs on its first mode of the default line, so "2 of 3" can be judged."""
     claim = spec.claim or ""
     if not isinstance(spec, KafkaScenario):
+        lines = rabbitmq_lines(spec)
         want = max(runs, LOSS_RUNS) if spec.expect == "loss" else runs
-        return [Cell(spec.id, claim, spec.expect, "rabbitmq", "", want)]
+        return [
+            Cell(spec.id, claim, spec.expect, "rabbitmq", line, want if i == 0 else runs)
+            for i, line in enumerate(lines)
+        ]
     cells = []
     for line in KAFKA_LINES:
         for i, mode in enumerate(m for m in spec.cluster.modes if mode_refusal(line, m) is None):
@@ -92,6 +100,20 @@ def cells_of(spec: RabbitMQScenario | KafkaScenario, runs: int) -> list[Cell]:
             want = max(runs, LOSS_RUNS) if spec.expect == "loss" and first else runs
             cells.append(Cell(spec.id, claim, spec.expect, mode, line, want))
     return cells
+
+
+def rabbitmq_lines(spec: RabbitMQScenario) -> list[str]:
+    """The RabbitMQ lines a scenario runs on: 3.10 for one that names no version (the articles'
+    scenarios, on mirrored queues or beside them); else its own line and every newer one."""
+    version = spec.cluster.version
+    if version is None:
+        return [RABBITMQ_LINES[0]]
+    return [
+        line
+        for line in RABBITMQ_LINES
+        if version_key(line) >= version_key(line_of(version))
+        and queue_type_refusal(spec.cluster.queue_type, line) is None
+    ]
 
 
 def select(
@@ -163,7 +185,17 @@ def record_of(run_dir: Path, seconds: float, failure: str | None) -> RunRecord:
         unavailable_s=_unavailable_seconds(v),
         reason=v.get("reason", ""),
         final_read=FINAL_READER in v["groups"] if v.get("kafka_mode") else None,
+        rabbitmq_version=_rabbitmq_version(run_dir),
     )
+
+
+def _rabbitmq_version(run_dir: Path) -> str | None:
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    version = ((manifest.get("images") or {}).get("rabbitmq") or {}).get("version")
+    return str(version) if version else None
 
 
 def _unavailable_seconds(v: dict[str, Any]) -> float | None:
@@ -188,7 +220,10 @@ def _unavailable_seconds(v: dict[str, Any]) -> float | None:
 
 def run_cell_once(cell: Cell, results: Path, timeout: float) -> RunRecord:
     """One `harness run` of the cell in its own process, bounded by `timeout`."""
-    extra = ["--mode", cell.mode, "--kafka", cell.kafka] if cell.kafka else []
+    if cell.mode == "rabbitmq":
+        extra = ["--rabbitmq", cell.kafka]
+    else:
+        extra = ["--mode", cell.mode, "--kafka", cell.kafka]
     trial = run_once(cell.scenario, cell.scenario, results, timeout, extra)
     # No run directory: it failed before starting.
     run_dir = trial.run_dir or results / cell.scenario
@@ -257,7 +292,7 @@ def _per_run(runs: list[RunRecord], figure: Callable[[RunRecord], object]) -> st
 
 
 def _row(c: Cell, runs: list[RunRecord]) -> str:
-    versions = sorted({r.kafka_version for r in runs if r.kafka_version})
+    versions = sorted({v for r in runs if (v := r.kafka_version or r.rabbitmq_version)})
     errors: dict[str, int] = {}
     for r in runs:
         for name, n in r.errors.items():
@@ -304,7 +339,8 @@ def render_table(cells: list[Cell], measured: dict[str, list[RunRecord]], machin
         "",
         f"Generated by `make claims` on {time.strftime('%Y-%m-%d', time.gmtime())}; machine: "
         f"{machine}. Real clusters only (the kafka-mock tier never counts). Each row is one "
-        "scenario in one mode on one Kafka release line; numbers are per run (acked; lost and "
+        "scenario in one mode on one release (Kafka's, or RabbitMQ's for mode rabbitmq); numbers "
+        "are per run (acked; lost and "
         "duplicated in the group that lost most), errors summed over the row's runs. Verdicts: "
         "reproduced (the run showed what the claim says), not reproduced, refuted (a guarantee "
         "broken), inconclusive. A loss row needs its loss in 2 of 3 runs. Unavailable: the "
@@ -314,7 +350,7 @@ def render_table(cells: list[Cell], measured: dict[str, list[RunRecord]], machin
         "log after the drain), judged from its live reader alone, which may have read an "
         "isolated leader's writes that the log later dropped.",
         "",
-        "| claim | scenario | mode | Kafka | runs | acked | lost | duplicated | errors seen "
+        "| claim | scenario | mode | release | runs | acked | lost | duplicated | errors seen "
         "| unavailable (s) | verdict | runs behind it |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]

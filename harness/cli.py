@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,6 +29,7 @@ from systems.kafka.cluster import ensure_kafka_release
 from systems.kafka.config import DEFAULT_KAFKA_LINE, KAFKA_LINES, MODES
 from systems.kafka.releases import check_spec
 from systems.kafka.scenario import KafkaScenario
+from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
 from systems.registry import find_scenario, load_scenario
 from systems.scenario import ScenarioError
 
@@ -95,6 +97,10 @@ def run(
         typer.Option(help="Kafka: zk | kraft | kraft-dedicated (default: the scenario's first)"),
     ] = None,
     kafka: Annotated[str | None, typer.Option(help=KAFKA_HELP + " (default 3.9)")] = None,
+    rabbitmq: Annotated[
+        str | None,
+        typer.Option(help="RabbitMQ line or release: 3.10, 4.0, 4.3 (default: the scenario's)"),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = True,
 ) -> None:
     """Run one scenario end to end and print its verdict."""
@@ -107,7 +113,7 @@ def run(
     runner: Any = None  # the run, once it has a directory
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
-        spec = load_scenario(path)
+        spec = _on_rabbitmq(load_scenario(path), rabbitmq)
         _check_kafka_options(spec, mode, kafka)
         opts = RunOptions(
             results_root=results,
@@ -242,7 +248,9 @@ def claims(
         str | None, typer.Option("--claims", help="claims or scenario ids, e.g. K1,K4,R1")
     ] = None,
     modes: Annotated[str | None, typer.Option(help="Kafka modes, e.g. kraft,zk")] = None,
-    kafka: Annotated[str | None, typer.Option(help="Kafka lines, e.g. 3.9,4.1")] = None,
+    kafka: Annotated[
+        str | None, typer.Option(help="release lines, Kafka's or RabbitMQ's, e.g. 4.4,4.0")
+    ] = None,
     runs: Annotated[int, typer.Option(min=1, max=10, help="runs per cell (loss rows: 3)")] = 1,
     again: Annotated[bool, typer.Option(help="measure the selected cells anew")] = False,
     budget_minutes: Annotated[float, typer.Option(min=1, help="stop starting runs after")] = 240,
@@ -250,9 +258,10 @@ def claims(
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
     dry_run: Annotated[bool, typer.Option(help="list the cells, run nothing")] = False,
 ) -> None:
-    """The claims matrix (claim scenario x mode x Kafka line); writes docs/claims-results.md."""
+    """The claims matrix (claim scenario x mode x release line); writes docs/claims-results.md."""
     from harness.claims import (
         DOCS,
+        RABBITMQ_LINES,
         cells_of,
         claim_scenarios,
         junit_cases,
@@ -266,8 +275,9 @@ def claims(
     from reports.junit import CLAIMS_JUNIT, suite, write
 
     wanted_lines = _csv(kafka)
-    if wanted_lines and not wanted_lines <= set(KAFKA_LINES):
-        raise _fail(f"the claims matrix covers Kafka {', '.join(KAFKA_LINES)}, not {kafka!r}")
+    covered = (*KAFKA_LINES, *RABBITMQ_LINES)
+    if wanted_lines and not wanted_lines <= set(covered):
+        raise _fail(f"the claims matrix covers the lines {', '.join(covered)}, not {kafka!r}")
     wanted_modes = _csv(modes)
     if wanted_modes and not wanted_modes <= {*MODES, "rabbitmq"}:
         raise _fail(f"--modes takes {', '.join(MODES)} or rabbitmq, not {modes!r}")
@@ -461,6 +471,22 @@ def _check_kafka_options(
             ensure_kafka_release(kafka or DEFAULT_KAFKA_LINE, docker.from_env())
         except docker.errors.DockerException as e:
             raise ScenarioError(f"cannot use the Docker engine: {e}") from None
+
+
+def _on_rabbitmq(spec: Any, version: str | None) -> Any:
+    """The scenario on another RabbitMQ release (--rabbitmq), refused in one line where that
+    release lacks the scenario's queue type."""
+    if version is None:
+        return spec
+    if not isinstance(spec, RabbitMQScenario):
+        raise ScenarioError(f"--rabbitmq is for RabbitMQ scenarios; {spec.id} is not one")
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", version):
+        raise ScenarioError(
+            f"--rabbitmq takes a release line or release (4.0, 4.0.5), not {version!r}"
+        )
+    if refusal := queue_type_refusal(spec.cluster.queue_type, version):
+        raise ScenarioError(refusal)
+    return spec.model_copy(update={"cluster": spec.cluster.model_copy(update={"version": version})})
 
 
 @app.command("show")

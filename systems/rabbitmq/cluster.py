@@ -134,6 +134,11 @@ def _local_image_of(version: str, client: docker.DockerClient) -> str:
     return f"{LOCAL_REPO}:{max(built, key=version_key)}-debian"
 
 
+def _node_name(erlang_node: str) -> str:
+    """rabbit@rabbit2 -> rabbit2"""
+    return erlang_node.rpartition("@")[2]
+
+
 class RabbitMQCluster(ComposeCluster):
     """Brings a cluster up and down and tells where its nodes are."""
 
@@ -280,6 +285,32 @@ class RabbitMQCluster(ComposeCluster):
                 q["name"]: {"messages": q["messages"], "state": q["state"], "asked": node}
                 for q in json.loads(out)
             }
+        raise last or ComposeError("no node answered list_queues")
+
+    def queue_leader(self, queue: str) -> tuple[str, list[str]]:
+        """A quorum queue's or stream's leader and members (node names), as the first node that
+        answers reports them."""
+        last: ComposeError | None = None
+        for node in self.nodes:
+            try:
+                out = self.rabbitmqctl(
+                    node,
+                    "list_queues",
+                    "name",
+                    "leader",
+                    "members",
+                    "--formatter",
+                    "json",
+                    timeout=30,
+                )
+            except ComposeError as e:
+                last = e
+                continue
+            for q in json.loads(out):
+                if q["name"] == queue and q.get("leader"):
+                    members = [_node_name(m) for m in q.get("members") or []]
+                    return _node_name(q["leader"]), members
+            raise ComposeError(f"{node} names no leader of {queue}")
         raise last or ComposeError("no node answered list_queues")
 
     def queue_messages(self, node: str) -> dict[str, int]:

@@ -3,22 +3,70 @@
 The network and process steps are the common nemesis's (`Nemesis`: iptables in each node's
 namespace, Docker for processes). RabbitMQ adds the steps of the manual resolution of a partition
 (R4): block the publishers of a node (memory high watermark 0) and wait until that node's queues
-are drained, through `RabbitMQControl`."""
+are drained, through `RabbitMQControl`. A step may name the leader or followers of the first
+queue (a quorum queue or stream), resolved as the step runs."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nemesis.containers import Nemesis, NemesisError
-from systems.rabbitmq.scenario import NemesisStep
+from systems.rabbitmq.scenario import NemesisStep, is_role
 
 
 class RabbitMQControl(Protocol):
     def queue_messages(self, node: str) -> dict[str, int]: ...
 
     def set_memory_high_watermark(self, node: str, fraction: float) -> None: ...
+
+    def queue_leader(self, queue: str) -> tuple[str, list[str]]: ...
+
+
+@dataclass
+class QueueTargets:
+    """Resolves a step's roles (leader, followers of one queue) and @labels to node names when
+    the step runs, and logs each resolution (a `resolve` event) beside the step."""
+
+    queue: str
+    labels: dict[str, list[str]] = field(default_factory=dict)
+
+    def resolve(self, net: Nemesis, control: RabbitMQControl, step: NemesisStep) -> NemesisStep:
+        fields = {"nodes": step.nodes, "from_": step.from_, "to": step.to}
+        if not any(is_role(n) for names in fields.values() for n in names):
+            return step
+        leader_and_members: tuple[str, list[str]] | None = None
+
+        def names_of(name: str) -> list[str]:
+            nonlocal leader_and_members
+            if name.startswith("@"):
+                return list(self.labels[name[1:]])
+            if not is_role(name):
+                return [name]
+            if leader_and_members is None:
+                try:
+                    leader_and_members = control.queue_leader(self.queue)
+                except Exception as e:  # noqa: BLE001 - no node answered: the step cannot aim
+                    raise NemesisError(f"cannot find the leader of {self.queue}: {e}") from None
+            leader, members = leader_and_members
+            return [leader] if name == "leader" else [m for m in members if m != leader]
+
+        resolved = {
+            key: sorted({n for name in names for n in names_of(name)})
+            for key, names in fields.items()
+        }
+        if net.history:
+            # The resolve event's shape is Kafka's: roles and nodes by target, from and to.
+            said = {"nodes": "target", "from_": "from", "to": "to"}
+            roles = {said[k]: ",".join(v) for k, v in fields.items() if any(is_role(n) for n in v)}
+            nodes = {said[k]: v for k, v in resolved.items() if v}
+            value = {"op": step.op, "queue": self.queue, "roles": roles, "nodes": nodes}
+            net.history.write("info", "resolve", value=value)
+        if step.label:
+            self.labels[step.label] = resolved["nodes"] or resolved["from_"]
+        return step.model_copy(update=resolved)
 
 
 def block_publishers(net: Nemesis, control: RabbitMQControl, nodes: list[str]) -> None:
@@ -79,9 +127,13 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
-def apply_step(net: Nemesis, control: RabbitMQControl, step: NemesisStep) -> None:
-    """One scenario step, by its op's handler."""
+def apply_step(
+    net: Nemesis, control: RabbitMQControl, step: NemesisStep, targets: QueueTargets | None = None
+) -> None:
+    """One scenario step, its roles resolved, by its op's handler."""
     handler = HANDLERS.get(step.op)
     if handler is None:
         raise NemesisError(f"no RabbitMQ handler for fault op {step.op!r}")
+    if targets is not None:
+        step = targets.resolve(net, control, step)
     handler(net, control, step)

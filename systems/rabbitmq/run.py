@@ -18,7 +18,7 @@ from nemesis.containers import Nemesis
 from systems.rabbitmq.broker_log import mirror_story
 from systems.rabbitmq.clients import declare_topology
 from systems.rabbitmq.cluster import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
-from systems.rabbitmq.nemesis import apply_step
+from systems.rabbitmq.nemesis import QueueTargets, apply_step
 from systems.rabbitmq.scenario import RABBITMQ_NODES, Consumer, NemesisStep, RabbitMQScenario
 from systems.run import PhaseProgress, RunOptions, ScenarioRun
 
@@ -46,6 +46,7 @@ class RabbitMQRun(ScenarioRun):
         super().__init__(scenario, scenario_file, opts, progress)
         self.cluster: RabbitMQCluster | None = None
         self.endpoints: dict[str, Endpoint] = {}
+        self.targets = QueueTargets(scenario.workload.queues[0])
 
     def groups(self) -> list[str]:
         queues = list(self.scenario.workload.queues)
@@ -256,7 +257,7 @@ class RabbitMQRun(ScenarioRun):
 
     def _apply(self, step: NemesisStep) -> None:
         assert self.nemesis is not None and self.cluster is not None
-        apply_step(self.nemesis, self.cluster, step)
+        apply_step(self.nemesis, self.cluster, step, self.targets)
 
     def _endpoints_for(self, nodes: list[str]) -> list[dict[str, Any]]:
         """The client's nodes in its order, those the cluster has; with a load balancer, it

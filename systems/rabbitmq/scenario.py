@@ -13,6 +13,9 @@ from systems.rabbitmq.cluster import NODE_NAMES
 from systems.scenario import ScenarioBase, Strict, fault_op
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
+# A step may aim at a role of the workload's first queue (quorum queue or stream), resolved when
+# the step runs: its leader, its followers; or at the nodes an earlier step resolved (@label).
+QUEUE_ROLES = ("leader", "followers")
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
 # Streams (3.9+): append-only replicated logs read by offset; mirrored: classic queues under an
 # ha-mode policy, which RabbitMQ 4.0 removed.
@@ -111,12 +114,16 @@ class NemesisStep(Strict):
     groups: list[list[str]] = Field(default_factory=list)
     from_: list[str] = Field(default_factory=list, alias="from")
     to: list[str] = Field(default_factory=list)
+    # Names the nodes this step's roles resolved to, for a later step's @label.
+    label: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]*$")] = ""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @model_validator(mode="after")
     def _arguments(self) -> NemesisStep:
-        for names in (self.nodes, self.from_, self.to, *self.groups):
+        for names in (self.nodes, self.from_, self.to):
+            _check_nodes([n for n in names if not is_role(n)])
+        for names in self.groups:
             _check_nodes(names)
         arguments = fault(self.op).arguments
         if arguments == "groups":
@@ -138,15 +145,33 @@ class RabbitMQScenario(ScenarioBase):
     @model_validator(mode="after")
     def _steps_fit_the_cluster(self) -> RabbitMQScenario:
         known = RABBITMQ_NODES[: self.cluster.nodes]
+        labels: set[str] = set()
         for i, step in enumerate(self.nemesis):
+            roles = [n for n in (*step.nodes, *step.from_, *step.to) if is_role(n)]
+            if roles and self.cluster.queue_type not in ("quorum", "stream"):
+                raise ValueError(
+                    f"nemesis.{i}: {roles[0]} needs quorum queues or streams (a leader to aim at)"
+                )
+            if unknown_labels := [
+                r[1:] for r in roles if r.startswith("@") and r[1:] not in labels
+            ]:
+                raise ValueError(f"nemesis.{i}: no earlier step is labelled {unknown_labels[0]!r}")
+            if step.label:
+                labels.add(step.label)
             if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
                 raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")
             named = [*step.nodes, *step.from_, *step.to, *(n for g in step.groups for n in g)]
+            named = [n for n in named if not is_role(n)]
             if unknown := [n for n in named if n not in known]:
                 raise ValueError(
                     f"nemesis.{i}: no node {unknown[0]!r} in a cluster of {self.cluster.nodes}"
                 )
         return self
+
+
+def is_role(name: str) -> bool:
+    """A target resolved when its step runs: a queue role or an earlier step's @label."""
+    return name in QUEUE_ROLES or name.startswith("@")
 
 
 def queue_type_refusal(queue_type: str, version: str | None) -> str | None:

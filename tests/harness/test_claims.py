@@ -58,7 +58,7 @@ def test_every_claim_scenario_has_cells_and_loss_rows_get_three_runs_on_one_mode
     assert {s.id for s in specs} >= {"K1", "K4", "R1", "R6"}
     assert not any(s.id.startswith("kafka-mock") for s in specs)  # the mock tier never counts
     k1 = {c.key: c.runs for s in specs if s.id == "K1" for c in cells_of(s, 1)}
-    assert k1 == {"K1/zk/3.9": 3, "K1/kraft/3.9": 1, "K1/kraft/4.1": 1}  # no zk on 4.1
+    assert k1 == {"K1/zk/3.9": 3, "K1/kraft/3.9": 1, "K1/kraft/4.1": 1, "K1/kraft/4.4": 1}
     k4 = {c.key: c.runs for s in specs if s.id == "K4" for c in cells_of(s, 2)}
     assert k4 == {
         "K4/kraft-dedicated/3.9": 2,
@@ -66,17 +66,27 @@ def test_every_claim_scenario_has_cells_and_loss_rows_get_three_runs_on_one_mode
         "K4/kraft/3.9": 2,
         "K4/kraft-dedicated/4.1": 2,
         "K4/kraft/4.1": 2,
+        "K4/kraft-dedicated/4.4": 2,
+        "K4/kraft/4.4": 2,
     }
+    # The articles' RabbitMQ scenarios run on 3.10 (mirrored queues, gone in 4.0); a scenario
+    # that names a 4.x line runs on it and every newer line setup builds.
     (r1,) = [c for s in specs if s.id == "R1" for c in cells_of(s, 1)]
-    assert (r1.key, r1.runs) == ("R1/rabbitmq", 3)
+    assert (r1.key, r1.runs) == ("R1/rabbitmq/3.10", 3)
+    r10 = [c.key for s in specs if s.id == "R10" for c in cells_of(s, 1)]
+    assert r10 == ["R10/rabbitmq/4.0", "R10/rabbitmq/4.3"]
 
 
 def test_selection_by_claim_mode_and_line() -> None:
     cells = [c for s in claim_scenarios(ROOT / "scenarios") for c in cells_of(s, 1)]
     chosen = select(cells, {"K4", "R1"}, {"kraft"}, {"4.1"})
     assert [c.key for c in chosen] == ["K4/kraft/4.1"]  # a Kafka filter leaves RabbitMQ out
-    assert [c.key for c in select(cells, {"R1"}, None, None)] == ["R1/rabbitmq"]
-    assert [c.key for c in select(cells, {"R1", "K4"}, {"rabbitmq"}, None)] == ["R1/rabbitmq"]
+    assert [c.key for c in select(cells, {"R1"}, None, None)] == ["R1/rabbitmq/3.10"]
+    assert [c.key for c in select(cells, {"R1", "K4"}, {"rabbitmq"}, None)] == ["R1/rabbitmq/3.10"]
+    assert [c.key for c in select(cells, {"R9"}, None, {"4.3"})] == [
+        "R9-kill/rabbitmq/4.3",
+        "R9/rabbitmq/4.3",
+    ]
 
 
 def run(word: str, lost: int = 0, final_read: bool | None = True) -> RunRecord:

@@ -167,3 +167,31 @@ def test_R7_a_master_failing_with_unacknowledged_deliveries_replays_them_flagged
     assert all(g["duplicated"] > 0 for g in groups), verdict["groups"]
     assert sum(g["unflagged"] for g in groups) == 0, "a replay without the redelivered flag"
     assert "every replay flagged redelivered" in verdict["reason"]
+
+
+def test_R9_kill_quorum_queues_on_rabbitmq_4_lose_nothing_when_their_leader_dies(
+    docker_client: Any, rabbitmq_image: str, tmp_path: Path
+) -> None:
+    result, run_dir = run_harness("R9-kill", tmp_path)
+    manifest, verdict = common_checks(run_dir, docker_client)
+    assert manifest["images"]["rabbitmq"]["version"].startswith("4.0.")
+    assert [e["f"] for e in nemesis_oks(run_dir)] == ["kill", "start"]
+    assert verdict["matched"], verdict["reason"]
+    assert result.returncode == 0
+
+
+def test_R10_a_stream_on_rabbitmq_4_is_read_by_offset_and_loses_nothing_confirmed(
+    docker_client: Any, rabbitmq_image: str, tmp_path: Path
+) -> None:
+    result, run_dir = run_harness("R10", tmp_path)
+    manifest, verdict = common_checks(run_dir, docker_client)
+    assert manifest["images"]["rabbitmq"]["version"].startswith("4.0.")
+    queues = manifest["scenario_spec"]["workload"]["queues"]
+    # Each stream read live and once more from its first offset after the faults.
+    assert set(manifest["groups"]) == {*queues, *(f"{q}.final" for q in queues)}
+    # Every delivery named its offset: the observed log covers each stream, one copy per stream.
+    log = verdict["log"]
+    assert log["positions"] >= 2 * verdict["sends"]["ok"]
+    assert log["duplicate_offsets"] == 0 and log["inconsistent_offsets"] == 0
+    assert verdict["matched"], verdict["reason"]
+    assert result.returncode == 0

@@ -70,6 +70,13 @@ def test_the_required_scenarios_ship() -> None:
         (("{at: 2, op: heal}", "{at: 0, op: heal}"), "time order"),
         (("id: t", "id: t\nsurprise: 1"), "surprise: Extra inputs are not permitted"),
         (("{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: kill}"), "kill needs nodes"),
+        (
+            ("queue_type: mirrored}", "queue_type: mirrored, version: '4.0'}"),
+            "RabbitMQ 4.0 has no mirrored queues (4.0 removed them)",
+        ),
+        (("queue_type: mirrored}", "queue_type: mirrored, version: four}"), "cluster.version"),
+        (("queue_type: mirrored}", "queue_type: lazy}"), "cluster.queue_type"),
+        (("nodes: [rabbit3]", "nodes: [leader]"), "leader needs quorum queues or streams"),
     ],
 )
 def test_invalid_fields_are_named(change: tuple[str, str], expected: str) -> None:
@@ -95,6 +102,50 @@ def test_expect_several_words_and_lazy_disks() -> None:
 def test_good_scenario_parses() -> None:
     s = parse_scenario(GOOD)
     assert s.workload.publishers[0].nodes == ["rabbit1", "rabbit2", "rabbit3"]
+    assert s.cluster.version is None  # 3.10, the last line with mirrored queues
+
+
+@pytest.mark.parametrize("queue_type", ["quorum", "stream", "classic"])
+def test_rabbitmq_4_takes_quorum_queues_streams_and_classic_queues(queue_type: str) -> None:
+    text = GOOD.replace("queue_type: mirrored}", f"queue_type: {queue_type}, version: '4.3.6'}}")
+    s = parse_scenario(text)
+    assert (s.cluster.version, s.cluster.queue_type) == ("4.3.6", queue_type)
+
+
+def test_quorum_queue_roles_and_labels() -> None:
+    quorum = GOOD.replace("queue_type: mirrored}", "queue_type: quorum}")
+    s = parse_scenario(
+        quorum.replace(
+            "{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: kill, nodes: [leader], label: k}"
+        ).replace("{at: 2, op: heal}", "{at: 2, op: start, nodes: ['@k']}")
+    )
+    assert [st.nodes for st in s.nemesis] == [["leader"], ["@k"]]
+    with pytest.raises(ScenarioError, match="no earlier step is labelled 'k'"):
+        parse_scenario(quorum.replace("{at: 2, op: heal}", "{at: 2, op: start, nodes: ['@k']}"))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["R1", "--rabbitmq", "4.0"], "RabbitMQ 4.0 has no mirrored queues"),
+        (["R6", "--rabbitmq", "four"], "--rabbitmq takes a release line or release"),
+        (["K4", "--rabbitmq", "4.0"], "--rabbitmq is for RabbitMQ scenarios"),
+    ],
+)
+def test_cli_refuses_a_rabbitmq_release_the_scenario_cannot_run(
+    args: list[str], expected: str, tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", *args, "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert expected in line and "Traceback" not in result.stderr
+    assert not list(tmp_path.iterdir())  # refused before any run began
 
 
 def test_not_yaml_and_not_a_mapping() -> None:
