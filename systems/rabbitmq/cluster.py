@@ -70,7 +70,7 @@ def render_config(cfg: ClusterConfig) -> str:
 
 
 def render_haproxy(nodes: tuple[str, ...], net_prefix: str) -> str:
-    """002's assumption 4: every client on the first node while it answers its port, else on
+    """the RabbitMQ reliability article's assumption 4: every client on the first node while it answers its port, else on
     the next; when the first is back, clients on a backup are cut so that they return to it."""
     address = {n: f"{net_prefix}.{11 + NODE_NAMES.index(n)}" for n in nodes}
     servers = [
@@ -321,7 +321,7 @@ class RabbitMQCluster(ComposeCluster):
         return {q["name"]: int(q["messages"]) for q in json.loads(out)}
 
     def set_memory_high_watermark(self, node: str, fraction: float) -> None:
-        """0 blocks every publisher on the node (002's way to let queues drain)."""
+        """0 blocks every publisher on the node (the RabbitMQ reliability article's way to let queues drain)."""
         self.rabbitmqctl(node, "set_vm_memory_high_watermark", str(fraction), timeout=30)
 
     def server_version(self) -> str:

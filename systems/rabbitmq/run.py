@@ -261,7 +261,7 @@ class RabbitMQRun(ScenarioRun):
 
     def _endpoints_for(self, nodes: list[str]) -> list[dict[str, Any]]:
         """The client's nodes in its order, those the cluster has; with a load balancer, it
-        alone (002's assumption 4: every client on the node it chooses)."""
+        alone (the RabbitMQ reliability article's assumption 4: every client on the node it chooses)."""
         if LOAD_BALANCER in self.endpoints:
             return [asdict(self.endpoints[LOAD_BALANCER])]
         return [asdict(self.endpoints[n]) for n in nodes if n in self.endpoints]

@@ -57,7 +57,7 @@ class RabbitMQClusterSpec(Strict):
 
 class Publisher(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
-    # Connection list in the order the client tries it (002: the factory had all three).
+    # Connection list in the order the client tries it (the RabbitMQ reliability article: the factory had all three).
     nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
     count: Annotated[int, Field(ge=1, le=10_000_000)]
     rate: Annotated[float, Field(ge=0)] = (
