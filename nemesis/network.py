@@ -1,10 +1,11 @@
 """Network fault planning: pure functions from faults to per-node iptables and tc rules.
 
 The model is a set of directed cuts (src, dst): packets from src are dropped on arrival at
-dst, in dst's INPUT chain. That is exactly the iptables recipe of the RabbitMQ reliability article
-(`iptables -A INPUT -s <other> -j DROP` on the isolated node), and it makes "heal a node"
-mean what the RabbitMQ reliability article means by it: remove the rules that live on that node. One direction dropped is
-enough to break TCP both ways; a one-way cut still lets datagrams through the other way.
+dst, in dst's INPUT chain. That is exactly the iptables recipe of the RabbitMQ reliability
+article (`iptables -A INPUT -s <other> -j DROP` on the isolated node), and it makes "heal a
+node" mean what that article means by it: remove the rules that live on that node. One
+direction dropped is enough to break TCP both ways; a one-way cut still lets datagrams through
+the other way.
 
 Degraded links are the other kind of fault: a lossy link (src, dst) drops a share of what src
 sends, also on arrival at dst (iptables' statistic match, in every kernel); a shaped link

@@ -2,8 +2,9 @@
 # make setup: everything a fresh machine needs, idempotent, quick when already done.
 #   a Docker engine (scripts/docker-engine.sh: Debian's docker.io started in the background when
 #   none answers), system packages (debootstrap, Java 17, Maven, Chromium) when missing, the venv with
-#   pinned dependencies, and the local broker images: RabbitMQ and ZooKeeper from Debian's
-#   packages, Kafka 3.9 and 4.1 from Maven Central.
+#   pinned dependencies, and the local broker images compose/images/releases.txt lists: RabbitMQ
+#   3.10.8, 4.0.5 and 4.3.6 and ZooKeeper from Debian's packages (bookworm, trixie, sid), Kafka
+#   3.9.2, 4.1.2 and 4.4.0 from Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

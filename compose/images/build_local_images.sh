@@ -10,9 +10,9 @@
 #   brokerjepsen/haproxy:2.6-debian        haproxy from Debian (the load balancer of R4)
 #   brokerjepsen/zookeeper:3.8.0-debian    zookeeper + OpenJDK 17 from Debian (also the JVM
 #                                          base of the Kafka image)
-#   brokerjepsen/kafka:<version>-debian    Kafka 3.9 and 4.1 from Maven Central, and from a
-#                                          release tarball where one is supplied
-#                                          (build_kafka_image.sh)
+#   brokerjepsen/kafka:<version>-debian    the Kafka releases of releases.txt from Maven
+#                                          Central, and from a release tarball where one is
+#                                          supplied (build_kafka_image.sh)
 set -euo pipefail
 
 SUITE=${DEBIAN_SUITE:-bookworm}

