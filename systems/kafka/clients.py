@@ -167,6 +167,7 @@ class ReaderConfig:
     deadline: float
     mode: str = "assign"  # assign: every partition from the start; group: subscribe, commit
     commit_every: int = 100  # group mode: a synchronous offset commit every N records
+    group_protocol: str = "classic"  # group mode: classic, or consumer (KIP-848)
     final: bool = False  # the final read: drains from the start, with no signal to wait for
 
 
@@ -196,16 +197,20 @@ def read_all(
     reader is a consumer group member and commits its offsets every `commit_every` records.
     """
     group_mode = cfg.mode == "group"
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": cfg.group if group_mode else f"brokerjepsen-{cfg.process}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": 10000,
-            "log_level": 3,
-        }
-    )
+    settings: dict[str, object] = {
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": cfg.group if group_mode else f"brokerjepsen-{cfg.process}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "log_level": 3,
+    }
+    if group_mode and cfg.group_protocol == "consumer":
+        # KIP-848: the broker's group coordinator assigns partitions and owns the session
+        # timeout (group.consumer.session.timeout.ms); a client may not set it.
+        settings["group.protocol"] = "consumer"
+    else:
+        settings["session.timeout.ms"] = 10000
+    consumer = Consumer(settings)
     uncommitted = 0
     try:
         partitions = partitions_of(consumer, cfg.topic, min(cfg.deadline, time.time() + 60))

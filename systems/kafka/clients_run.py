@@ -36,7 +36,11 @@ class KafkaClientsRun(ScenarioRun):
         read_deadline = start + t.workload + t.recovery + w.drain_timeout + 30
         for r in w.readers:
             config = self._client_config(
-                read_deadline, group=r.id, mode=r.mode, commit_every=r.commit_every
+                read_deadline,
+                group=r.id,
+                mode=r.mode,
+                commit_every=r.commit_every,
+                group_protocol=r.group_protocol,
             )
             self._spawn("reader", r.id, config)
         for p in w.producers:

@@ -26,6 +26,8 @@ log = logging.getLogger("harness")
 def run_mode(scenario: KafkaScenario, requested: str | None, line: str) -> str:
     """The mode a run uses: the requested one, else the scenario's first that `line` runs."""
     modes = scenario.cluster.modes
+    if refusal := scenario.line_refusal(line):
+        raise ScenarioError(refusal)
     if requested is None:
         runnable = [m for m in modes if mode_refusal(line, m) is None]
         if not runnable:

@@ -15,6 +15,7 @@ from systems.kafka.config import (
     KafkaSettings,
     Mode,
     nodes_of,
+    version_tuple,
 )
 from systems.kafka.targets import SELECTOR_ROLES
 from systems.scenario import ScenarioBase, Strict, fault_op
@@ -39,6 +40,15 @@ class KafkaReaderSpec(Strict):
     # every commit's outcome goes to the history (f: commit).
     mode: Literal["assign", "group"] = "assign"
     commit_every: Annotated[int, Field(ge=1, le=100_000)] = 100
+    # group mode: the classic rebalance protocol, or KIP-848's (group.protocol=consumer: the
+    # broker assigns partitions; Kafka 4.0 on).
+    group_protocol: Literal["classic", "consumer"] = "classic"
+
+    @model_validator(mode="after")
+    def _protocol_is_a_groups(self) -> KafkaReaderSpec:
+        if self.group_protocol != "classic" and self.mode != "group":
+            raise ValueError("group_protocol is for readers in mode group")
+        return self
 
 
 FINAL_READER = "final"  # the group of the final read (a reader id no scenario may take)
@@ -153,6 +163,13 @@ class KafkaScenario(ScenarioBase):
     cluster: KafkaClusterSpec
     workload: KafkaWorkload
     nemesis: list[KafkaStep] = Field(default_factory=list)
+
+    def line_refusal(self, line: str) -> str | None:
+        """One line when a release line lacks what the scenario's clients use, else None."""
+        uses_848 = any(r.group_protocol == "consumer" for r in self.workload.readers)
+        if uses_848 and version_tuple(line) < (4,):
+            return f"{self.id}'s readers use the consumer group protocol (KIP-848): Kafka 4.0 on"
+        return None
 
     @model_validator(mode="after")
     def _nodes_exist_in_every_mode(self) -> KafkaScenario:

@@ -180,7 +180,7 @@ KAFKA_SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("K*.yaml"))
 
 def test_every_kafka_claim_row_has_a_scenario() -> None:
     claims = {load_scenario(p).claim for p in KAFKA_SCENARIOS}
-    rows = {f"K{i}" for i in range(1, 26)} - {"K17", "K18"}  # K17/K18: power loss, not here
+    rows = {f"K{i}" for i in range(1, 27)} - {"K17", "K18"}  # K17/K18: power loss, not here
     assert rows <= claims, sorted(rows - claims)
 
 
@@ -225,6 +225,20 @@ workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
 def test_bad_kafka_steps_are_one_line(nemesis: str, message: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(message)):
         parse_scenario(BASE + f"nemesis: {nemesis}\n", "x.yaml")
+
+
+def test_the_consumer_group_protocol_is_a_group_readers_and_needs_kafka_4() -> None:
+    group = BASE.replace(
+        "readers: [{id: r}]", "readers: [{id: r, mode: group, group_protocol: consumer}]"
+    )
+    spec = parse_scenario(group, "x.yaml")
+    assert isinstance(spec, KafkaScenario)
+    assert spec.line_refusal("4.1") is None and spec.line_refusal("4.4.0") is None
+    assert "KIP-848" in (spec.line_refusal("3.9") or "")
+    assert parse_scenario(BASE, "x.yaml").line_refusal("3.9") is None  # type: ignore[union-attr]
+    assign = BASE.replace("readers: [{id: r}]", "readers: [{id: r, group_protocol: consumer}]")
+    with pytest.raises(ScenarioError, match="group_protocol is for readers in mode group"):
+        parse_scenario(assign, "x.yaml")
 
 
 def test_bad_cluster_settings_are_one_line() -> None:
