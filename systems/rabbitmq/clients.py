@@ -400,11 +400,17 @@ class Consumer:
 # ---- topology and entry point ------------------------------------------------------------
 
 
+def declare_arguments(queue_type: str) -> dict[str, Any] | None:
+    """queue.declare's arguments for a queue type (classic and mirrored queues need none: a
+    policy mirrors them)."""
+    return {"x-queue-type": queue_type} if queue_type in ("quorum", "stream") else None
+
+
 def declare_topology(
     endpoints: list[Endpoint], exchange: str, queues: list[str], queue_type: str
 ) -> None:
     """A durable fanout exchange bound to durable queues of the scenario's kind."""
-    arguments = {"x-queue-type": queue_type} if queue_type in ("quorum", "stream") else None
+    arguments = declare_arguments(queue_type)
     last: Exception | None = None
     for ep in endpoints:
         try:

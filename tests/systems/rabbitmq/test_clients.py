@@ -1,0 +1,40 @@
+"""A stream reader's position: each delivery's offset recorded, and the next session resumed
+after the last offset read (as a Kafka consumer keeps its position)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from contract.history import HistoryWriter
+from systems.rabbitmq.clients import Consumer, ConsumerConfig, declare_arguments
+
+
+def consumer(tmp_path: Path, stream: bool) -> Consumer:
+    cfg = ConsumerConfig("c1", str(tmp_path), [], "q", deadline=0.0, stream=stream)
+    return Consumer(cfg, HistoryWriter(tmp_path, "c1", "rabbitmq"))
+
+
+def test_a_stream_reader_starts_at_the_first_offset_and_resumes_after_the_last_read(
+    tmp_path: Path,
+) -> None:
+    c = consumer(tmp_path, stream=True)
+    assert c._consume_arguments() == {"x-stream-offset": "first"}
+    delivery = SimpleNamespace(headers={"x-stream-offset": 41})
+    assert c._position(delivery) == {"partition": 0, "offset": 41}
+    assert c._consume_arguments() == {"x-stream-offset": 42}
+    # A delivery without the header says nothing about the position.
+    assert c._position(SimpleNamespace(headers=None)) == {}
+    assert c._consume_arguments() == {"x-stream-offset": 42}
+
+
+def test_a_queue_reader_has_no_offsets(tmp_path: Path) -> None:
+    c = consumer(tmp_path, stream=False)
+    assert c._consume_arguments() is None
+    assert c._position(SimpleNamespace(headers={"x-stream-offset": 3})) == {}
+
+
+def test_queues_are_declared_with_their_type() -> None:
+    assert declare_arguments("stream") == {"x-queue-type": "stream"}
+    assert declare_arguments("quorum") == {"x-queue-type": "quorum"}
+    assert declare_arguments("mirrored") is None and declare_arguments("classic") is None
