@@ -265,56 +265,37 @@ class RabbitMQCluster(ComposeCluster):
         policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic", **(promotion or {})})
         self.rabbitmqctl("rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues")
 
-    def queue_depths(self) -> dict[str, dict[str, Any]]:
-        """Each queue's message count (ready + unacknowledged) and state, from the first node
-        that answers (a paused or stuck node does not)."""
+    def _list_queues(self, *items: str, timeout: float) -> tuple[str, list[dict[str, Any]]]:
+        """`list_queues` of the given items from the first node that answers (a paused or stuck
+        node does not), and which node that was."""
         last: ComposeError | None = None
         for node in self.nodes:
             try:
                 out = self.rabbitmqctl(
-                    node,
-                    "list_queues",
-                    "name",
-                    "messages",
-                    "state",
-                    "--formatter",
-                    "json",
-                    timeout=60,
+                    node, "list_queues", *items, "--formatter", "json", timeout=timeout
                 )
             except ComposeError as e:
                 last = e
                 continue
-            return {
-                q["name"]: {"messages": q["messages"], "state": q["state"], "asked": node}
-                for q in json.loads(out)
-            }
+            return node, list(json.loads(out))
         raise last or ComposeError("no node answered list_queues")
 
+    def queue_depths(self) -> dict[str, dict[str, Any]]:
+        """Each queue's message count (ready + unacknowledged) and state."""
+        node, queues = self._list_queues("name", "messages", "state", timeout=60)
+        return {
+            q["name"]: {"messages": q["messages"], "state": q["state"], "asked": node}
+            for q in queues
+        }
+
     def queue_leader(self, queue: str) -> tuple[str, list[str]]:
-        """A quorum queue's or stream's leader and members (node names), as the first node that
-        answers reports them."""
-        last: ComposeError | None = None
-        for node in self.nodes:
-            try:
-                out = self.rabbitmqctl(
-                    node,
-                    "list_queues",
-                    "name",
-                    "leader",
-                    "members",
-                    "--formatter",
-                    "json",
-                    timeout=30,
-                )
-            except ComposeError as e:
-                last = e
-                continue
-            for q in json.loads(out):
-                if q["name"] == queue and q.get("leader"):
-                    members = [_node_name(m) for m in q.get("members") or []]
-                    return _node_name(q["leader"]), members
-            raise ComposeError(f"{node} names no leader of {queue}")
-        raise last or ComposeError("no node answered list_queues")
+        """A quorum queue's or stream's leader and members (node names)."""
+        node, queues = self._list_queues("name", "leader", "members", timeout=30)
+        for q in queues:
+            if q["name"] == queue and q.get("leader"):
+                members = [_node_name(m) for m in q.get("members") or []]
+                return _node_name(q["leader"]), members
+        raise ComposeError(f"{node} names no leader of {queue}")
 
     def queue_messages(self, node: str) -> dict[str, int]:
         """Each queue's messages as one node counts them (during a partition, its own side)."""
