@@ -241,6 +241,14 @@ def choose_kafka_image(
     return max(candidates, key=lambda c: (c[1], c[0]))[2]
 
 
+def logged_metadata_version(log: str) -> str | None:
+    """The last metadata version a controller's log says it loaded: 3.x and 4.1 write
+    `FinalizedFeatures[metadataVersion=4.1-IV1, ...`, 4.4 `FinalizedFeatures(metadataVersion=
+    Optional[4.4-IV2], ...`."""
+    found = re.findall(r"FinalizedFeatures[\[(]metadataVersion=(?:Optional\[)?([\w.-]+)", log)
+    return str(found[-1]) if found else None
+
+
 def local_kafka_releases(client: docker.DockerClient) -> list[str]:
     """The Kafka releases of the local and official images present."""
     found: set[str] = set()
@@ -436,7 +444,24 @@ class KafkaCluster(ComposeCluster):
             out = self.exec("kafka1", command, timeout=60)
         except ComposeError:
             return {}
-        return dict(re.findall(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)", out))
+        levels = dict(re.findall(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)", out))
+        if levels.get("metadata.version") == "UNKNOWN":
+            # Tools older than the brokers (an image whose release Maven Central has no
+            # kafka-tools for) cannot name a newer metadata version: the controller's log does.
+            levels["metadata.version"] = self._logged_metadata_version() or "UNKNOWN"
+        return levels
+
+    def _logged_metadata_version(self) -> str | None:
+        """The metadata version a controller last logged loading (KRaft)."""
+        controllers = [n.name for n in self.nodes if n.role in ("controller", "combined")]
+        containers = self.containers()
+        for name in controllers:
+            if name not in containers:
+                continue
+            log = containers[name].logs(tail=20000).decode(errors="replace")
+            if version := logged_metadata_version(log):
+                return version
+        return None
 
     def image_info(self) -> dict[str, dict[str, Any]]:
         info = {}

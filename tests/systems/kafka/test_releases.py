@@ -105,3 +105,13 @@ def test_releases_present_locally_are_the_kafka_images_versions() -> None:
         FakeImage("brokerjepsen/rabbitmq:4.0.5-debian"),
     )
     assert local_kafka_releases(client) == ["3.9.1", "4.4.0"]  # type: ignore[arg-type]
+
+
+def test_the_metadata_version_a_controller_logged_both_ways_releases_write_it() -> None:
+    from systems.kafka.cluster import logged_metadata_version
+
+    old = "Loaded new metadata FinalizedFeatures[metadataVersion=4.1-IV1, finalizedFeatures={"
+    new = "Loaded new metadata FinalizedFeatures(metadataVersion=Optional[4.4-IV2], finalized"
+    assert logged_metadata_version(old) == "4.1-IV1"
+    assert logged_metadata_version(old + "\n" + new) == "4.4-IV2"
+    assert logged_metadata_version("nothing here") is None
