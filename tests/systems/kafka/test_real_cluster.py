@@ -241,6 +241,10 @@ APPLIED_STATE = re.compile(
     r"state change for isr-0 .*?LeaderAndIsrPartitionState\(topicName='isr', partitionIndex=0, "
     r".*?isr=\[([\d, ]*)\].*?replicas=\[([\d, ]*)\]"
 )
+# 4.4 logs the partition registration it applied instead, replicas before the ISR.
+APPLIED_REGISTRATION = re.compile(
+    r"state change for isr-0 .*?PartitionRegistration\(replicas=\[([\d, ]*)\].*?isr=\[([\d, ]*)\]"
+)
 
 
 def _ids(text: str) -> set[int]:
@@ -255,6 +259,8 @@ def _dropped_from_isr(cluster: KafkaCluster, leader: int) -> set[int]:
     for before, after in LEADER_SHRINK.findall(log):
         dropped |= _ids(before) - _ids(after)
     for isr, replicas in APPLIED_STATE.findall(log):
+        dropped |= _ids(replicas) - _ids(isr)
+    for replicas, isr in APPLIED_REGISTRATION.findall(log):
         dropped |= _ids(replicas) - _ids(isr)
     return dropped
 
