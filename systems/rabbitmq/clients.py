@@ -65,6 +65,7 @@ class ConsumerConfig:
     # after the last one read when a connection is lost (as a Kafka consumer keeps its position).
     stream: bool = False
     group: str | None = None  # the reader group the history names; None: the queue
+    start_offset: int | None = None  # a stream: the first offset to read (None: the first)
 
 
 def params(ep: Endpoint) -> pika.ConnectionParameters:
@@ -312,6 +313,9 @@ class Consumer:
     finished: bool = False
     drain_timed_out: bool = False
     next_offset: int | None = None  # a stream: where the next session starts
+
+    def __post_init__(self) -> None:
+        self.next_offset = self.cfg.start_offset
 
     def start_drain(self, *_: Any) -> None:
         if not self.draining:

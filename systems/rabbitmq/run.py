@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import re
 import signal
@@ -28,6 +30,24 @@ log = logging.getLogger("harness")
 def final_group(queue: str) -> str:
     """The group of a stream's final read."""
     return f"{queue}.final"
+
+
+def stream_positions(history_dir: Path, groups: set[str]) -> dict[str, int]:
+    """For each reader group, the offset after the highest one its receives recorded."""
+    highest: dict[str, int] = {}
+    for path in history_dir.glob("*.jsonl"):
+        with path.open() as lines:
+            for line in lines:
+                if '"receive"' not in line:
+                    continue
+                try:
+                    e = json.loads(line)
+                except ValueError:  # a line cut short by a killed process
+                    continue
+                group, offset = e.get("group"), e.get("offset")
+                if group in groups and isinstance(offset, int):
+                    highest[group] = max(highest.get(group, -1), offset)
+    return {g: o + 1 for g, o in highest.items()}
 
 
 class RabbitMQRun(ScenarioRun):
@@ -172,7 +192,13 @@ class RabbitMQRun(ScenarioRun):
         return out
 
     def _spawn_consumer(
-        self, process: str, c: Consumer, deadline: float, drain_now: bool, group: str | None = None
+        self,
+        process: str,
+        c: Consumer,
+        deadline: float,
+        drain_now: bool,
+        group: str | None = None,
+        start_offset: int | None = None,
     ) -> None:
         w = self.scenario.workload
         self._spawn(
@@ -189,6 +215,7 @@ class RabbitMQRun(ScenarioRun):
                 "drain_at_start": drain_now,
                 "stream": self._streams,
                 "group": group,
+                "start_offset": start_offset,
             },
         )
 
@@ -197,45 +224,88 @@ class RabbitMQRun(ScenarioRun):
         any queue that still holds messages gets a fresh consumer.
 
         A consumer hearing nothing for its quiet period does not prove the queue empty (a
-        mirror synchronising after a heal blocks its queue): the queue's depth does.
+        mirror synchronising after a heal blocks its queue): the queue's depth does. A stream
+        keeps what was read: its reader group is drained once it has read up to the stream's
+        end, and a fresh reader takes over from where the group stopped until it has.
         """
-        w = self.scenario.workload
-        deadline = time.time() + w.drain.timeout
+        deadline = time.time() + self.scenario.workload.drain.timeout
         consumers = [name for name in self.clients if name.startswith("consumer")]
         for name in consumers:
             self.clients[name].send_signal(signal.SIGUSR1)
+        unread: Callable[[], dict[str, int | None]] = (
+            functools.partial(self._unread_streams, final=False)
+            if self._streams
+            else self._undrained_queues
+        )
+        codes, undrained, rounds = self._read_in_rounds(consumers, unread, False, deadline)
+        final_codes: dict[str, int] = {}
+        final_unread: dict[str, int | None] = {}
+        if self._streams:
+            final_codes, final_unread = self._final_stream_reads(deadline)
+        self.manifest.consumer_exit_codes = codes | final_codes
+        self.manifest.drain_rounds = rounds + 1
+        self.manifest.drain_complete = not undrained and not final_unread
+
+    def _read_in_rounds(
+        self,
+        consumers: list[str],
+        unread: Callable[[], dict[str, int | None]],
+        final: bool,
+        deadline: float,
+    ) -> tuple[dict[str, int], dict[str, int | None], int]:
+        """Waits for the consumers; while a queue is left unread (queue -> the offset to go on
+        from, for a stream) and time is left, sends in a fresh consumer for it."""
         codes: dict[str, int] = {}
         rounds = 0
         while True:
             for name in consumers:
                 codes[name] = self._wait_client(name, deadline + 30)
-            undrained = self._undrained_queues()
-            if not undrained or time.time() >= deadline:
-                break
+            left = unread()
+            if not left or time.time() >= deadline:
+                return codes, left, rounds
             rounds += 1
             consumers = []
-            for i, c in enumerate(w.consumers, 1):
-                if c.queue in undrained:
-                    name = f"consumer{i}-{c.queue}-drain{rounds}"
-                    self._spawn_consumer(name, c, deadline, drain_now=True)
+            for i, c in enumerate(self.scenario.workload.consumers, 1):
+                if c.queue in left:
+                    name = f"consumer{i}-{c.queue}-{'final' if final else 'drain'}{rounds}"
+                    group = final_group(c.queue) if final else None
+                    self._spawn_consumer(name, c, deadline, True, group, left[c.queue])
                     consumers.append(name)
-        final = self._final_stream_reads(deadline) if self._streams else {}
-        self.manifest.consumer_exit_codes = codes | final
-        self.manifest.drain_rounds = rounds + 1
-        # A final read that timed out (exit 3) has not read the whole stream.
-        self.manifest.drain_complete = not undrained and not any(final.values())
 
-    def _final_stream_reads(self, deadline: float) -> dict[str, int]:
-        """Each stream read again from its first offset by a fresh reader (its own group): what
-        the log holds once the faults are over, as Kafka's final read shows a topic's."""
+    def _final_stream_reads(self, deadline: float) -> tuple[dict[str, int], dict[str, int | None]]:
+        """Each stream read again from its first offset by a fresh reader (its own group), to
+        the stream's end: what the log holds once the faults are over, as Kafka's final read
+        shows a topic's."""
         started = []
         for i, c in enumerate(self.scenario.workload.consumers, 1):
             name = f"consumer{i}-{c.queue}-final"
-            self._spawn_consumer(name, c, deadline + 30, drain_now=True, group=final_group(c.queue))
+            self._spawn_consumer(name, c, deadline + 30, True, final_group(c.queue))
             started.append(name)
-        return {name: self._wait_client(name, deadline + 60) for name in started}
+        unread = functools.partial(self._unread_streams, final=True)
+        codes, left, _ = self._read_in_rounds(started, unread, True, deadline + 30)
+        return codes, left
 
-    def _undrained_queues(self) -> set[str]:
+    def _unread_streams(self, final: bool) -> dict[str, int | None]:
+        """Streams whose reader group (live or final) has not read up to the stream's end, each
+        with the offset after the last one the group read (None: it read nothing)."""
+        assert self.cluster is not None
+        queues = self.scenario.workload.queues
+        groups = {q: final_group(q) if final else q for q in queues}
+        read = stream_positions(self.history_dir, set(groups.values()))
+        try:
+            depths = self.cluster.queue_depths()
+        except Exception as e:  # noqa: BLE001 - no answer: nothing can be called read
+            self.manifest.queues_after_drain = {"error": str(e)}
+            return {q: read.get(groups[q]) for q in queues}
+        self.manifest.queues_after_drain = depths
+        # A stream's offsets count its messages from 0: its end is its message count.
+        return {
+            q: read.get(groups[q])
+            for q in queues
+            if q in depths and (read.get(groups[q]) or 0) < int(depths[q]["messages"])
+        }
+
+    def _undrained_queues(self) -> dict[str, int | None]:
         """Queues that still hold messages, are not running, or could not be asked.
 
         A queue that no longer exists is drained: its messages went with it (that is loss,
@@ -247,17 +317,12 @@ class RabbitMQRun(ScenarioRun):
             depths = self.cluster.queue_depths()
         except Exception as e:  # noqa: BLE001 - no answer means we cannot say it drained
             self.manifest.queues_after_drain = {"error": str(e)}
-            return queues
+            return dict.fromkeys(queues)
         self.manifest.queues_after_drain = depths
-        # A stream keeps what was read: it is drained once it runs and its readers went quiet.
-        undrained = {
-            q
+        undrained: dict[str, int | None] = {
+            q: None
             for q in queues
-            if q in depths
-            and (
-                depths[q]["state"] != "running"
-                or (depths[q]["messages"] != 0 and not self._streams)
-            )
+            if q in depths and (depths[q]["messages"] != 0 or depths[q]["state"] != "running")
         }
         for q in sorted(undrained):
             log.warning("queue %s not drained yet: %s", q, depths[q])

@@ -38,3 +38,18 @@ def test_queues_are_declared_with_their_type() -> None:
     assert declare_arguments("stream") == {"x-queue-type": "stream"}
     assert declare_arguments("quorum") == {"x-queue-type": "quorum"}
     assert declare_arguments("mirrored") is None and declare_arguments("classic") is None
+
+
+def test_a_stream_groups_position_is_after_the_highest_offset_its_receives_recorded(
+    tmp_path: Path,
+) -> None:
+    from systems.rabbitmq.run import final_group, stream_positions
+
+    with HistoryWriter(tmp_path, "live", "rabbitmq") as live:
+        for offset in (0, 1, 5, 3):
+            live.write("ok", "receive", group="s", producer="A", seq=offset + 1, offset=offset)
+    with HistoryWriter(tmp_path, "final", "rabbitmq") as final:
+        final.write("ok", "receive", group=final_group("s"), producer="A", seq=1, offset=0)
+        final.write("ok", "send", producer="A", seq=9)
+    (tmp_path / "cut.jsonl").write_text('{"f": "receive", "group": "s", "offs')  # killed mid-line
+    assert stream_positions(tmp_path, {"s", "s.final", "other"}) == {"s": 6, "s.final": 1}
