@@ -102,35 +102,53 @@ rabbitmq_image() {
     --change "LABEL org.brokerjepsen.rabbitmq-version=$RABBITMQ_VERSION"
 }
 
-# releases.txt names every release setup builds; RABBITMQ_VERSIONS picks some of them.
-while read -r kind version suite; do
-  [[ "$kind" == rabbitmq ]] || continue
-  if [[ -n "${RABBITMQ_VERSIONS:-}" && " $RABBITMQ_VERSIONS " != *" $version "* ]]; then continue; fi
-  rabbitmq_image "$version" "$suite"
-done < <(grep -v '^#' "$here/releases.txt")
+# The RabbitMQ images and the load balancer's: releases.txt names every release setup builds;
+# RABBITMQ_VERSIONS picks some of them.
+rabbitmq_images() {
+  local kind version suite
+  while read -r kind version suite; do
+    [[ "$kind" == rabbitmq ]] || continue
+    if [[ -n "${RABBITMQ_VERSIONS:-}" && " $RABBITMQ_VERSIONS " != *" $version "* ]]; then continue; fi
+    rabbitmq_image "$version" "$suite"
+  done < <(grep -v '^#' "$here/releases.txt")
+  if present "$HAPROXY_IMAGE"; then
+    echo "image $HAPROXY_IMAGE present"
+  else
+    debootstrap_image "$HAPROXY_IMAGE" haproxy haproxy-entrypoint.sh prepare_haproxy \
+      --change 'EXPOSE 5672' --change "LABEL org.brokerjepsen.haproxy-version=2.6"
+  fi
+}
 
-if present "$HAPROXY_IMAGE"; then
-  echo "image $HAPROXY_IMAGE present"
-else
-  debootstrap_image "$HAPROXY_IMAGE" haproxy haproxy-entrypoint.sh prepare_haproxy \
-    --change 'EXPOSE 5672' --change "LABEL org.brokerjepsen.haproxy-version=2.6"
-fi
+# The JVM base (ZooKeeper's image) and then Kafka's, beside the RabbitMQ images: a fresh machine
+# waits on downloads more than on its cores, so the two lines of builds overlap.
+jvm_images() {
+  if present "$ZOOKEEPER_IMAGE"; then
+    echo "image $ZOOKEEPER_IMAGE present"
+  else
+    debootstrap_image "$ZOOKEEPER_IMAGE" libzookeeper-java,openjdk-17-jre-headless,bash \
+      zookeeper-entrypoint.sh prepare_zookeeper \
+      --change 'CMD ["zookeeper"]' --change 'EXPOSE 2181 2888 3888' \
+      --change "LABEL org.brokerjepsen.zookeeper-version=3.8.0"
+  fi
+  # Without Maven's registry there is no Kafka image: say so and carry on (RabbitMQ still runs;
+  # the real-Kafka tests then fail in CI and skip elsewhere, with this reason).
+  local rc=0
+  bash "$here/build_kafka_image.sh" || rc=$?
+  if ((rc == 3)); then
+    echo "setup: no Kafka image could be built here; Kafka scenarios will say what is missing" >&2
+  elif ((rc != 0)); then
+    return "$rc"
+  fi
+}
 
-if present "$ZOOKEEPER_IMAGE"; then
-  echo "image $ZOOKEEPER_IMAGE present"
-else
-  debootstrap_image "$ZOOKEEPER_IMAGE" libzookeeper-java,openjdk-17-jre-headless,bash \
-    zookeeper-entrypoint.sh prepare_zookeeper \
-    --change 'CMD ["zookeeper"]' --change 'EXPOSE 2181 2888 3888' \
-    --change "LABEL org.brokerjepsen.zookeeper-version=3.8.0"
-fi
-
-# Without Maven's registry there is no Kafka image: say so and carry on (RabbitMQ still runs;
-# the real-Kafka tests then fail in CI and skip elsewhere, with this reason).
-rc=0
-bash "$here/build_kafka_image.sh" || rc=$?
-if ((rc == 3)); then
-  echo "setup: no Kafka image could be built here; Kafka scenarios will say what is missing" >&2
-elif ((rc != 0)); then
-  exit "$rc"
-fi
+rabbitmq_images &
+rabbitmq_pid=$!
+jvm_images &
+jvm_pid=$!
+# Interrupted or failed, neither line of builds outlives the script.
+trap 'kill "$rabbitmq_pid" "$jvm_pid" 2>/dev/null || true' EXIT
+jvm_rc=0 rabbitmq_rc=0
+wait "$jvm_pid" || jvm_rc=$?
+wait "$rabbitmq_pid" || rabbitmq_rc=$?
+if ((jvm_rc != 0)); then exit "$jvm_rc"; fi
+exit "$rabbitmq_rc"
