@@ -51,12 +51,17 @@ class Family:
 # Roles a generated fault aims at, most often the leader (where a fault costs the most).
 KAFKA_ROLES = ("leader", "leader", "follower", "followers", "controller", "non-controller")
 MOCK_ROLES = ("leader", "leader", "followers", "controller", "non-controllers")
+# RabbitMQ quorum queues and streams: the first queue's leader or followers, as the broker names
+# them when the step runs.
+RABBITMQ_ROLES = ("leader", "leader", "followers")
 BY_NAME = 0.25  # how often a target is a broker by name rather than a role
 
 
 def _target(rng: random.Random, shape: ClusterShape) -> Step:
     """{"target": role, "partition": p} or the system's way of naming nodes."""
     if shape.system == "rabbitmq":
+        if shape.roles and rng.random() >= BY_NAME:
+            return {"nodes": [rng.choice(shape.roles)]}
         return {"nodes": [rng.choice(shape.brokers)]}
     if shape.system == "kafka-mock":
         if rng.random() < BY_NAME:
@@ -68,12 +73,21 @@ def _target(rng: random.Random, shape: ClusterShape) -> Step:
     return {"target": role, "partition": rng.randrange(shape.partitions)}
 
 
+def _aims_at_a_role(shape: ClusterShape, fault: Step) -> bool:
+    """Whether the fault names a role, resolved when it runs (its heal then needs a label)."""
+    if shape.system == "kafka":
+        return isinstance(fault.get("target"), str)
+    return shape.system == "rabbitmq" and any(n in RABBITMQ_ROLES for n in fault.get("nodes", []))
+
+
 def _again(shape: ClusterShape, fault: Step, label: str) -> Step:
     """The same nodes the fault resolved to, for its heal."""
     if shape.system == "kafka":
         return {"target": f"@{label}"}
     if shape.system == "kafka-mock":
         return {}
+    if _aims_at_a_role(shape, fault):
+        return {"nodes": [f"@{label}"]}
     return {"nodes": list(fault["nodes"])}
 
 
@@ -89,6 +103,9 @@ def _pair(rng: random.Random, shape: ClusterShape) -> Step:
     if shape.system == "kafka" and rng.random() >= BY_NAME:
         ends = ("leader", "followers") if rng.random() < 0.5 else ("followers", "leader")
         return {"from": ends[0], "to": ends[1], "partition": rng.randrange(shape.partitions)}
+    if shape.roles and shape.system == "rabbitmq" and rng.random() >= BY_NAME:
+        ends = ("leader", "followers") if rng.random() < 0.5 else ("followers", "leader")
+        return {"from": [ends[0]], "to": [ends[1]]}
     a, b = rng.sample(shape.brokers, 2)
     return {"from": [a], "to": [b]}
 
@@ -126,8 +143,7 @@ def _partition(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Ste
     else:
         step = {"op": "cut-clients", **_target(rng, shape)}
     # A label names what a role resolved to; a step aimed by node names needs none.
-    labelled = shape.system == "kafka" and isinstance(step.get("target"), str)
-    return {**step, "label": label} if labelled else step, _heal()
+    return {**step, "label": label} if _aims_at_a_role(shape, step) else step, _heal()
 
 
 def _slow(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
@@ -163,7 +179,7 @@ def _mock_errors(rng: random.Random, shape: ClusterShape, label: str) -> tuple[S
 def _down_up(down: str, up: str) -> Callable[..., tuple[Step, Step | None]]:
     def draw(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
         fault = {"op": down, **_target(rng, shape)}
-        if shape.system == "kafka":
+        if shape.system == "kafka" or _aims_at_a_role(shape, fault):
             fault["label"] = label
         return fault, {"op": up, **_again(shape, fault, label)}
 

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from chaos.generator import ChaosError, ChaosOptions, draw_schedule
-from chaos.menu import ClusterShape, Step
+from chaos.menu import RABBITMQ_ROLES, ClusterShape, Step
 from systems.kafka.config import nodes_of
 from systems.kafka.scenario import KafkaScenario
 from systems.rabbitmq.scenario import RABBITMQ_NODES, RabbitMQScenario
@@ -38,7 +38,14 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
         )
     if isinstance(base, RabbitMQScenario):
         names = RABBITMQ_NODES[: base.cluster.nodes]
-        return ClusterShape("rabbitmq", names, names, lazy_disks=base.cluster.lazy_disks)
+        leader = base.cluster.queue_type in ("quorum", "stream")  # a queue with a leader to aim at
+        return ClusterShape(
+            "rabbitmq",
+            names,
+            names,
+            lazy_disks=base.cluster.lazy_disks,
+            roles=RABBITMQ_ROLES if leader else (),
+        )
     brokers = tuple(str(i) for i in range(1, base.cluster.brokers + 1))
     return ClusterShape("kafka-mock", brokers, brokers, partitions=base.cluster.partitions)
 

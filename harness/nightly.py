@@ -41,6 +41,8 @@ MATRIX: tuple[Base, ...] = (
     Base("chaos/kafka-acks1", "kraft", unsafe=True),
     Base("chaos/rabbitmq-quorum"),
     Base("chaos/rabbitmq-autoheal-mirrored", unsafe=True),
+    Base("chaos/rabbitmq4-quorum"),
+    Base("chaos/rabbitmq4-stream"),
     Base("chaos/kafka-safe", "zk"),
     Base("chaos/kafka-safe", "kraft-dedicated"),
 )

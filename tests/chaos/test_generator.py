@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaos.generator import ChaosError, ChaosOptions, draw_schedule
-from chaos.menu import ClusterShape
+from chaos.menu import RABBITMQ_ROLES, ClusterShape
 from chaos.schedule import chaos_scenario, shape_of, steps_yaml
 from systems.registry import load_scenario, parse_scenario
 from systems.scenario import scenario_data, to_yaml
@@ -31,8 +31,14 @@ KAFKA_ZK = ClusterShape(
 RABBITMQ = ClusterShape(
     "rabbitmq", ("rabbit1", "rabbit2", "rabbit3"), ("rabbit1", "rabbit2", "rabbit3")
 )
+RABBITMQ_QUORUM = ClusterShape(
+    "rabbitmq",
+    ("rabbit1", "rabbit2", "rabbit3"),
+    ("rabbit1", "rabbit2", "rabbit3"),
+    roles=RABBITMQ_ROLES,
+)
 MOCK = ClusterShape("kafka-mock", ("1", "2", "3"), ("1", "2", "3"), partitions=3)
-SHAPES = (KAFKA, KAFKA_ZK, RABBITMQ, MOCK)
+SHAPES = (KAFKA, KAFKA_ZK, RABBITMQ, RABBITMQ_QUORUM, MOCK)
 
 seeds = st.integers(min_value=0, max_value=2**32)
 lengths = st.floats(min_value=40, max_value=600)
@@ -65,8 +71,13 @@ def replay(steps: list[dict]) -> list[str]:
                 raise Overlap(f"{op} at {s['at']} while {down} is in effect")
             down = s.get("label") or str(s.get("nodes"))
         elif op in ("start", "resume"):
-            ref = s.get("target")
-            back = ref[1:] if isinstance(ref, str) and ref.startswith("@") else str(s.get("nodes"))
+            ref, nodes = s.get("target"), s.get("nodes") or []
+            if isinstance(ref, str) and ref.startswith("@"):
+                back = ref[1:]
+            elif len(nodes) == 1 and nodes[0].startswith("@"):
+                back = nodes[0][1:]
+            else:
+                back = str(nodes)
             assert back == down, f"{op} of {back} while {down} is the one down"
             down = None
     return [x for x in (network, down) if x is not None]
@@ -157,6 +168,24 @@ def test_a_base_without_producer_rates_is_refused() -> None:
     spec = load_scenario(ROOT / "scenarios" / "R1.yaml")
     with pytest.raises(ChaosError, match="needs a rate"):
         chaos_scenario(spec, ChaosOptions(seed=1, seconds=90))
+
+
+def test_a_rabbitmq_base_with_a_leader_draws_roles_and_heals_what_they_named() -> None:
+    quorum = shape_of(load_scenario(ROOT / "scenarios" / "chaos" / "rabbitmq4-quorum.yaml"))
+    mirrored = load_scenario(ROOT / "scenarios" / "chaos" / "rabbitmq-autoheal-mirrored.yaml")
+    assert quorum.roles == RABBITMQ_ROLES and shape_of(mirrored).roles == ()
+    steps = [
+        s for seed in range(10) for s in draw_schedule(quorum, ChaosOptions(seed=seed, seconds=120))
+    ]
+    aimed = [
+        s for s in steps if "leader" in s.get("nodes", []) and s["op"] in ("kill", "stop", "pause")
+    ]
+    assert aimed and all(s.get("label") for s in aimed)
+    labels = {s["label"] for s in aimed}
+    assert {s["nodes"][0][1:] for s in steps if s.get("nodes", [""])[0].startswith("@")} <= {
+        s["label"] for s in steps if s.get("label")
+    }
+    assert labels
 
 
 def test_shape_of_a_zookeeper_cluster_has_its_quorum_apart() -> None:
