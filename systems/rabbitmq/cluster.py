@@ -259,10 +259,10 @@ class RabbitMQCluster(ComposeCluster):
     def running_nodes(self, node: str) -> list[str]:
         return list(self.cluster_status(node).get("running_nodes", []))
 
-    def set_mirroring_policy(self, pattern: str, promotion: dict[str, str] | None = None) -> None:
-        """ha-mode=all with automatic sync on the queues the pattern matches; `promotion` adds
-        ha-promote-on-shutdown / ha-promote-on-failure."""
-        policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic", **(promotion or {})})
+    def set_mirroring_policy(self, pattern: str, settings: dict[str, str] | None = None) -> None:
+        """ha-mode=all on the queues the pattern matches, with automatic sync unless `settings`
+        says otherwise (ha-sync-mode, ha-promote-on-shutdown, ha-promote-on-failure)."""
+        policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic", **(settings or {})})
         self.rabbitmqctl("rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues")
 
     def _list_queues(self, *items: str, timeout: float) -> tuple[str, list[dict[str, Any]]]:

@@ -106,6 +106,7 @@ class RabbitMQRun(ScenarioRun):
             promotion: dict[str, str] = {
                 key: value
                 for key, value in (
+                    ("ha-sync-mode", c.ha_sync_mode),
                     ("ha-promote-on-shutdown", c.ha_promote_on_shutdown),
                     ("ha-promote-on-failure", c.ha_promote_on_failure),
                 )

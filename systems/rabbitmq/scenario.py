@@ -45,6 +45,9 @@ class RabbitMQClusterSpec(Strict):
     # when-synced, failure: always, since 3.7).
     ha_promote_on_shutdown: Literal["when-synced", "always"] | None = None
     ha_promote_on_failure: Literal["when-synced", "always"] | None = None
+    # Mirrored queues: automatic, a new or rejoining mirror is synchronised at once (blocking the
+    # queue while it is); manual, RabbitMQ's default, it catches up only with new messages.
+    ha_sync_mode: Literal["automatic", "manual"] = "automatic"
 
     @model_validator(mode="after")
     def _pause_if_all_down_needs_nodes(self) -> RabbitMQClusterSpec:

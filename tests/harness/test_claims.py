@@ -82,6 +82,7 @@ def test_selection_by_claim_mode_and_line() -> None:
     chosen = select(cells, {"K4", "R1"}, {"kraft"}, {"4.1"})
     assert [c.key for c in chosen] == ["K4/kraft/4.1"]  # a Kafka filter leaves RabbitMQ out
     assert [c.key for c in select(cells, {"R1"}, None, None)] == [
+        "R1-manual-sync/rabbitmq/3.10",
         "R1-promote-always/rabbitmq/3.10",
         "R1/rabbitmq/3.10",
     ]
