@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 RELEASES_FILE = Path(__file__).resolve().parent / "images" / "releases.txt"
+# What a user names a version by: a release line ("4.4") or a release ("4.4.0").
+SPEC_PATTERN = r"^\d+\.\d+(\.\d+)?$"
+RELEASE_PATTERN = r"^\d+\.\d+\.\d+$"
 
 
 def version_key(version: str) -> tuple[int, ...]:

@@ -21,6 +21,7 @@ from rich.console import Console
 from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
 from compose.cli import ComposeError
+from compose.releases import SPEC_PATTERN
 from contract.expectations import known_expectation
 from contract.rundir import DEFAULT_ROOT, RunDir
 from harness.progress import STATUS_CONSOLE
@@ -480,7 +481,7 @@ def _on_rabbitmq(spec: Any, version: str | None) -> Any:
         return spec
     if not isinstance(spec, RabbitMQScenario):
         raise ScenarioError(f"--rabbitmq is for RabbitMQ scenarios; {spec.id} is not one")
-    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", version):
+    if not re.fullmatch(SPEC_PATTERN, version):
         raise ScenarioError(
             f"--rabbitmq takes a release line or release (4.0, 4.0.5), not {version!r}"
         )

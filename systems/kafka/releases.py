@@ -18,7 +18,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
-from compose.releases import RELEASES_FILE, line_of, on_spec
+from compose.releases import RELEASE_PATTERN, RELEASES_FILE, SPEC_PATTERN, line_of, on_spec
 from compose.releases import version_key as _version
 from systems.scenario import ScenarioError
 
@@ -27,7 +27,7 @@ MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
 METADATA_PATH = "org/apache/kafka/kafka_2.13/maven-metadata.xml"
 OLDEST = (3, 7)  # the oldest line the images and the clients are known to run
 BUILD_TIMEOUT_S = 20 * 60
-SPEC = re.compile(r"^\d+\.\d+(\.\d+)?$")
+SPEC = re.compile(SPEC_PATTERN)
 
 
 class KafkaReleaseError(ScenarioError):
@@ -58,7 +58,7 @@ def maven_releases(timeout_s: float = 15.0) -> list[str] | None:
     except (OSError, urllib.error.URLError, ET.ParseError, ValueError):
         return None
     found = (v.text or "" for v in root.iter("version"))
-    return sorted((v for v in found if re.fullmatch(r"\d+\.\d+\.\d+", v)), key=_version)
+    return sorted((v for v in found if re.fullmatch(RELEASE_PATTERN, v)), key=_version)
 
 
 def newest_per_line(releases: Iterable[str], lines: int = 4) -> list[str]:

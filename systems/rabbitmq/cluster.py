@@ -16,7 +16,7 @@ import docker.errors
 from compose.cli import ComposeError, compose
 from compose.cluster import ComposeCluster, free_ports
 from compose.disks import LazyDisks
-from compose.releases import line_of, on_spec, setup_releases, version_key
+from compose.releases import RELEASE_PATTERN, on_spec, setup_releases, version_key
 from contract.topology import Endpoint, Topology
 from contract.wait import wait_until
 
@@ -125,7 +125,7 @@ def _local_image_of(version: str, client: docker.DockerClient) -> str:
     for image in client.images.list(name=LOCAL_REPO):
         for tag in image.tags:
             release = tag.rpartition(":")[2].removesuffix("-debian")
-            if re.fullmatch(r"\d+\.\d+\.\d+", release) and on_spec(release, version):
+            if re.fullmatch(RELEASE_PATTERN, release) and on_spec(release, version):
                 built.append(release)
     if not built:
         known = ", ".join(setup_releases("rabbitmq"))
@@ -164,7 +164,7 @@ class RabbitMQCluster(ComposeCluster):
         """Whether the nodes must start at once: RabbitMQ 4's peer discovery waits at boot for
         the nodes it lists (3.x joins whichever answers, so its nodes start one after another)."""
         version = self.docker.images.get(self.image).labels.get(VERSION_LABEL, "3")
-        return version_key(line_of(version) if "." in version else version)[0] >= 4
+        return version_key(version)[0] >= 4
 
     def up(self, timeout: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from compose.releases import version_key
+from compose.releases import SPEC_PATTERN, version_key
 from faults.registry import op as fault
 from systems.rabbitmq.cluster import NODE_NAMES
 from systems.scenario import ScenarioBase, Strict, fault_op
@@ -38,7 +38,7 @@ class RabbitMQClusterSpec(Strict):
     load_balancer: bool = False
     # The release line ("4.0") or release ("4.0.5") of the local image; None: 3.10, the last
     # line with mirrored queues (an official image is preferred when present).
-    version: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$")] | None = None
+    version: Annotated[str, Field(pattern=SPEC_PATTERN)] | None = None
     image: str | None = None
     # Mirrored queues: whether an unsynchronised mirror may be promoted when the master's node
     # shuts down (a pause is one) or fails; None leaves RabbitMQ's default (shutdown:
