@@ -30,16 +30,12 @@ def _natural_order(msg_id: Any) -> list[Any]:
 
 
 def write_ids(
-    flagged: dict[str, DataFrame], groups: list[str], ids_dir: Path
+    tagged: DataFrame, metrics: tuple[str, ...], groups: list[str], ids_dir: Path
 ) -> dict[str, dict[str, int]]:
-    """Writes every (group, msg_id) of each metric; returns the counts per group and metric."""
+    """Writes every (group, metric, msg_id) of `tagged`; returns the counts per group and
+    metric (0 for each of `metrics` a group has no id of)."""
     from pyspark.sql import functions as F
 
-    tagged = None
-    for metric, df in flagged.items():
-        df = df.select("group", "msg_id", F.lit(metric).alias("metric"))
-        tagged = df if tagged is None else tagged.unionByName(df)
-    assert tagged is not None
     staging = ids_dir.with_name(ids_dir.name + ".spark")
     (
         tagged.repartition("group", "metric")
@@ -50,7 +46,7 @@ def write_ids(
         .text(str(staging))
     )
     shutil.rmtree(ids_dir, ignore_errors=True)
-    counts = {g: dict.fromkeys(flagged, 0) for g in groups}
+    counts = {g: dict.fromkeys(metrics, 0) for g in groups}
     for part_dir in staging.glob("group=*/metric=*"):
         group = unquote(part_dir.parent.name.removeprefix("group="))
         metric = unquote(part_dir.name.removeprefix("metric="))
@@ -59,10 +55,10 @@ def write_ids(
         # One file per (group, metric): the repartition put each in one task.
         (part,) = sorted(part_dir.glob("part-*"))
         shutil.move(part, target)
-        counts.setdefault(group, dict.fromkeys(flagged, 0))[metric] = _line_count(target)
+        counts.setdefault(group, dict.fromkeys(metrics, 0))[metric] = _line_count(target)
     shutil.rmtree(staging)
-    for group, metrics in counts.items():
-        for metric in metrics:
+    for group, by_metric in counts.items():
+        for metric in by_metric:
             target = ids_dir / group / f"{metric}.txt"
             if not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,20 +1,11 @@
-"""One small, named Spark query per thing the checker counts.
+"""One small, named Spark query per thing the checker counts beyond the message table.
 
-Each takes DataFrames of history events (checkers.lines.ROW_SCHEMA) and returns a DataFrame;
-none brings anything per message back to the driver. Per reader group g, with every
-acknowledged message of the run expected in every group:
-  acked       distinct msg_ids whose send ended ok
-  received    distinct msg_ids received in g
-  lost        acked, never received in g
-  duplicated  distinct msg_ids received more than once in g
-  unflagged   duplicated in g with a delivery after the first that lacked the broker's
-              redelivered flag (RabbitMQ; Kafka's receives carry no flag)
-  unexpected  received in g, never sent (no invoke), or a body we did not write
-  recovered   received in g although its send ended fail, info or never completed
-  reordered   first deliveries in g (by time, ties by file and line) whose seq is below the
-              highest seq already first-delivered in g for the same (producer, partition)
-  unseen      lost in g, acknowledged above the highest offset g read in that partition (or
-              where g read nothing): lost - unseen are holes below what g read
+Each takes DataFrames of history events (checkers.lines.ROW_SCHEMA) or of the message table
+(checkers.messages, where the per-group counts are defined) and returns a DataFrame; none
+brings anything per message back to the driver. Besides the per-group counts:
+  reordered   (of the first deliveries) those whose seq is below the highest seq already
+              first-delivered in g for the same (producer, partition)
+  unseen      (of the lost messages) those acknowledged above the highest offset g read there
 Of the observed log (every ok send's and every ok receive's (stream, partition, offset,
 msg_id), all groups):
   inconsistent_offsets  positions holding two or more distinct msg_ids
@@ -33,10 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from checkers.messages import DELIVERY_ORDER
 from contract.history import NEMESIS_PROCESS, PARTITION_STATE
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
-DELIVERY_ORDER = ("time", "file", "line")  # ties in time break by file, then line
 
 
 def _F() -> Any:
@@ -46,67 +37,6 @@ def _F() -> Any:
 
 
 # ---- sends -------------------------------------------------------------------------------------
-
-
-def sends(events: DataFrame) -> DataFrame:
-    return events.filter(_F().col("f") == "send")
-
-
-def send_summary(events: DataFrame) -> DataFrame:
-    """(msg_id, outcome, invoked, ack_time, node, producer, invoke_time, done_time) of every
-    message a send names: outcome ok wins, then fail, then info (an invoke alone is info);
-    invoked says a producer tried to send it; ack_time is its first ok, node the node that
-    acknowledged it where the history says (RabbitMQ names it; Kafka's client does not);
-    done_time is its first outcome (None for an invoke alone)."""
-    F = _F()
-    rank = (
-        F.when(F.col("type") == "ok", 3)
-        .when(F.col("type") == "fail", 2)
-        .when(F.col("type") == "info", 1)
-        .otherwise(0)
-    )
-    ok = F.col("type") == "ok"
-    invoke = F.col("type") == "invoke"
-    best = (
-        sends(events)
-        .groupBy("msg_id")
-        .agg(
-            F.max(rank).alias("rank"),
-            F.max(invoke).alias("invoked"),
-            F.first("producer", ignorenulls=True).alias("producer"),
-            F.min(F.when(invoke, F.col("time"))).alias("invoke_time"),
-            F.min(F.when(~invoke, F.col("time"))).alias("done_time"),
-            F.min(F.when(ok, F.col("time"))).alias("ack_time"),
-            F.first(
-                F.when(ok, F.coalesce(F.col("node"), F.lit("unknown"))), ignorenulls=True
-            ).alias("node"),
-        )
-    )
-    outcome = F.when(F.col("rank") == 3, "ok").when(F.col("rank") == 2, "fail").otherwise("info")
-    return best.select(
-        "msg_id",
-        outcome.alias("outcome"),
-        "invoked",
-        "ack_time",
-        "node",
-        "producer",
-        "invoke_time",
-        "done_time",
-    )
-
-
-def acked(summary: DataFrame) -> DataFrame:
-    return summary.filter(_F().col("outcome") == "ok").select("msg_id")
-
-
-def refused_window(events: DataFrame) -> DataFrame:
-    """One row: the first and last time a send was refused or left unknown."""
-    F = _F()
-    return (
-        sends(events)
-        .filter(F.col("type").isin("fail", "info"))
-        .agg(F.min("time").alias("first"), F.max("time").alias("last"))
-    )
 
 
 def unavailable_intervals(summary: DataFrame) -> DataFrame:
@@ -169,13 +99,11 @@ def window_traffic(summary: DataFrame, receives: DataFrame, windows: DataFrame) 
     def inside(column: str) -> Any:
         return (F.col(column) >= F.col("w_start")) & (F.col(column) <= F.col("w_end"))
 
-    first = receives.groupBy("msg_id").agg(F.min("time").alias("first_delivery"))
     ok = F.col("outcome") == "ok"
     waiting = F.col("first_delivery").isNull() | (F.col("first_delivery") >= F.col("w_start"))
     exposed = ok & (F.col("ack_time") < F.col("w_start")) & waiting
     per_send = (
-        summary.select("msg_id", "outcome", "ack_time", "invoke_time")
-        .join(first, "msg_id", "left")
+        summary.select("outcome", "ack_time", "invoke_time", "first_delivery")
         .crossJoin(w)
         .groupBy("w_start", "w_end")
         .agg(
@@ -235,82 +163,22 @@ def client_errors(events: DataFrame) -> DataFrame:
 
 
 def deliveries(events: DataFrame) -> DataFrame:
-    """Every ok receive, with its group; a body we did not write gets an id of its own."""
+    """(group, process, time, stream, partition, offset, file, line) of every ok receive: what
+    the checks of deliveries read (the message table has the rest)."""
     F = _F()
     receives = events.filter((F.col("f") == "receive") & (F.col("type") == "ok"))
-    receives = receives.withColumn("group", F.coalesce(F.col("group"), F.col("stream")))
-    own_id = F.concat(F.lit("?"), F.col("file"), F.lit(":"), F.col("line"))
-    return receives.withColumn("msg_id", F.coalesce(F.col("msg_id"), own_id))
+    group = F.coalesce(F.col("group"), F.col("stream")).alias("group")
+    columns = ("process", "time", "stream", "partition", "offset", "file", "line")
+    return receives.select(group, *columns)
 
 
-def per_message(receives: DataFrame) -> DataFrame:
-    """(group, msg_id, deliveries)."""
-    return receives.groupBy("group", "msg_id").agg(_F().count("*").alias("deliveries"))
-
-
-def messages(groups: DataFrame, summary: DataFrame, per_msg: DataFrame) -> DataFrame:
-    """(group, msg_id, outcome, invoked, deliveries): every message sent, in every group, beside
-    every message each group received. The per-group counts below are filters of this one table:
-    outcome is null for a message never sent, deliveries for one the group never received."""
-    return groups.crossJoin(summary).join(per_msg, ["group", "msg_id"], "full")
-
-
-def acked_in(msgs: DataFrame) -> DataFrame:
-    return msgs.filter(_F().col("outcome") == "ok").select("group", "msg_id")
-
-
-def received(msgs: DataFrame) -> DataFrame:
-    return msgs.filter(_F().col("deliveries").isNotNull()).select("group", "msg_id")
-
-
-def lost(msgs: DataFrame) -> DataFrame:
-    F = _F()
-    return msgs.filter((F.col("outcome") == "ok") & F.col("deliveries").isNull()).select(
-        "group", "msg_id"
-    )
-
-
-def duplicated(msgs: DataFrame) -> DataFrame:
-    return msgs.filter(_F().col("deliveries") > 1).select("group", "msg_id")
-
-
-def unflagged(receives: DataFrame) -> DataFrame:
-    """Delivered again in g (any delivery after the first, by time) without the broker's
-    redelivered flag: a replay RabbitMQ did not mark as one. Our publishers never publish a
-    seq twice, so every RabbitMQ duplicate is a redelivery and should carry the flag. Kafka's
-    receives carry no flag (null) and never count."""
+def reordered(first: DataFrame) -> DataFrame:
+    """(group, msg_id) of first deliveries (checkers.messages.MessageTable.first_deliveries)
+    whose seq is below the highest seq first-delivered before them in the same group, from the
+    same producer, in the same partition."""
     from pyspark.sql import Window
 
     F = _F()
-    nth = F.row_number().over(Window.partitionBy("group", "msg_id").orderBy(*DELIVERY_ORDER))
-    replays = receives.withColumn("n", nth).filter(
-        (F.col("n") > 1) & (F.col("redelivered") == F.lit(False))
-    )
-    return replays.select("group", "msg_id").distinct()
-
-
-def unexpected(msgs: DataFrame) -> DataFrame:
-    """Received, never invoked by a producer (or a body we did not write)."""
-    F = _F()
-    never_sent = F.col("invoked").isNull() | ~F.col("invoked")
-    return msgs.filter(F.col("deliveries").isNotNull() & never_sent).select("group", "msg_id")
-
-
-def recovered(msgs: DataFrame) -> DataFrame:
-    """Received, although its send ended fail, info or never completed."""
-    F = _F()
-    return msgs.filter(F.col("deliveries").isNotNull() & (F.col("outcome") != "ok")).select(
-        "group", "msg_id"
-    )
-
-
-def reordered(receives: DataFrame) -> DataFrame:
-    from pyspark.sql import Window
-
-    F = _F()
-    first = receives.withColumn(
-        "n", F.row_number().over(Window.partitionBy("group", "msg_id").orderBy(*DELIVERY_ORDER))
-    ).filter(F.col("n") == 1)
     before = (
         Window.partitionBy("group", "producer", "partition")
         .orderBy(*DELIVERY_ORDER)
@@ -326,33 +194,46 @@ def reordered(receives: DataFrame) -> DataFrame:
 # ---- the observed log (Kafka: every send and receive carries partition and offset) -------------
 
 
-def observed_log(events: DataFrame) -> DataFrame:
-    """Distinct (stream, partition, offset, msg_id) of every ok send and every ok receive, of
-    every group, that names its position. Empty for RabbitMQ queues, whose events carry none."""
-    placed = _placed(events).filter(_F().col("msg_id").isNotNull())
-    return placed.select("stream", "partition", "offset", "msg_id").distinct()
+def positions(events: DataFrame) -> DataFrame:
+    """(stream, partition, offset, msg_ids, next_offset): every position an ok send or ok
+    receive names, the distinct msg_ids observed there (sorted; none for a body we did not
+    write), and the next observed offset of its partition. Empty for RabbitMQ queues, whose
+    events carry none."""
+    from pyspark.sql import Window
+
+    F = _F()
+    held = (
+        _placed(events)
+        .groupBy("stream", "partition", "offset")
+        .agg(F.sort_array(F.collect_set("msg_id")).alias("msg_ids"))
+    )
+    after = Window.partitionBy("stream", "partition").orderBy("offset")
+    return held.withColumn("next_offset", F.lead("offset").over(after))
 
 
-def inconsistent_offsets(log: DataFrame) -> DataFrame:
+def observed(positions: DataFrame) -> DataFrame:
+    """The positions of the observed log: those holding at least one of our msg_ids."""
+    return positions.filter(_F().size("msg_ids") > 0)
+
+
+def inconsistent_offsets(positions: DataFrame) -> DataFrame:
     """Positions (stream, partition, offset) holding two or more distinct msg_ids: an offset
     acknowledged or read as one message and later holding another (truncation after a
     fail-over)."""
-    F = _F()
-    return (
-        log.groupBy("stream", "partition", "offset")
-        .agg(F.count("*").alias("ids"), F.sort_array(F.collect_list("msg_id")).alias("msg_ids"))
-        .filter(F.col("ids") > 1)
-    )
+    return positions.filter(_F().size("msg_ids") > 1)
 
 
-def duplicate_offsets(log: DataFrame) -> DataFrame:
-    """msg_ids observed at two or more distinct positions of one log: a retry written twice."""
+def duplicate_offsets(events: DataFrame) -> DataFrame:
+    """(stream, msg_id, at): msg_ids observed at two or more distinct positions of one log (a
+    retry written twice); at lists them, sorted."""
     F = _F()
     position = F.concat_ws("@", F.concat_ws("/", "stream", "partition"), "offset")
     return (
-        log.groupBy("stream", "msg_id")
-        .agg(F.count("*").alias("positions"), F.sort_array(F.collect_list(position)).alias("at"))
-        .filter(F.col("positions") > 1)
+        _placed(events)
+        .filter(F.col("msg_id").isNotNull())
+        .groupBy("stream", "msg_id")
+        .agg(F.sort_array(F.collect_set(position)).alias("at"))
+        .filter(F.size("at") > 1)
     )
 
 
@@ -367,23 +248,6 @@ def _placed(events: DataFrame) -> DataFrame:
     )
 
 
-def positions(events: DataFrame) -> DataFrame:
-    """Every observed (stream, partition, offset), with the next observed offset after it."""
-    from pyspark.sql import Window
-
-    F = _F()
-    placed = _placed(events).select("stream", "partition", "offset").distinct()
-    after = Window.partitionBy("stream", "partition").orderBy("offset")
-    return placed.withColumn("next_offset", F.lead("offset").over(after))
-
-
-def ack_positions(events: DataFrame) -> DataFrame:
-    """(msg_id, stream, partition, offset) where each acknowledged message was written."""
-    F = _F()
-    acks = _placed(events).filter(F.col("f") == "send")
-    return acks.groupBy("msg_id", "stream", "partition").agg(F.min("offset").alias("offset"))
-
-
 def highest_read(receives: DataFrame) -> DataFrame:
     """(group, stream, partition, highest): the highest offset each group received there."""
     F = _F()
@@ -391,33 +255,33 @@ def highest_read(receives: DataFrame) -> DataFrame:
     return placed.groupBy("group", "stream", "partition").agg(F.max("offset").alias("highest"))
 
 
-def unseen(lost_ids: DataFrame, acks: DataFrame, highest: DataFrame) -> DataFrame:
-    """Lost messages acknowledged above the highest offset the group read in that partition (or
-    where it read nothing): never reached, rather than a hole below what it read."""
+def unseen(lost_at: DataFrame, highest: DataFrame) -> DataFrame:
+    """Lost messages (checkers.messages.MessageTable.lost_at) acknowledged above the highest
+    offset the group read in that partition (or where it read nothing): never reached, rather
+    than a hole below what it read."""
     F = _F()
-    placed = lost_ids.join(acks, "msg_id").join(highest, ["group", "stream", "partition"], "left")
+    placed = lost_at.join(F.broadcast(highest), ["group", "stream", "partition"], "left")
     beyond = F.col("highest").isNull() | (F.col("offset") > F.col("highest"))
     return placed.filter(beyond).select("group", "msg_id")
 
 
-def reader_processes(events: DataFrame) -> list[str]:
-    F = _F()
-    readers = events.filter((F.col("f") == "receive") & (F.col("type") == "ok"))
-    return sorted(r["process"] for r in readers.select("process").distinct().collect())
+def reader_processes(receives: DataFrame) -> list[str]:
+    return sorted(r["process"] for r in receives.select("process").distinct().collect())
 
 
-def producer_names(events: DataFrame) -> list[str]:
-    producing = sends(events).filter(_F().col("producer").isNotNull())
+def producer_names(summary: DataFrame) -> list[str]:
+    """Every producer that sent anything (summary: the message table's sent messages)."""
+    producing = summary.filter(_F().col("producer").isNotNull())
     return sorted(r["producer"] for r in producing.select("producer").distinct().collect())
 
 
-def consecutive_reads(events: DataFrame) -> DataFrame:
+def consecutive_reads(receives: DataFrame) -> DataFrame:
     """(process, stream, partition, a, b): each pair of consecutive receives of one reader process
     in one partition, in its file's line order; a and b are their offsets."""
     from pyspark.sql import Window
 
     F = _F()
-    reads = _placed(events).filter(F.col("f") == "receive")
+    reads = receives.filter(F.col("partition").isNotNull() & F.col("offset").isNotNull())
     in_file_order = Window.partitionBy("process", "stream", "partition").orderBy("file", "line")
     return (
         reads.withColumn("a", F.lag("offset").over(in_file_order))
@@ -426,11 +290,13 @@ def consecutive_reads(events: DataFrame) -> DataFrame:
     )
 
 
-def poll_skips(pairs: DataFrame, observed: DataFrame) -> DataFrame:
+def poll_skips(pairs: DataFrame, positions: DataFrame) -> DataFrame:
     """Consecutive reads a < b with an observed offset strictly between: the reader skipped it.
     a was observed (it was read), so the next observed offset after a decides."""
     F = _F()
-    nexts = observed.select("stream", "partition", F.col("offset").alias("a"), F.col("next_offset"))
+    nexts = positions.select(
+        "stream", "partition", F.col("offset").alias("a"), F.col("next_offset")
+    )
     forward = pairs.filter(F.col("b") > F.col("a"))
     return forward.join(nexts, ["stream", "partition", "a"]).filter(
         F.col("next_offset") < F.col("b")
@@ -462,32 +328,41 @@ NEVER_ACKED = "never acknowledged"
 ATTRIBUTED = ("lost", "duplicated", "reordered")
 
 
-def nemesis_events(events: DataFrame) -> DataFrame:
-    """Every nemesis event (time, type, f, value), in order: a few rows per run, collected once
-    for its steps, fault windows and leader-placement snapshots."""
+def control_events(events: DataFrame) -> DataFrame:
+    """(time, process, type, f, partition, value) of every nemesis event and every leader/ISR
+    change the partition watch recorded (Kafka), in order: a few rows per run, collected once
+    for the fault steps, windows, leader-placement snapshots and the partitions' states."""
     F = _F()
     return (
-        events.filter(F.col("process") == NEMESIS_PROCESS)
-        .select("time", "type", "f", "value")
+        events.filter((F.col("process") == NEMESIS_PROCESS) | (F.col("f") == PARTITION_STATE))
+        .select("time", "process", "type", "f", "partition", "value")
         .orderBy("time", "file", "line")
     )
 
 
-def partition_states(events: DataFrame) -> DataFrame:
-    """(time, partition, value) of every leader/ISR change a run's partition watch recorded
-    (Kafka; a few rows per run), in order."""
-    F = _F()
-    return (
-        events.filter(F.col("f") == PARTITION_STATE)
-        .select("time", "partition", "value")
-        .orderBy("time", "file", "line")
-    )
+def nemesis_events(control: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The nemesis's (time, type, f, value) among the control events."""
+    keys = ("time", "type", "f", "value")
+    return [{k: e[k] for k in keys} for e in control if e["process"] == NEMESIS_PROCESS]
+
+
+def partition_states(control: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The partition watch's (time, partition, value) among the control events."""
+    keys = ("time", "partition", "value")
+    return [{k: e[k] for k in keys} for e in control if e["f"] == PARTITION_STATE]
 
 
 def run_span(events: DataFrame) -> DataFrame:
-    """One row: the first and last time of the history."""
+    """One row: the first and last time of the history (first, last), and the first and last
+    time a send was refused or left unknown (refused_first, refused_last)."""
     F = _F()
-    return events.agg(F.min("time").alias("first"), F.max("time").alias("last"))
+    refused = F.col("type").isin("fail", "info") & (F.col("f") == "send")
+    return events.agg(
+        F.min("time").alias("first"),
+        F.max("time").alias("last"),
+        F.min(F.when(refused, F.col("time"))).alias("refused_first"),
+        F.max(F.when(refused, F.col("time"))).alias("refused_last"),
+    )
 
 
 def acks(summary: DataFrame) -> DataFrame:

@@ -18,6 +18,8 @@ from checkers import timeline
 from checkers.attribution import attribute
 from checkers.frames import small_frame
 from checkers.ids import write_ids
+from checkers.jvm import driver_options
+from checkers.messages import MessageTable, message_table
 from checkers.read import HistoryError, read_history
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 from checkers.windows import fault_windows, overlap
@@ -62,7 +64,12 @@ class CheckResult:
     window_traffic: list[dict[str, Any]] = field(default_factory=list)
 
 
-def spark_session(master: str = "local[*]") -> Any:
+def spark_session(
+    master: str = "local[*]", history_bytes: int | None = None, archive_to: Path | None = None
+) -> Any:
+    """The checker's Spark session (an existing one as it is); its driver JVM starts as
+    checkers.jvm says for a history of `history_bytes`, or writes the class archive
+    `archive_to` when it exits."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise HistoryError("Java is not installed: PySpark needs Java 17 or newer (make setup)")
     from pyspark.sql import SparkSession
@@ -72,6 +79,10 @@ def spark_session(master: str = "local[*]") -> Any:
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log4j = f"-Dlog4j2.configurationFile=file:{Path(__file__).parent / 'log4j2.properties'}"
+    if archive_to is not None:
+        jvm = f"-XX:ArchiveClassesAtExit={archive_to}"
+    else:
+        jvm = driver_options(history_bytes)
     spark = (
         SparkSession.builder.master(master)
         .appName("brokerjepsen-checker")
@@ -80,7 +91,7 @@ def spark_session(master: str = "local[*]") -> Any:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.driver.memory", os.environ.get("BJ_CHECKER_MEMORY", "6g"))
-        .config("spark.driver.extraJavaOptions", log4j)
+        .config("spark.driver.extraJavaOptions", f"{log4j} {jvm}".strip())
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -92,48 +103,46 @@ def check_history(
 ) -> CheckResult:
     """Counts every metric of every group; the ids behind them go to `ids_dir`."""
     history = read_history(spark, history_dir)
-    events = history.events.cache()
-    cached = [events]
+    events = history.events
+    receives = q.deliveries(events).cache()
+    cached = [receives]
     try:
-        receives = q.deliveries(events)
         group_names = {r["group"] for r in receives.select("group").distinct().collect()}
-        group_names |= set(expected_groups or [])
-        groups = sorted(group_names)
+        groups = sorted(group_names | set(expected_groups or []))
         groups_df = small_frame(spark, [(g,) for g in groups], "group string")
-        # Every per-group count is a filter of one table, computed once; the anomalies are kept
-        # for attribution, which asks again.
-        (summary,) = _kept(cached, q.send_summary(events))
-        (msgs,) = _kept(cached, q.messages(groups_df, summary, q.per_message(receives)))
-        lost, reordered = _kept(cached, q.lost(msgs), q.reordered(receives))
-        flagged = {
-            "acked": q.acked_in(msgs),
-            "received": q.received(msgs),
-            "lost": lost,
-            "unseen": q.unseen(lost, q.ack_positions(events), q.highest_read(receives)),
-            "duplicated": q.duplicated(msgs),
-            "unflagged": q.unflagged(receives),
-            "reordered": reordered,
-            "unexpected": q.unexpected(msgs),
-            "recovered": q.recovered(msgs),
-        }
-        counts = write_ids({m: flagged[m] for m in METRIC_IDS}, groups, ids_dir)
-        span = q.run_span(events).collect()[0].asDict()
-        nemesis = [r.asDict() for r in q.nemesis_events(events).collect()]
+        # One aggregation makes a row per message; every per-group count is a filter of it.
+        table = message_table(events, groups)
+        table = MessageTable(table.frame.cache(), table.groups)
+        cached.append(table.frame)
+        summary = table.summary()
+        # The log's positions answer its anomalies and the readers' skips.
+        (positions,) = _kept(cached, q.positions(events))
+        # The anomalies are asked again, by attribution and the timeline: each computed once.
+        lost, reordered = _kept(cached, table.rows("lost"), q.reordered(table.first_deliveries()))
+        flagged = {"lost": lost, "duplicated": table.rows("duplicated"), "reordered": reordered}
+        unseen = q.unseen(table.lost_at(), q.highest_read(receives))
+        tagged = table.tagged().unionByName(_tag(reordered, "reordered"))
+        tagged = tagged.unionByName(_tag(unseen, "unseen"))
+        counts = write_ids(tagged, METRIC_IDS, groups, ids_dir)
+        times = q.run_span(events).collect()[0].asDict()
+        span = {"first": times["first"], "last": times["last"]}
+        control = [r.asDict() for r in q.control_events(events).collect()]
+        nemesis = q.nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
-        states = [r.asDict() for r in q.partition_states(events).collect()]
+        states = q.partition_states(control)
         return CheckResult(
             groups={g: counts[g] for g in groups},
             ids_dir=ids_dir,
             sends=_send_counts(summary),
             truncated_lines=history.truncated_lines,
             history_source=history.source,
-            refused_window=_refused_window(events),
+            refused_window=_refused_window(times),
             errors=_errors(events),
             placement=_placement(nemesis),
-            log=_log_anomalies(events),
-            readers=_reader_anomalies(events),
+            log=_log_anomalies(positions, events),
+            readers=_reader_anomalies(receives, positions),
             attribution=attribute(spark, nemesis, span["first"] or 0.0, summary, flagged),
-            producers=_producer_anomalies(events),
+            producers=_producer_anomalies(events, summary),
             fault_windows=[{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in windows],
             unavailability=_unavailability(spark, summary, windows),
             stalls=_stalls(summary, receives, groups_df, windows),
@@ -156,6 +165,13 @@ def check_history(
             df.unpersist()
 
 
+def _tag(flagged: Any, metric: str) -> Any:
+    """(group, msg_id) as (group, metric, msg_id)."""
+    from pyspark.sql import functions as F
+
+    return flagged.select("group", F.lit(metric).alias("metric"), "msg_id")
+
+
 def _kept(cached: list[Any], *frames: Any) -> list[Any]:
     """Each frame cached on first use, and added to `cached` to be released at the end."""
     kept = [df.cache() for df in frames]
@@ -176,15 +192,11 @@ def _send_counts(summary: Any) -> dict[str, int]:
     return counts
 
 
-def _refused_window(events: Any) -> dict[str, float] | None:
-    window = q.refused_window(events).collect()[0]
-    if window["first"] is None:
+def _refused_window(times: dict[str, Any]) -> dict[str, float] | None:
+    first, last = times["refused_first"], times["refused_last"]
+    if first is None:
         return None
-    return {
-        "first": window["first"],
-        "last": window["last"],
-        "seconds": round(window["last"] - window["first"], 3),
-    }
+    return {"first": first, "last": last, "seconds": round(last - first, 3)}
 
 
 LONGEST = 10  # unavailable intervals listed per producer, longest first
@@ -305,15 +317,13 @@ def _placement(nemesis: list[dict[str, Any]]) -> list[dict[str, Any]]:
 LOG_SAMPLES = 5
 
 
-def _log_anomalies(events: Any) -> dict[str, Any]:
+def _log_anomalies(positions: Any, events: Any) -> dict[str, Any]:
     """Counts of the observed log's anomalies, and the first few of each for a person to see."""
-    # Several questions of one log, and each anomaly counted then sampled: each computed once.
-    log = q.observed_log(events).cache()
-    inconsistent = q.inconsistent_offsets(log).cache()
-    duplicates = q.duplicate_offsets(log).cache()
+    inconsistent = q.inconsistent_offsets(positions).cache()  # counted, then sampled
+    duplicates = q.duplicate_offsets(events).cache()
     try:
         return {
-            "positions": log.select("stream", "partition", "offset").distinct().count(),
+            "positions": q.observed(positions).count(),
             "inconsistent_offsets": inconsistent.count(),
             "duplicate_offsets": duplicates.count(),
             "samples": {
@@ -330,7 +340,7 @@ def _log_anomalies(events: Any) -> dict[str, Any]:
             },
         }
     finally:
-        for df in (duplicates, inconsistent, log):
+        for df in (duplicates, inconsistent):
             df.unpersist()
 
 
@@ -338,12 +348,12 @@ def _counts_by(df: Any, key: str) -> dict[str, int]:
     return {r[key]: r["count"] for r in df.groupBy(key).count().collect()}
 
 
-def _reader_anomalies(events: Any) -> dict[str, dict[str, int]]:
+def _reader_anomalies(receives: Any, positions: Any) -> dict[str, dict[str, int]]:
     """Every process that received anything, with 0 where it has no offsets (RabbitMQ)."""
-    names = q.reader_processes(events)
-    pairs = q.consecutive_reads(events).cache()  # two questions of one window
+    names = q.reader_processes(receives)
+    pairs = q.consecutive_reads(receives).cache()  # two questions of one window
     try:
-        skips = _counts_by(q.poll_skips(pairs, q.positions(events)), "process")
+        skips = _counts_by(q.poll_skips(pairs, positions), "process")
         backwards = _counts_by(q.nonmonotonic_polls(pairs), "process")
     finally:
         pairs.unpersist()
@@ -352,7 +362,7 @@ def _reader_anomalies(events: Any) -> dict[str, dict[str, int]]:
     }
 
 
-def _producer_anomalies(events: Any) -> dict[str, dict[str, int]]:
-    names = q.producer_names(events)
+def _producer_anomalies(events: Any, summary: Any) -> dict[str, dict[str, int]]:
+    names = q.producer_names(summary)
     behind = _counts_by(q.nonmonotonic_sends(events), "producer")
     return {p: {"nonmonotonic_sends": behind.get(p, 0)} for p in names}

@@ -1,0 +1,200 @@
+"""The message table: one row per message, from one pass over the history, and every per-group
+count as a filter of it.
+
+Every message a send names or a group received gets one row, made by a single aggregation of
+the sends and ok receives by msg_id (groups are few and known first, so each gets its own
+columns). The row holds what the sends said (outcome, invoke, acknowledgement, the position it
+was written at) and, per group, how often it was delivered, its first delivery (by time, ties
+by file and line) and how many deliveries lacked the redelivered flag. Per reader group g,
+with every acknowledged message of the run expected in every group:
+  acked       msg_ids whose send ended ok
+  received    msg_ids received in g
+  lost        acked, never received in g
+  duplicated  received more than once in g
+  unflagged   duplicated in g with a delivery after the first that lacked the broker's
+              redelivered flag (RabbitMQ; Kafka's receives carry no flag)
+  unexpected  received in g, never sent (no invoke), or a body we did not write
+  recovered   received in g although its send ended fail, info or never completed
+  reordered   first deliveries in g (by time, ties by file and line) whose seq is below the
+              highest seq already first-delivered in g for the same (producer, partition)
+  unseen      lost in g, acknowledged (at its lowest acknowledged position) above the highest
+              offset g read in that partition, or where g read nothing: lost - unseen are holes
+              below what g read
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
+DELIVERY_ORDER = ("time", "file", "line")  # ties in time break by file, then line
+# What a first delivery keeps: its place in delivery order, then what reordering compares.
+FIRST_FIELDS = (*DELIVERY_ORDER, "producer", "seq", "partition", "redelivered")
+# Per group, in this order: the flags whose ids are written (checkers.verdict.METRICS adds
+# reordered and unseen, which need more than one row).
+ROW_METRICS = ("acked", "received", "lost", "duplicated", "unflagged", "unexpected", "recovered")
+
+
+def _F() -> Any:
+    from pyspark.sql import functions as F
+
+    return F
+
+
+@dataclass(frozen=True)
+class MessageTable:
+    """The table and the groups whose columns it has (group i: d{i}, first{i}, unflagged{i})."""
+
+    frame: DataFrame
+    groups: tuple[str, ...]
+
+    def summary(self) -> DataFrame:
+        """The messages a send names (checkers.queries' summary: outcome, invoked, times,
+        node, producer, first_delivery)."""
+        return self.frame.filter(_F().col("sent"))
+
+    def rows(self, metric: str) -> DataFrame:
+        """(group, msg_id) of every message flagged with `metric` (one of ROW_METRICS) in
+        every group, from one scan of the table."""
+        return self.tagged((metric,)).drop("metric")
+
+    def tagged(self, metrics: tuple[str, ...] = ROW_METRICS) -> DataFrame:
+        """(group, metric, msg_id) of every message flagged with each of `metrics` in each
+        group, from one scan of the table."""
+        F = _F()
+        tags = F.array(
+            *[
+                F.struct(
+                    F.lit(g).alias("group"),
+                    F.lit(metric).alias("metric"),
+                    _flag(metric, i).alias("flag"),
+                )
+                for i, g in enumerate(self.groups)
+                for metric in metrics
+            ]
+        )
+        flagged = F.filter(tags, lambda tag: tag["flag"])
+        return self.frame.select("msg_id", F.explode(flagged).alias("tag")).select(
+            F.col("tag.group").alias("group"), F.col("tag.metric").alias("metric"), "msg_id"
+        )
+
+    def first_deliveries(self) -> DataFrame:
+        """(group, msg_id, time, file, line, producer, seq, partition): each message's first
+        delivery in each group that received it."""
+        F = _F()
+        firsts = F.array(
+            *[
+                F.struct(F.lit(g).alias("group"), F.col(f"first{i}").alias("first"))
+                for i, g in enumerate(self.groups)
+            ]
+        )
+        received = F.filter(firsts, lambda tag: tag["first"].isNotNull())
+        return self.frame.select("msg_id", F.explode(received).alias("tag")).select(
+            F.col("tag.group").alias("group"),
+            "msg_id",
+            *[F.col(f"tag.first.{name}").alias(name) for name in FIRST_FIELDS],
+        )
+
+    def lost_at(self) -> DataFrame:
+        """(group, msg_id, stream, partition, offset): each lost message with the lowest
+        position it was acknowledged at; messages acknowledged without one are left out."""
+        F = _F()
+        placed = self.rows("lost").join(
+            self.frame.filter(F.col("ack_position").isNotNull()).select("msg_id", "ack_position"),
+            "msg_id",
+        )
+        return placed.select(
+            "group",
+            "msg_id",
+            *[F.col(f"ack_position.{c}").alias(c) for c in ("stream", "partition", "offset")],
+        )
+
+
+def _flag(metric: str, i: int) -> Any:
+    """Whether the row's message is `metric` in group i."""
+    F = _F()
+    deliveries = F.col(f"d{i}")
+    ok = F.coalesce(F.col("outcome") == "ok", F.lit(False))
+    if metric == "acked":
+        return ok
+    if metric == "received":
+        return deliveries > 0
+    if metric == "lost":
+        return ok & (deliveries == 0)
+    if metric == "duplicated":
+        return deliveries > 1
+    if metric == "unflagged":
+        # Deliveries without the flag, less the first's own (a first delivery is no replay).
+        first_unflagged = F.coalesce(~F.col(f"first{i}.redelivered"), F.lit(False))
+        return (F.col(f"unflagged{i}") - first_unflagged.cast("int")) > 0
+    if metric == "unexpected":
+        return (deliveries > 0) & ~F.coalesce(F.col("invoked"), F.lit(False))
+    if metric == "recovered":
+        return (deliveries > 0) & F.col("sent") & ~ok
+    raise ValueError(f"not a per-row metric: {metric}")
+
+
+def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
+    """One row per msg_id of every send and every ok receive, in one aggregation:
+    sent, outcome, invoked, producer, invoke_time, done_time, ack_time, node (as
+    checkers.queries.send_summary says), ack_position (stream, partition, offset: the lowest
+    position an ok send names), first_delivery (the first ok receive's time, any group),
+    and per group i: d{i} deliveries, first{i} (FIRST_FIELDS of the first delivery, null if
+    none), unflagged{i} deliveries whose redelivered flag is false."""
+    F = _F()
+    col = F.col
+    is_send = col("f") == "send"
+    is_receive = (col("f") == "receive") & (col("type") == "ok")
+    group = F.coalesce(col("group"), col("stream"))
+    own_id = F.concat(F.lit("?"), col("file"), F.lit(":"), col("line"))
+    rows = events.filter(is_send | is_receive).select(
+        "*",
+        is_send.alias("is_send"),
+        F.when(is_receive, group).alias("grp"),
+        F.when(is_receive, F.coalesce(col("msg_id"), own_id)).otherwise(col("msg_id")).alias("key"),
+    )
+    sent = col("is_send")
+    rank = (
+        F.when(col("type") == "ok", 3)
+        .when(col("type") == "fail", 2)
+        .when(col("type") == "info", 1)
+        .otherwise(0)
+    )
+    ok = sent & (col("type") == "ok")
+    invoke = sent & (col("type") == "invoke")
+    placed = ok & col("partition").isNotNull() & col("offset").isNotNull()
+    first = F.struct(*[col(c) for c in FIRST_FIELDS])
+    per_group = []
+    for i, g in enumerate(groups):
+        mine = col("grp") == g
+        per_group += [
+            F.count(F.when(mine, 1)).alias(f"d{i}"),
+            F.min(F.when(mine, first)).alias(f"first{i}"),
+            F.count(F.when(mine & (col("redelivered") == F.lit(False)), 1)).alias(f"unflagged{i}"),
+        ]
+    table = rows.groupBy(col("key").alias("msg_id")).agg(
+        F.max(sent).alias("sent"),
+        F.max(F.when(sent, rank)).alias("rank"),
+        F.max(invoke).alias("invoked"),
+        F.first(F.when(sent, col("producer")), ignorenulls=True).alias("producer"),
+        F.min(F.when(invoke, col("time"))).alias("invoke_time"),
+        F.min(F.when(sent & ~invoke, col("time"))).alias("done_time"),
+        F.min(F.when(ok, col("time"))).alias("ack_time"),
+        F.first(F.when(ok, F.coalesce(col("node"), F.lit("unknown"))), ignorenulls=True).alias(
+            "node"
+        ),
+        F.min(F.when(placed, F.struct("stream", "partition", "offset"))).alias("ack_position"),
+        F.min(F.when(col("grp").isNotNull(), col("time"))).alias("first_delivery"),
+        *per_group,
+    )
+    outcome = (
+        F.when(~col("sent"), F.lit(None).cast("string"))
+        .when(col("rank") == 3, "ok")
+        .when(col("rank") == 2, "fail")
+        .otherwise("info")
+    )
+    return MessageTable(
+        table.withColumn("outcome", outcome).drop("rank"),
+        tuple(groups),
+    )
