@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from checkers import columnar
 from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
 from contract.history import EVENT_TYPES
@@ -87,15 +88,32 @@ def _write_parquet(spark: Any, history_dir: Path) -> dict[str, Any]:
         return fresh
     path = parquet_path(history_dir)
     sizes = _sizes(history_dir)
-    lengths = _parse_into(spark, history_dir, path)
-    try:
-        truncated = _truncated_or_raise(spark, path, history_dir, lengths)
-    except HistoryError:
-        shutil.rmtree(path, ignore_errors=True)
-        raise
+    truncated = _columnar_copy(spark, history_dir, path)
+    if truncated is None:
+        lengths = _parse_into(spark, history_dir, path)
+        try:
+            truncated = _truncated_or_raise(spark, path, history_dir, lengths)
+        except HistoryError:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
     sidecar = {"files": sizes, "truncated_lines": truncated, "schema": EVENT_SCHEMA}
     (path / SIDECAR).write_text(json.dumps(sidecar, indent=1) + "\n")
     return sidecar
+
+
+def _columnar_copy(spark: Any, history_dir: Path, path: Path) -> list[str] | None:
+    """On one machine, the copy made by pyarrow (checkers.columnar), and its cut last lines;
+    None where Spark's reader must make it: on a cluster, whose executors read the files, or
+    for a history that is not plainly well formed."""
+    if not spark.sparkContext.master.startswith("local") or not columnar.available():
+        return None
+    shutil.rmtree(path, ignore_errors=True)
+    try:
+        truncated, _ = columnar.copy(history_files(history_dir), path)
+    except columnar.NotPlain:
+        shutil.rmtree(path, ignore_errors=True)
+        return None
+    return truncated
 
 
 def _sizes(history_dir: Path) -> dict[str, int]:
