@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
-from checkers.read import write_parquet
+from checkers.read import history_files, write_parquet
 from checkers.spark import HistoryError, check_history, spark_session
 from checkers.verdict import (
     Counts,
@@ -40,7 +40,8 @@ def check_run(
     manifest = _manifest(run)
     expect = expect or manifest.expect
     started = time.monotonic()
-    result = checked_history(run, spark or spark_session(master), manifest.groups, timeout)
+    spark = spark or spark_session(master, _history_bytes(run))
+    result = checked_history(run, spark, manifest.groups, timeout)
     span_end = (result.history_span or {}).get("last") or 0.0
     result.stalls = with_sync_windows(result.stalls, manifest.mirrored_queues, span_end)
     coverage = coverage_of(
@@ -58,6 +59,10 @@ def check_run(
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
     write_verdict(run, verdict, result.timeline)
     return verdict
+
+
+def _history_bytes(run: RunDir) -> int:
+    return sum(p.stat().st_size for p in history_files(run.history))
 
 
 def _manifest(run: RunDir) -> Manifest:

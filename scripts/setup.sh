@@ -4,7 +4,7 @@
 #   none answers), system packages (debootstrap, Java 17, Maven, Chromium) when missing, the venv with
 #   pinned dependencies, and the local broker images compose/images/releases.txt lists: RabbitMQ
 #   3.10.8, 4.0.5 and 4.3.6 and ZooKeeper from Debian's packages (bookworm, trixie, sid), Kafka
-#   3.9.2, 4.1.2 and 4.4.0 from Maven Central.
+#   3.9.2, 4.1.2 and 4.4.0 from Maven Central; and the checker's Spark class archive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +42,9 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   .venv/bin/pip install -q -e '.[dev,bench]'
   touch "$stamp"
 fi
+# The checker's JVM starts from an archive of the Spark classes a check loads (checkers.jvm):
+# written once per JDK and PySpark, by one check of a small synthetic history.
+.venv/bin/python -m checkers.jvm
 
 if ! docker info >/dev/null 2>&1; then
   echo "setup: no Docker engine reachable (docker info failed): clusters cannot run here" >&2

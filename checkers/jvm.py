@@ -1,0 +1,124 @@
+"""How the checker's driver JVM starts: from a class-data archive of Spark's classes, and with
+the quick compiler alone for a run-sized history.
+
+A check is one short-lived JVM that loads thousands of Spark classes and compiles a few dozen
+queries before it has read much. Two JDK features cut that (figures: README, "The checker"):
+  class-data sharing  the classes a check loads, parsed and verified once into an archive
+                      (`make setup` writes it by checking a small synthetic history); a JVM
+                      that cannot use it (another JDK or Spark) ignores it, silently
+  C1 alone            the JIT's quick tier: warm sooner, but slower code, so only where the
+                      history is small enough that warming up is most of the work
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SMALL_HISTORY_BYTES = 200 << 20  # up to this much JSONL, C1 alone pays (README, "The checker")
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an archive of another JDK: no warning
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("BJ_CACHE_DIR") or Path.home() / ".cache" / "brokerjepsen")
+
+
+def archive_path() -> Path:
+    """The archive for this JDK and this PySpark: its name says which they are."""
+    import pyspark
+
+    java = shutil.which("java") or ""
+    home = os.environ.get("JAVA_HOME", "")
+    key = f"{pyspark.__version__}|{os.path.realpath(java)}|{home}|{pyspark.__file__}"
+    return cache_dir() / f"spark-classes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def driver_options(history_bytes: int | None) -> str:
+    """The JVM options for a check of a history of `history_bytes` (None: unknown size)."""
+    options = []
+    archive = archive_path()
+    if archive.is_file():
+        options += [f"-XX:SharedArchiveFile={archive}", _QUIET]
+    if history_bytes is not None and history_bytes <= SMALL_HISTORY_BYTES:
+        options.append("-XX:TieredStopAtLevel=1")
+    return " ".join(options)
+
+
+def write_archive(timeout: float = 600.0) -> str:
+    """Writes the archive, unless it is there: one check of a small synthetic history in a JVM
+    of its own that dumps the classes it loaded when it exits. Returns what it did."""
+    archive = archive_path()
+    if archive.is_file():
+        return f"present: {archive}"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_suffix(".partial")
+    partial.unlink(missing_ok=True)
+    env = os.environ | {"BJ_ARCHIVE_TO": str(partial)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "checkers.jvm"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        partial.unlink(missing_ok=True)
+        return f"not written: the training check took over {timeout:.0f} s"
+    if done.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"not written: {last}"
+    partial.replace(archive)
+    return f"written: {archive}"
+
+
+def _train() -> int:
+    """The training check: a synthetic history with every anomaly, checked once."""
+    from checkers.bench_synth import GROUPS, synth
+    from checkers.run import check_run
+    from checkers.spark import spark_session
+
+    with tempfile.TemporaryDirectory(prefix="brokerjepsen-jvm-") as tmp:
+        run = Path(tmp)
+        synth(run / "history", 20_000)
+        (run / "manifest.json").write_text('{"groups": ["' + '", "'.join(GROUPS) + '"]}\n')
+        spark = spark_session(archive_to=Path(os.environ["BJ_ARCHIVE_TO"]))
+        check_run(run, spark=spark)
+    _stop_jvm(spark)
+    return 0
+
+
+def _stop_jvm(spark: Any) -> None:
+    """Stops Spark and waits for its JVM to exit, which is when the archive is written: the
+    JVM exits when the end of its standard input tells it its Python is gone."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    spark.stop()
+    proc = getattr(gateway, "proc", None)
+    if gateway is not None:
+        gateway.shutdown()
+    if proc is not None:
+        if proc.stdin:
+            proc.stdin.close()
+        proc.wait(timeout=300)
+
+
+def main() -> int:
+    """`python -m checkers.jvm`: writes the archive unless it is there (make setup)."""
+    if os.environ.get("BJ_ARCHIVE_TO"):
+        return _train()
+    print(f"setup: Spark class archive {write_archive()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
