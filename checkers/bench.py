@@ -1,6 +1,7 @@
 """Checker benchmark: `make bench` times `harness check` beside DuckDB on the same histories.
 
-For each size (BENCH_SIZES, default 1M and 10M messages) a synthetic Kafka history
+For each size (BENCH_SIZES, default 60k, 1M and 10M messages; 60k is a run's size) a synthetic
+Kafka history
 (checkers.bench_synth) is checked three ways, each in a process of its own so its wall time and
 peak memory (the whole process tree: Python and Spark's JVM) are its own:
   duckdb         checkers.bench_duckdb on the JSONL files
@@ -29,7 +30,8 @@ from typing import Any
 from checkers.bench_synth import GROUPS, synth
 from contract.rundir import MANIFEST
 
-DEFAULT_SIZES = "1000000,10000000"
+DEFAULT_SIZES = "60k,1M,10M"
+_SUFFIXES = {"k": 1_000, "m": 1_000_000}
 PHASE_TIMEOUT = 3600.0  # seconds one check may take before the bench gives up on it
 
 
@@ -40,7 +42,7 @@ class Timing:
 
 
 def main() -> int:
-    sizes = [int(s) for s in os.environ.get("BENCH_SIZES", DEFAULT_SIZES).split(",")]
+    sizes = parse_sizes(os.environ.get("BENCH_SIZES") or DEFAULT_SIZES)
     root = Path(os.environ.get("BENCH_DIR") or tempfile.mkdtemp(prefix="brokerjepsen-bench-"))
     keep = os.environ.get("BENCH_KEEP") == "1"
     print(f"{os.cpu_count()} cores; histories in {root}" + (" (kept)" if keep else ""))
@@ -56,6 +58,23 @@ def main() -> int:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     return 1 if differ else 0
+
+
+def parse_sizes(text: str) -> list[int]:
+    """ "60k,1M,10M" or "60000,1000000" -> message counts; anything else: one line, exit 2."""
+    sizes = []
+    for word in text.split(","):
+        word = word.strip().lower()
+        scale = _SUFFIXES.get(word[-1:], 1)
+        digits = word[:-1] if word[-1:] in _SUFFIXES else word
+        if not digits.isdigit() or int(digits) == 0:
+            print(
+                f"bench: BENCH_SIZES={text!r}: sizes are counts of messages such as 60k,1M,10M",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
+        sizes.append(int(digits) * scale)
+    return sizes
 
 
 def _bench_size(run: Path, messages: int) -> bool:
