@@ -1,13 +1,20 @@
 """The ids behind every count, written by Spark: ids/<group>/<metric>.txt, one id a line.
 
-Nothing per message passes through the driver: Spark writes each (group, metric) to a file of
-its own, sorted as a person reads them (by producer, then seq as a number); the driver only
-moves the files into place and counts their lines.
+Nothing per message passes through the driver: Spark writes each (group, metric) as a file per
+task, sorted as a person reads them (by producer, then seq as a number); the driver joins a
+(group, metric)'s files in task order and counts their lines.
+
+The messages are sorted once, before they are told apart by group and metric: each task
+writes its sorted range into an open file per (group, metric) (Spark's concurrent writers, not
+the sort by group and metric its partitioned write would add), and a range sort gives task i
+ids before task i + 1's, so the files joined in task order are in order.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -29,22 +36,35 @@ def _natural_order(msg_id: Any) -> list[Any]:
     return [F.coalesce(producer, msg_id), F.coalesce(number, F.lit(-1)), msg_id]
 
 
-def write_ids(
-    tagged: DataFrame, metrics: tuple[str, ...], groups: list[str], ids_dir: Path
-) -> dict[str, dict[str, int]]:
-    """Writes every (group, metric, msg_id) of `tagged`; returns the counts per group and
-    metric (0 for each of `metrics` a group has no id of)."""
+def in_natural_order(df: DataFrame, msg_id: str = "msg_id") -> DataFrame:
+    """df sorted across its partitions by the natural order of its `msg_id` column."""
     from pyspark.sql import functions as F
 
+    return df.orderBy(*_natural_order(F.col(msg_id)))
+
+
+def write_ids(
+    ordered: list[DataFrame], metrics: tuple[str, ...], groups: list[str], ids_dir: Path
+) -> dict[str, dict[str, int]]:
+    """Writes every (group, metric, msg_id) of the `ordered` frames, each in natural order of
+    msg_id across its partitions (in_natural_order) and each metric from one of them; returns
+    the counts per group and metric (0 for each of `metrics` a group has no id of)."""
     staging = ids_dir.with_name(ids_dir.name + ".spark")
-    (
-        tagged.repartition("group", "metric")
-        .sortWithinPartitions("group", "metric", *_natural_order(F.col("msg_id")))
-        .select("group", "metric", "msg_id")
-        .write.mode("overwrite")
-        .partitionBy("group", "metric")
-        .text(str(staging))
-    )
+    rows = ordered[0]
+    for df in ordered[1:]:
+        rows = rows.unionByName(df)  # a union appends its inputs' partitions, in order
+    spark = rows.sparkSession
+    files = len(groups) * len(metrics) + 1  # open at once; past it Spark would sort again
+    with _conf(
+        spark,
+        {
+            "spark.sql.optimizer.plannedWrite.enabled": "false",
+            "spark.sql.maxConcurrentOutputFileWriters": str(files),
+        },
+    ):
+        rows.select("group", "metric", "msg_id").write.mode("overwrite").partitionBy(
+            "group", "metric"
+        ).text(str(staging))
     shutil.rmtree(ids_dir, ignore_errors=True)
     counts = {g: dict.fromkeys(metrics, 0) for g in groups}
     for part_dir in staging.glob("group=*/metric=*"):
@@ -52,9 +72,7 @@ def write_ids(
         metric = unquote(part_dir.name.removeprefix("metric="))
         target = ids_dir / group / f"{metric}.txt"
         target.parent.mkdir(parents=True, exist_ok=True)
-        # One file per (group, metric): the repartition put each in one task.
-        (part,) = sorted(part_dir.glob("part-*"))
-        shutil.move(part, target)
+        _join(sorted(part_dir.glob("part-*")), target)
         counts.setdefault(group, dict.fromkeys(metrics, 0))[metric] = _line_count(target)
     shutil.rmtree(staging)
     for group, by_metric in counts.items():
@@ -64,6 +82,32 @@ def write_ids(
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.touch()
     return counts
+
+
+def _join(parts: list[Path], target: Path) -> None:
+    """The parts, in order, as one file."""
+    shutil.move(parts[0], target)
+    if len(parts) > 1:
+        with open(target, "ab") as out:
+            for part in parts[1:]:
+                with open(part, "rb") as fh:
+                    shutil.copyfileobj(fh, out, 1 << 20)
+
+
+@contextmanager
+def _conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """The session's SQL settings changed for one write, and set back after it."""
+    before = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def read_ids(ids_dir: Path, group: str, metric: str) -> list[str]:

@@ -17,7 +17,7 @@ from checkers import queries as q
 from checkers import timeline
 from checkers.attribution import attribute
 from checkers.frames import small_frame
-from checkers.ids import write_ids
+from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
 from checkers.messages import MessageTable, message_table
 from checkers.read import HistoryError, read_history
@@ -121,9 +121,13 @@ def check_history(
         lost, reordered = _kept(cached, table.rows("lost"), q.reordered(table.first_deliveries()))
         flagged = {"lost": lost, "duplicated": table.rows("duplicated"), "reordered": reordered}
         unseen = q.unseen(table.lost_at(), q.highest_read(receives))
-        tagged = table.tagged().unionByName(_tag(reordered, "reordered"))
-        tagged = tagged.unionByName(_tag(unseen, "unseen"))
-        counts = write_ids(tagged, METRIC_IDS, groups, ids_dir)
+        # Sorted once as the ids files are: the table's messages, then each other anomaly.
+        ordered = [
+            MessageTable(in_natural_order(table.frame), table.groups).tagged(),
+            in_natural_order(_tag(reordered, "reordered")),
+            in_natural_order(_tag(unseen, "unseen")),
+        ]
+        counts = write_ids(ordered, METRIC_IDS, groups, ids_dir)
         times = q.run_span(events).collect()[0].asDict()
         span = {"first": times["first"], "last": times["last"]}
         control = [r.asDict() for r in q.control_events(events).collect()]
