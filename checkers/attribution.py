@@ -67,7 +67,7 @@ def attribute(
     flagged: dict[str, Any],
 ) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
     """{metric: {group: {"by_step": {step: n}, "by_node": {node: n}}}} for lost, duplicated
-    and reordered (summary: checkers.queries.send_summary)."""
+    and reordered (summary: the message table's sent messages, checkers.messages)."""
     steps = steps_frame(spark, nemesis, run_start)
     out: dict[str, dict[str, dict[str, dict[str, int]]]] = {m: {} for m in q.ATTRIBUTED}
     for r in q.by_step_and_node(q.attributed(flagged), q.acks(summary), steps).collect():

@@ -65,8 +65,9 @@ _TABLES = {
     "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)",
     "placed": "SELECT * FROM ev WHERE type = 'ok' AND f IN ('send', 'receive') "
     'AND partition IS NOT NULL AND "offset" IS NOT NULL',
-    "ack_positions": 'SELECT msg_id, stream, partition, min("offset") AS "offset" '
-    "FROM placed WHERE f = 'send' GROUP BY msg_id, stream, partition",
+    "ack_positions": 'SELECT msg_id, stream, partition, "offset" FROM placed '
+    "WHERE f = 'send' QUALIFY row_number() OVER "
+    '(PARTITION BY msg_id ORDER BY stream, partition, "offset") = 1',
     "highest": 'SELECT grp, stream, partition, max("offset") AS highest FROM recv '
     'WHERE "offset" IS NOT NULL AND partition IS NOT NULL GROUP BY ALL',
     "m_unseen": "SELECT l.grp, l.msg_id FROM m_lost l JOIN ack_positions a USING (msg_id) "

@@ -137,9 +137,15 @@ def _flag(metric: str, i: int) -> Any:
 
 def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
     """One row per msg_id of every send and every ok receive, in one aggregation:
-    sent, outcome, invoked, producer, invoke_time, done_time, ack_time, node (as
-    checkers.queries.send_summary says), ack_position (stream, partition, offset: the lowest
-    position an ok send names), first_delivery (the first ok receive's time, any group),
+      sent          whether a send names it (a body we did not write gets an id of its own)
+      outcome       of its sends: ok wins, then fail, then info (an invoke alone is info)
+      invoked       a producer tried to send it
+      producer      the producer its sends name
+      invoke_time   its first invoke; done_time its first outcome (None for an invoke alone)
+      ack_time      its first ok; node the node that acknowledged it where the history says
+                    (RabbitMQ names it; Kafka's client does not: "unknown")
+      ack_position  (stream, partition, offset): the lowest position an ok send names
+      first_delivery  the first ok receive's time, in any group
     and per group i: d{i} deliveries, first{i} (FIRST_FIELDS of the first delivery, null if
     none), unflagged{i} deliveries whose redelivered flag is false."""
     F = _F()
