@@ -49,15 +49,14 @@ def available() -> bool:
     return True
 
 
-def copy(files: list[Path], target: Path) -> tuple[list[str], dict[str, int]]:
+def copy(files: list[Path], target: Path) -> list[str]:
     """Writes the Parquet copy of `files` into the directory `target`; returns the cut last
-    lines ("file:line") and each file's number of lines. Raises NotPlain (leaving `target`
-    to the caller) when the Spark path must make it."""
+    lines ("file:line"). Raises NotPlain (leaving `target` to the caller) when the Spark path
+    must make it."""
     import pyarrow.parquet as pq
 
     target.mkdir(parents=True, exist_ok=True)
     truncated: list[str] = []
-    lengths: dict[str, int] = {}
     writer: Any = None
     try:
         for path in files:
@@ -70,12 +69,11 @@ def copy(files: list[Path], target: Path) -> tuple[list[str], dict[str, int]]:
                 lines += n
                 if cut:
                     truncated.append(f"{path.name}:{lines}")
-            lengths[path.name] = lines
     finally:
         if writer is not None:
             writer.close()
     (target / "_SUCCESS").touch()  # as Spark's writer marks a whole copy
-    return truncated, lengths
+    return truncated
 
 
 def _tables(path: Path) -> Iterator[tuple[Any, int, bool]]:

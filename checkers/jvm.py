@@ -13,6 +13,7 @@ queries before it has read much. Two JDK features cut that (figures: README, "Th
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -85,11 +86,12 @@ def _train() -> int:
     from checkers.bench_synth import GROUPS, synth
     from checkers.run import check_run
     from checkers.spark import spark_session
+    from contract.rundir import MANIFEST
 
     with tempfile.TemporaryDirectory(prefix="brokerjepsen-jvm-") as tmp:
         run = Path(tmp)
         synth(run / "history", 20_000)
-        (run / "manifest.json").write_text('{"groups": ["' + '", "'.join(GROUPS) + '"]}\n')
+        (run / MANIFEST).write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
         spark = spark_session(archive_to=Path(os.environ["BJ_ARCHIVE_TO"]))
         check_run(run, spark=spark)
     _stop_jvm(spark)

@@ -1,9 +1,13 @@
-"""Reading a history with Spark's own readers: the JVM parses every line, no Python worker does.
+"""Reading a history into its Parquet copy, then with Spark's own readers.
 
-That keeps the checker fast, and lets it run unchanged on a Spark cluster whose executors have
-none of our Python modules. Each row keeps its file and line number: ties in time break by file
-order, and a malformed line is reported by file and line. Only the reason for a malformed line
-is found in Python, on the driver, for the one line reported.
+On a cluster Spark's JSON reader parses every line in the JVM, no Python worker does, so the
+check runs unchanged on executors that have none of our Python modules; on one machine
+pyarrow's reader makes the same copy faster (checkers.columnar), and leaves to Spark's path
+any history that is not plainly well formed.
+
+Each row keeps its file and line number: ties in time break by file order, and a malformed
+line is reported by file and line. Only the reason for a malformed line is found in Python, on
+the driver, for the one line reported.
 
 The JSONL files are the contract; history.parquet beside them is a columnar copy, made by one
 pass over the JSONL the first time a history is checked, and read from then on while it is
@@ -109,7 +113,7 @@ def _columnar_copy(spark: Any, history_dir: Path, path: Path) -> list[str] | Non
         return None
     shutil.rmtree(path, ignore_errors=True)
     try:
-        truncated, _ = columnar.copy(history_files(history_dir), path)
+        truncated = columnar.copy(history_files(history_dir), path)
     except columnar.NotPlain:
         shutil.rmtree(path, ignore_errors=True)
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from checkers.attribution import attribute
 from checkers.frames import small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
-from checkers.messages import MessageTable, message_table
+from checkers.messages import message_table
 from checkers.read import HistoryError, read_history
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 from checkers.windows import fault_windows, overlap
@@ -112,7 +112,7 @@ def check_history(
         groups_df = small_frame(spark, [(g,) for g in groups], "group string")
         # One aggregation makes a row per message; every per-group count is a filter of it.
         table = message_table(events, groups)
-        table = MessageTable(table.frame.cache(), table.groups)
+        table = replace(table, frame=table.frame.cache())
         cached.append(table.frame)
         summary = table.summary()
         # The log's positions answer its anomalies and the readers' skips.
@@ -123,7 +123,7 @@ def check_history(
         unseen = q.unseen(table.lost_at(), q.highest_read(receives))
         # Sorted once as the ids files are: the table's messages, then each other anomaly.
         ordered = [
-            MessageTable(in_natural_order(table.frame), table.groups).tagged(),
+            replace(table, frame=in_natural_order(table.frame)).tagged(),
             in_natural_order(_tag(reordered, "reordered")),
             in_natural_order(_tag(unseen, "unseen")),
         ]
