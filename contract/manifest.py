@@ -53,6 +53,9 @@ class Manifest(BaseModel):
     topology: dict[str, Any] | None = None
     # how it went
     started: float | None = None
+    # The processes of a live run: `harness heal` stops the clients of a harness that is gone.
+    harness_pid: int | None = None
+    client_pids: dict[str, int] = {}
     ended: float | None = None
     phases: dict[str, dict[str, float]] = {}
     nemesis_steps_done: int = 0

@@ -10,6 +10,7 @@ import docker.errors
 from compose.cli import ComposeError, compose
 from compose.cluster import PROJECT_PREFIX
 from compose.disks import leftover_mounts, unmount
+from harness.orphans import STOP_TIMEOUT, orphans, stop
 from nemesis.containers import clean_container
 from systems.rabbitmq.cluster import COMPOSE_FILE, LOCAL_IMAGE
 
@@ -23,8 +24,10 @@ def heal_everything(
     """Heals every node of every brokerjepsen cluster (RabbitMQ or Kafka), then removes them;
     with `only_project`, of that compose project alone.
 
-    Returns the number of clusters found. Idempotent.
+    The client processes of runs whose harness is gone are stopped first, so that nothing
+    writes into a dead run's history. Returns the number of clusters found. Idempotent.
     """
+    stop_orphan_clients(say)
     client = docker.from_env()
     containers = client.containers.list(all=True, filters={"label": "org.brokerjepsen.role"})
     projects: set[str] = set()
@@ -59,3 +62,12 @@ def heal_everything(
         except ComposeError as e:
             say(str(e))
     return len(projects)
+
+
+def stop_orphan_clients(say: Callable[[str], None] = print, timeout: float = STOP_TIMEOUT) -> int:
+    """Stops every client process whose harness is gone; returns how many there were."""
+    found = orphans()
+    for client in found:
+        run = f" of {client.run_dir}" if client.run_dir else ""
+        say(f"client {client.process} (pid {client.pid}){run}: {stop(client, timeout)}")
+    return len(found)

@@ -29,6 +29,7 @@ from contract.manifest import Manifest
 from contract.rundir import make_run_dir, new_run_id
 from nemesis.containers import NemesisError
 from systems.kafka.targets import TargetError
+from systems.lifeline import HARNESS_PID_ENV
 from systems.rabbitmq.cluster import LOCAL_IMAGE
 from systems.scenario import scenario_data, to_yaml
 
@@ -127,6 +128,7 @@ class ScenarioRun:
             chaos=generated.model_dump(mode="json") if generated else None,
             groups=self.groups(),
             started=time.time(),
+            harness_pid=os.getpid(),
             ended=None,
             phases={},
             nemesis_steps_done=0,
@@ -255,14 +257,18 @@ class ScenarioRun:
         cfg_path = self.run_dir / "logs" / f"{process}.config.json"
         cfg_path.write_text(json.dumps(config, indent=2))
         log_file = open(self.run_dir / "logs" / f"{process}.log", "wb")  # noqa: SIM115
-        self.clients[process] = subprocess.Popen(
+        self.clients[process] = proc = subprocess.Popen(
             [sys.executable, "-m", self.client_module, role, str(cfg_path)],
             stdout=log_file,
             stderr=subprocess.STDOUT,
             cwd=Path(__file__).resolve().parent.parent,
-            # Ctrl-C in a terminal reaches the harness alone, which stops clients in order.
+            # Ctrl-C in a terminal reaches the harness alone, which stops clients in order;
+            # a harness killed outright takes them with it (systems.lifeline).
             start_new_session=True,
+            env={**os.environ, HARNESS_PID_ENV: str(os.getpid())},
         )
+        self.manifest.client_pids = {**self.manifest.client_pids, process: proc.pid}
+        self.manifest.write(self.run_dir)
 
     def _wait_client(self, name: str, deadline: float) -> int:
         proc = self.clients[name]

@@ -37,6 +37,7 @@ from confluent_kafka import (
 )
 
 from contract.history import EventType, HistoryWriter, decode_body, encode_body
+from systems.lifeline import tie_to_harness
 
 log = logging.getLogger("systems.kafka.clients")
 
@@ -310,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("role", choices=["producer", "reader"])
     parser.add_argument("config", type=Path)
     args = parser.parse_args(argv)
+    tie_to_harness()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     data = json.loads(args.config.read_text())
     history_dir, bootstrap = Path(data.pop("history_dir")), data.pop("bootstrap_servers")

@@ -26,6 +26,7 @@ from tenacity import Retrying, retry_if_result, wait_exponential
 
 from contract.history import HistoryWriter, decode_body, encode_body
 from contract.topology import Endpoint
+from systems.lifeline import tie_to_harness
 
 log = logging.getLogger("systems.rabbitmq.clients")
 
@@ -445,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("role", choices=["publisher", "consumer"])
     parser.add_argument("config", type=Path)
     args = parser.parse_args(argv)
+    tie_to_harness()
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
     )

@@ -1,0 +1,123 @@
+"""The client processes of runs whose harness is gone, found in /proc and stopped.
+
+A client ends by itself within a second of its harness (systems.lifeline); this finds what
+did not: a client stuck where no signal is taken, or one of a harness older than the tie. A
+client is `python -m systems.<system>.clients ROLE RUN_DIR/logs/<process>.config.json`, and its
+run's manifest names the harness that started it: a client whose parent is not that harness
+is an orphan. A client of a live run is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from contract.manifest import ManifestError, read_manifest
+
+PROC = Path("/proc")
+_CLIENT_MODULE = re.compile(r"systems\.\w+\.clients")
+STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
+
+
+@dataclass(frozen=True)
+class Client:
+    pid: int
+    parent: int
+    process: str  # the history's process name, from its config file's name
+    run_dir: Path | None  # None: the config is not where a run keeps it
+
+
+def _argv(pid_dir: Path) -> list[str]:
+    try:
+        return (pid_dir / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+    except OSError:  # gone meanwhile, or not ours to read
+        return []
+
+
+def _parent(pid_dir: Path) -> int:
+    try:
+        stat = (pid_dir / "stat").read_text()
+    except OSError:
+        return 0
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after it.
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _client(pid_dir: Path) -> Client | None:
+    argv = _argv(pid_dir)
+    if len(argv) != 5 or argv[1] != "-m" or not _CLIENT_MODULE.fullmatch(argv[2]):
+        return None
+    config = Path(argv[4])
+    if not config.is_absolute():
+        try:
+            config = Path(os.readlink(pid_dir / "cwd")) / config
+        except OSError:
+            return None
+    process = config.name.removesuffix(".config.json")
+    run_dir = config.parent.parent if config.parent.name == "logs" else None
+    return Client(int(pid_dir.name), _parent(pid_dir), process, run_dir)
+
+
+def clients(proc: Path = PROC) -> list[Client]:
+    """Every client process of any run on this machine."""
+    found = (_client(d) for d in proc.iterdir() if d.name.isdigit())
+    return sorted((c for c in found if c is not None), key=lambda c: c.pid)
+
+
+def _harness_of(client: Client) -> int | None:
+    if client.run_dir is None:
+        return None
+    try:
+        return read_manifest(client.run_dir).harness_pid
+    except ManifestError:
+        return None
+
+
+def orphans(proc: Path = PROC) -> list[Client]:
+    """The clients whose parent is not the harness their run recorded."""
+    return [c for c in clients(proc) if c.parent != _harness_of(c)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie has ended; its parent (init, for an orphan) reaps it.
+    try:
+        return (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _signal(pid: int, signum: int) -> None:
+    # A client leads a process group of its own (the harness starts it in a new session):
+    # the group takes anything it started with it.
+    if os.getpgid(pid) == pid:
+        os.killpg(pid, signum)
+    else:
+        os.kill(pid, signum)
+
+
+def stop(client: Client, timeout: float = STOP_TIMEOUT) -> str:
+    """SIGTERM, then SIGKILL if the client outlives `timeout`; says how it ended."""
+    try:
+        _signal(client.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return "had ended"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(client.pid):
+            return "stopped"
+        time.sleep(0.1)
+    try:
+        _signal(client.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return "stopped"
+    return "killed"

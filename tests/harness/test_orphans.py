@@ -1,0 +1,91 @@
+"""`harness heal` finds the clients whose harness is gone, and only those."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cleanup import stop_orphan_clients
+from harness.orphans import clients, orphans
+
+pytestmark = pytest.mark.unit
+
+
+def _fake_proc(root: Path, pid: int, parent: int, argv: list[str], cwd: Path) -> None:
+    d = root / str(pid)
+    d.mkdir(parents=True)
+    (d / "cmdline").write_bytes(("\0".join(argv) + "\0").encode())
+    (d / "stat").write_text(f"{pid} (py (thon)) S {parent} {pid} {pid} 0 -1\n")
+    (d / "cwd").symlink_to(cwd)
+
+
+def _run_dir(root: Path, harness_pid: int | None) -> Path:
+    run_dir = root / "results" / "K4" / "run-1"
+    (run_dir / "logs").mkdir(parents=True)
+    manifest = {"scenario": "K4"} | ({"harness_pid": harness_pid} if harness_pid else {})
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    return run_dir
+
+
+def test_clients_are_told_from_other_processes_and_orphans_from_live_runs(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    run_dir = _run_dir(tmp_path, harness_pid=100)
+    config = str(run_dir / "logs" / "P1.config.json")
+    py = sys.executable
+    _fake_proc(proc, 101, 100, [py, "-m", "systems.kafka.clients", "producer", config], tmp_path)
+    _fake_proc(proc, 102, 1, [py, "-m", "systems.kafka.clients", "reader", config], tmp_path)
+    relative = "results/K4/run-1/logs/C1.config.json"
+    _fake_proc(proc, 103, 1, [py, "-m", "systems.rabbitmq.clients", "consumer", relative], tmp_path)
+    _fake_proc(proc, 104, 1, [py, "-m", "harness.cli", "run", "K4"], tmp_path)
+    _fake_proc(proc, 105, 1, ["sleep", "10"], tmp_path)
+    (proc / "self").mkdir()
+
+    found = {c.pid: c for c in clients(proc)}
+    assert sorted(found) == [101, 102, 103]
+    assert found[103].process == "C1" and found[103].run_dir == run_dir
+    assert [c.pid for c in orphans(proc)] == [102, 103]
+
+
+def test_a_client_of_a_run_without_a_manifest_is_an_orphan(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    config = str(tmp_path / "elsewhere" / "P1.config.json")
+    _fake_proc(
+        proc, 7, 6, [sys.executable, "-m", "systems.kafka.clients", "producer", config], tmp_path
+    )
+    (only,) = orphans(proc)
+    assert only.run_dir is None and only.process == "P1"
+
+
+def test_heal_stops_a_real_orphan_and_says_so(tmp_path: Path) -> None:
+    # A process that looks like a client of a run whose harness (pid 1 is none) is gone, and
+    # that ignores SIGTERM: heal must still end it.
+    run_dir = _run_dir(tmp_path, harness_pid=None)
+    config = run_dir / "logs" / "P9.config.json"
+    config.write_text("{}")
+    stubborn = tmp_path / "systems" / "stub" / "clients.py"
+    stubborn.parent.mkdir(parents=True)
+    stubborn.write_text(
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)\n"
+    )
+    for d in (tmp_path / "systems", stubborn.parent):
+        (d / "__init__.py").write_text("")
+    client = subprocess.Popen(
+        [sys.executable, "-m", "systems.stub.clients", "producer", str(config)],
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    try:
+        time.sleep(0.5)
+        said: list[str] = []
+        assert stop_orphan_clients(said.append, timeout=1.0) >= 1
+        client.wait(timeout=5)
+        mine = [s for s in said if f"(pid {client.pid})" in s]
+        assert mine == [f"client P9 (pid {client.pid}) of {run_dir}: killed"]
+    finally:
+        if client.poll() is None:
+            client.kill()
