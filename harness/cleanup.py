@@ -10,7 +10,14 @@ import docker.errors
 from compose.cli import ComposeError, compose
 from compose.cluster import PROJECT_PREFIX
 from compose.disks import leftover_mounts, unmount
-from harness.orphans import STOP_TIMEOUT, orphans, stop
+from harness.orphans import (
+    STOP_TIMEOUT,
+    CheckerJvm,
+    Client,
+    orphan_checker_jvms,
+    orphan_clients,
+    stop,
+)
 from nemesis.containers import clean_container
 from systems.rabbitmq.cluster import COMPOSE_FILE, LOCAL_IMAGE
 
@@ -24,10 +31,10 @@ def heal_everything(
     """Heals every node of every brokerjepsen cluster (RabbitMQ or Kafka), then removes them;
     with `only_project`, of that compose project alone.
 
-    The client processes of runs whose harness is gone are stopped first, so that nothing
-    writes into a dead run's history. Returns the number of clusters found. Idempotent.
+    The clients and checker JVMs of runs whose harness is gone are stopped first, so that
+    nothing writes into a dead run's history. Returns the number of clusters found. Idempotent.
     """
-    stop_orphan_clients(say)
+    stop_orphans(say)
     client = docker.from_env()
     containers = client.containers.list(all=True, filters={"label": "org.brokerjepsen.role"})
     projects: set[str] = set()
@@ -64,10 +71,9 @@ def heal_everything(
     return len(projects)
 
 
-def stop_orphan_clients(say: Callable[[str], None] = print, timeout: float = STOP_TIMEOUT) -> int:
-    """Stops every client process whose harness is gone; returns how many there were."""
-    found = orphans()
-    for client in found:
-        run = f" of {client.run_dir}" if client.run_dir else ""
-        say(f"client {client.process} (pid {client.pid}){run}: {stop(client, timeout)}")
+def stop_orphans(say: Callable[[str], None] = print, timeout: float = STOP_TIMEOUT) -> int:
+    """Stops every client and checker JVM whose harness is gone; returns how many."""
+    found: list[Client | CheckerJvm] = [*orphan_clients(), *orphan_checker_jvms()]
+    for orphan in found:
+        say(f"{orphan}: {stop(orphan.pid, timeout)}")
     return len(found)

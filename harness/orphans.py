@@ -1,10 +1,12 @@
-"""The client processes of runs whose harness is gone, found in /proc and stopped.
+"""The processes of runs whose harness is gone, found in /proc and stopped.
 
 A client ends by itself within a second of its harness (systems.lifeline); this finds what
 did not: a client stuck where no signal is taken, or one of a harness older than the tie. A
 client is `python -m systems.<system>.clients ROLE RUN_DIR/logs/<process>.config.json`, and its
 run's manifest names the harness that started it: a client whose parent is not that harness
-is an orphan. A client of a live run is left alone.
+is an orphan. The checker's JVM ends when its Python driver does, unless it is busy shutting
+down; one whose parent is no Python process any more is an orphan too. A process of a live
+run is left alone.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from contract.manifest import ManifestError, read_manifest
 
 PROC = Path("/proc")
 _CLIENT_MODULE = re.compile(r"systems\.\w+\.clients")
+# The checker's driver JVM is started with our log4j configuration (checkers.spark).
+_CHECKER_JVM = re.compile(r"-Dlog4j2\.configurationFile=file:\S*/checkers/log4j2\.properties")
 STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
 
 
@@ -29,6 +33,19 @@ class Client:
     parent: int
     process: str  # the history's process name, from its config file's name
     run_dir: Path | None  # None: the config is not where a run keeps it
+
+    def __str__(self) -> str:
+        run = f" of {self.run_dir}" if self.run_dir else ""
+        return f"client {self.process} (pid {self.pid}){run}"
+
+
+@dataclass(frozen=True)
+class CheckerJvm:
+    pid: int
+    parent: int
+
+    def __str__(self) -> str:
+        return f"checker JVM (pid {self.pid})"
 
 
 def _argv(pid_dir: Path) -> list[str]:
@@ -77,9 +94,23 @@ def _harness_of(client: Client) -> int | None:
         return None
 
 
-def orphans(proc: Path = PROC) -> list[Client]:
+def orphan_clients(proc: Path = PROC) -> list[Client]:
     """The clients whose parent is not the harness their run recorded."""
     return [c for c in clients(proc) if c.parent != _harness_of(c)]
+
+
+def checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
+    """Every checker driver JVM on this machine."""
+    found = []
+    for d in proc.iterdir():
+        if d.name.isdigit() and any(_CHECKER_JVM.fullmatch(a) for a in _argv(d)):
+            found.append(CheckerJvm(int(d.name), _parent(d)))
+    return sorted(found, key=lambda j: j.pid)
+
+
+def orphan_checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
+    """The checker JVMs whose Python driver is gone (their parent is no Python process)."""
+    return [j for j in checker_jvms(proc) if "python" not in " ".join(_argv(proc / str(j.parent)))]
 
 
 def _alive(pid: int) -> bool:
@@ -98,26 +129,26 @@ def _alive(pid: int) -> bool:
 
 def _signal(pid: int, signum: int) -> None:
     # A client leads a process group of its own (the harness starts it in a new session):
-    # the group takes anything it started with it.
+    # the group takes anything it started with it. The checker's JVM takes its Python workers.
     if os.getpgid(pid) == pid:
         os.killpg(pid, signum)
     else:
         os.kill(pid, signum)
 
 
-def stop(client: Client, timeout: float = STOP_TIMEOUT) -> str:
-    """SIGTERM, then SIGKILL if the client outlives `timeout`; says how it ended."""
+def stop(pid: int, timeout: float = STOP_TIMEOUT) -> str:
+    """SIGTERM, then SIGKILL if the process outlives `timeout`; says how it ended."""
     try:
-        _signal(client.pid, signal.SIGTERM)
+        _signal(pid, signal.SIGTERM)
     except ProcessLookupError:
         return "had ended"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(client.pid):
+        if not _alive(pid):
             return "stopped"
         time.sleep(0.1)
     try:
-        _signal(client.pid, signal.SIGKILL)
+        _signal(pid, signal.SIGKILL)
     except ProcessLookupError:
         return "stopped"
     return "killed"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cleanup import stop_orphan_clients
-from harness.orphans import clients, orphans
+from harness.cleanup import stop_orphans
+from harness.orphans import clients, orphan_checker_jvms, orphan_clients
 
 pytestmark = pytest.mark.unit
 
@@ -48,7 +48,7 @@ def test_clients_are_told_from_other_processes_and_orphans_from_live_runs(tmp_pa
     found = {c.pid: c for c in clients(proc)}
     assert sorted(found) == [101, 102, 103]
     assert found[103].process == "C1" and found[103].run_dir == run_dir
-    assert [c.pid for c in orphans(proc)] == [102, 103]
+    assert [c.pid for c in orphan_clients(proc)] == [102, 103]
 
 
 def test_a_client_of_a_run_without_a_manifest_is_an_orphan(tmp_path: Path) -> None:
@@ -57,8 +57,20 @@ def test_a_client_of_a_run_without_a_manifest_is_an_orphan(tmp_path: Path) -> No
     _fake_proc(
         proc, 7, 6, [sys.executable, "-m", "systems.kafka.clients", "producer", config], tmp_path
     )
-    (only,) = orphans(proc)
+    (only,) = orphan_clients(proc)
     assert only.run_dir is None and only.process == "P1"
+
+
+def test_a_checker_jvm_is_an_orphan_once_its_python_driver_is_gone(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    log4j = "-Dlog4j2.configurationFile=file:/src/brokerjepsen/checkers/log4j2.properties"
+    java = ["/usr/lib/jvm/bin/java", "-cp", "x", log4j, "org.apache.spark.deploy.SparkSubmit"]
+    _fake_proc(proc, 1, 0, ["/sbin/init"], tmp_path)
+    _fake_proc(proc, 50, 1, [sys.executable, "-m", "harness.cli", "check", "r"], tmp_path)
+    _fake_proc(proc, 51, 50, [*java, "pyspark-shell"], tmp_path)  # its driver is alive
+    _fake_proc(proc, 61, 1, [*java, "pyspark-shell"], tmp_path)  # its driver was killed
+    _fake_proc(proc, 71, 1, ["/usr/lib/jvm/bin/java", "-jar", "other.jar"], tmp_path)
+    assert [j.pid for j in orphan_checker_jvms(proc)] == [61]
 
 
 def test_heal_stops_a_real_orphan_and_says_so(tmp_path: Path) -> None:
@@ -82,7 +94,7 @@ def test_heal_stops_a_real_orphan_and_says_so(tmp_path: Path) -> None:
     try:
         time.sleep(0.5)
         said: list[str] = []
-        assert stop_orphan_clients(said.append, timeout=1.0) >= 1
+        assert stop_orphans(said.append, timeout=1.0) >= 1
         client.wait(timeout=5)
         mine = [s for s in said if f"(pid {client.pid})" in s]
         assert mine == [f"client P9 (pid {client.pid}) of {run_dir}: killed"]
