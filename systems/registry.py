@@ -54,7 +54,8 @@ def parse_scenario(text: str, source: str = "<scenario>") -> AnyScenario:
         raise ScenarioError(f"{source}: expected a mapping of scenario fields")
     cluster = data.get("cluster")
     name = cluster.get("system", DEFAULT_SYSTEM) if isinstance(cluster, dict) else DEFAULT_SYSTEM
-    system = SYSTEMS.get(name, SYSTEMS[DEFAULT_SYSTEM])
+    # A name that is no system (or no string) is left for the default system's schema to name.
+    system = SYSTEMS[name] if isinstance(name, str) and name in SYSTEMS else SYSTEMS[DEFAULT_SYSTEM]
     try:
         return system.scenario.model_validate(data)
     except ValidationError as e:
@@ -66,6 +67,8 @@ def load_scenario(path: Path) -> AnyScenario:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ScenarioError(f"{path}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {e.start})") from None
     return parse_scenario(text, str(path))
 
 
