@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from checkers.bench_synth import GROUPS, synth
+from contract.numbers import parse_counts
 from contract.rundir import MANIFEST
 
 DEFAULT_SIZES = "60k,1M,10M"
-_SUFFIXES = {"k": 1_000, "m": 1_000_000}
 PHASE_TIMEOUT = 3600.0  # seconds one check may take before the bench gives up on it
 
 
@@ -62,19 +62,11 @@ def main() -> int:
 
 def parse_sizes(text: str) -> list[int]:
     """ "60k,1M,10M" or "60000,1000000" -> message counts; anything else: one line, exit 2."""
-    sizes = []
-    for word in text.split(","):
-        word = word.strip().lower()
-        scale = _SUFFIXES.get(word[-1:], 1)
-        digits = word[:-1] if word[-1:] in _SUFFIXES else word
-        if not digits.isdigit() or int(digits) == 0:
-            print(
-                f"bench: BENCH_SIZES={text!r}: sizes are counts of messages such as 60k,1M,10M",
-                file=sys.stderr,
-            )
-            raise SystemExit(2)
-        sizes.append(int(digits) * scale)
-    return sizes
+    try:
+        return parse_counts(text)
+    except ValueError as e:
+        print(f"bench: BENCH_SIZES: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def _bench_size(run: Path, messages: int) -> bool:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from compose.disks import LazyDisk
+from contract.numbers import parse_count
 
 BLOCK = 16 * 1024
 PATTERNS = {"appends": 0, "fsync-every-64": 64, "fsync-every-1": 1}
@@ -39,7 +41,11 @@ def write_file(path: Path, total: int, fsync_every: int) -> float:
 
 
 def main() -> int:
-    megabytes = int(os.environ.get("LAZYFS_BENCH_MB", "64"))
+    try:
+        megabytes = parse_count(os.environ.get("LAZYFS_BENCH_MB") or "64")
+    except ValueError as e:
+        print(f"bench-lazyfs: LAZYFS_BENCH_MB: {e}", file=sys.stderr)
+        return 2
     total = megabytes * 1024 * 1024
     root = Path(tempfile.mkdtemp(prefix="brokerjepsen-lazyfs-bench-"))
     disk = LazyDisk(root / "disk")

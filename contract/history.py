@@ -80,13 +80,22 @@ def decode_body(body: bytes) -> tuple[str | None, int | None]:
 
 
 class HistoryWriter:
-    """Appends events for one process to `<history_dir>/<process>.jsonl`."""
+    """Appends events for one process to `<history_dir>/<process>.jsonl`.
 
-    def __init__(self, history_dir: Path, process: str, system: System) -> None:
+    A line that cannot be written (a full disk) raises OSError, so a client that can no longer
+    record stops; with `keep_going` (the harness's own nemesis) it is remembered in `failed`
+    instead, and the fault or its heal goes ahead: a heal must never wait for its record.
+    """
+
+    def __init__(
+        self, history_dir: Path, process: str, system: System, keep_going: bool = False
+    ) -> None:
         history_dir.mkdir(parents=True, exist_ok=True)
         self.path = history_dir / f"{process}.jsonl"
         self.process = process
         self.system = system
+        self.keep_going = keep_going
+        self.failed: OSError | None = None  # the first line that could not be written
         self._fh: TextIO = open(self.path, "a", encoding="utf-8", buffering=1)
         # Publishers write from I/O callbacks and timers; one lock keeps lines whole.
         self._lock = threading.Lock()
@@ -102,13 +111,21 @@ class HistoryWriter:
             event["msg_id"] = msg_id(event["producer"], event["seq"])
         line = json.dumps(event, separators=(",", ":"), default=str)
         with self._lock:
-            self._fh.write(line + "\n")
-            self._fh.flush()
+            try:
+                self._fh.write(line + "\n")
+                self._fh.flush()
+            except OSError as e:
+                self.failed = self.failed or e
+                if not self.keep_going:
+                    raise
         return event
 
     def close(self) -> None:
         with self._lock:
-            self._fh.close()
+            try:
+                self._fh.close()
+            except OSError as e:  # the flush of a line whose write failed already
+                self.failed = self.failed or e
 
     def __enter__(self) -> HistoryWriter:
         return self

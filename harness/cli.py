@@ -11,6 +11,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,11 +19,15 @@ import docker.errors
 import typer
 from rich.console import Console
 
+# typer vendors click; its base exception is not re-exported
+from typer._click.exceptions import ClickException
+
 from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
 from compose.cli import ComposeError
 from compose.releases import SPEC_PATTERN
 from contract.expectations import known_expectation
+from contract.numbers import parse_count
 from contract.rundir import DEFAULT_ROOT, RunDir
 from harness.progress import STATUS_CONSOLE
 from nemesis.containers import NemesisError
@@ -48,6 +53,21 @@ out = Console(highlight=False, soft_wrap=True)
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     err.print(f"error: {message}", markup=False)
     return typer.Exit(code)
+
+
+def _count(most: int) -> Callable[[str], int]:
+    """A count option's parser: the README's forms (3, 1k), from 1 to `most`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = parse_count(text)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+        if value > most:
+            raise typer.BadParameter(f"{text!r} is more than {most}")
+        return value
+
+    return parse
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -136,7 +156,15 @@ def run(
     except docker.errors.DockerException as e:
         _reports_of_failed(runner)
         raise _fail(f"cannot use the Docker engine: {e}") from None
+    except OSError as e:  # the results' disk: full, read-only, gone
+        healed = runner is None or not runner.manifest.heal_error
+        after = "faults healed" if healed else "the heal failed: run harness heal"
+        raise _fail(f"cannot write the run's results: {_os_error(e)}; {after}") from None
     raise typer.Exit(_print_verdict(verdict, runner.run_dir))
+
+
+def _os_error(e: OSError) -> str:
+    return f"{e.strerror or e}" + (f" ({e.filename})" if e.filename else "")
 
 
 def _reports_of_failed(runner: Any) -> None:
@@ -252,7 +280,7 @@ def claims(
     kafka: Annotated[
         str | None, typer.Option(help="release lines, Kafka's or RabbitMQ's, e.g. 4.4,4.0")
     ] = None,
-    runs: Annotated[int, typer.Option(min=1, max=10, help="runs per cell (loss rows: 3)")] = 1,
+    runs: Annotated[int, typer.Option(parser=_count(10), help="runs per cell (loss rows: 3)")] = 1,
     again: Annotated[bool, typer.Option(help="measure the selected cells anew")] = False,
     budget_minutes: Annotated[float, typer.Option(min=1, help="stop starting runs after")] = 240,
     run_timeout: Annotated[float, typer.Option(min=60, help="seconds one run may take")] = 1200,
@@ -328,7 +356,9 @@ def _range(name: str, value: str) -> tuple[float, float]:
 def chaos(
     base: Annotated[str, typer.Argument(help="base scenario: id, file, or chaos/<name>")],
     seed: Annotated[int | None, typer.Option(help="first seed (default: drawn, printed)")] = None,
-    runs: Annotated[int, typer.Option(min=1, max=1000, help="runs, seeds SEED, SEED+1, ...")] = 1,
+    runs: Annotated[
+        int, typer.Option(parser=_count(1000), help="runs, seeds SEED, SEED+1, ...")
+    ] = 1,
     minutes: Annotated[float, typer.Option(min=0.5, max=60, help="traffic per run")] = 2.0,
     faults: Annotated[
         str | None, typer.Option(help="fault families, e.g. partition,kill,pause (default all)")
@@ -381,8 +411,10 @@ def chaos(
 @app.command()
 def shrink(
     run_dir: Annotated[Path, typer.Argument(help="a run directory whose verdict is a violation")],
-    tries: Annotated[int, typer.Option(min=1, max=20, help="runs of one candidate at most")] = 3,
-    need: Annotated[int, typer.Option(min=1, max=20, help="of which must reproduce")] = 1,
+    tries: Annotated[
+        int, typer.Option(parser=_count(20), help="runs of one candidate at most")
+    ] = 3,
+    need: Annotated[int, typer.Option(parser=_count(20), help="of which must reproduce")] = 1,
     budget_minutes: Annotated[float, typer.Option(min=1, help="stop and keep the best")] = 60,
     results: Annotated[Path, typer.Option(help="results root for the candidates")] = DEFAULT_ROOT,
     found: Annotated[Path, typer.Option(help="where the minimal scenario goes")] = (
@@ -500,7 +532,16 @@ def show(run_dir: Annotated[Path, typer.Argument()]) -> None:
 
 
 def main() -> None:
-    app()
+    """The `harness` command: a usage error (an unknown option, a value out of range) is one
+    line and exit 2, as every other bad input."""
+    try:
+        code = app(standalone_mode=False)
+    except ClickException as e:
+        err.print(f"error: {e.format_message()}", markup=False)
+        raise SystemExit(e.exit_code) from None
+    except typer.Abort:
+        raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

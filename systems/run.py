@@ -175,7 +175,10 @@ class ScenarioRun:
         """Keeps the nodes' logs, then removes the cluster (unless --keep)."""
         if self.cluster is None:
             return
-        self.cluster.save_logs(self.run_dir / "logs")
+        try:
+            self.cluster.save_logs(self.run_dir / "logs")
+        except OSError as e:  # a full disk: the cluster still comes down
+            log.error("the nodes' logs were not saved: %s", e)
         if not self.opts.keep_cluster:
             self.cluster.down()
 
@@ -245,12 +248,20 @@ class ScenarioRun:
         down), or the heal of a fault that never began, is the draw's, not the broker's."""
         try:
             self._apply(step)
+            self._raise_unrecorded()
         except (NemesisError, TargetError) as e:
             if self.scenario.generated is None:
                 raise
             log.warning("nemesis step %d (%s) not applied: %s", i, step.op, e)
             skipped = {"step": i, "op": step.op, "error": str(e)}
             self.manifest.skipped_steps = [*self.manifest.skipped_steps, skipped]
+
+    def _raise_unrecorded(self) -> None:
+        """A fault the nemesis could not record (a full disk) ends the run: its history would
+        not say what was done to the cluster."""
+        history = getattr(self.nemesis, "history", None)
+        if history is not None and history.failed is not None:
+            raise history.failed
 
     def _spawn(self, role: str, process: str, config: dict[str, Any]) -> None:
         config = {"process": process, "history_dir": str(self.history_dir), **config}
@@ -297,7 +308,10 @@ class ScenarioRun:
             except Exception as e:  # noqa: BLE001
                 log.error("cluster down failed: %s (run `harness heal`)", e)
             self.manifest.ended = time.time()
-            self.manifest.write(self.run_dir)
+            try:
+                self.manifest.write(self.run_dir)
+            except OSError as e:
+                log.error("the manifest was not written: %s", e)
         finally:
             for s, h in held.items():
                 signal.signal(s, h)

@@ -104,7 +104,7 @@ class KafkaRun(KafkaClientsRun):
         net = Nemesis(
             cluster.topology(),
             self.opts.tools_image,
-            HistoryWriter(self.history_dir, "nemesis", "kafka"),
+            HistoryWriter(self.history_dir, "nemesis", "kafka", keep_going=True),
             disks=cluster.disks,
         )
         self.nemesis = KafkaNemesis(net, admin, c.topic, c.partitions)

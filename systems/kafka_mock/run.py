@@ -47,7 +47,7 @@ class KafkaMockRun(KafkaClientsRun):
             self.cluster,
             self._metadata,
             c.topic,
-            HistoryWriter(self.history_dir, "nemesis", "kafka"),
+            HistoryWriter(self.history_dir, "nemesis", "kafka", keep_going=True),
         )
 
     def _apply(self, step: KafkaMockStep) -> None:

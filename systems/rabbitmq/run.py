@@ -121,7 +121,7 @@ class RabbitMQRun(ScenarioRun):
         self.nemesis = Nemesis(
             self.cluster.topology(),
             self.opts.tools_image,
-            HistoryWriter(self.history_dir, "nemesis", c.system),
+            HistoryWriter(self.history_dir, "nemesis", c.system, keep_going=True),
             disks=self.cluster.disks,
         )
         self.manifest.topology = asdict(self.cluster.topology())
