@@ -130,6 +130,7 @@ def check_history(
         counts = write_ids(ordered, METRIC_IDS, groups, ids_dir)
         times = q.run_span(events).collect()[0].asDict()
         span = {"first": times["first"], "last": times["last"]}
+        _within_a_day(events, span)
         control = [r.asDict() for r in q.control_events(events).collect()]
         nemesis = q.nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
@@ -181,6 +182,25 @@ def _kept(cached: list[Any], *frames: Any) -> list[Any]:
     kept = [df.cache() for df in frames]
     cached.extend(kept)
     return kept
+
+
+MAX_SPAN = 86_400.0  # seconds: no run lasts a day; a history that does holds a wrong time
+
+
+def _within_a_day(events: Any, span: dict[str, Any]) -> None:
+    """Raises HistoryError naming the line whose time lies farthest from the history's median
+    when the history spans more than MAX_SPAN (the timeline has a row per second)."""
+    first, last = span["first"], span["last"]
+    if first is None or last - first <= MAX_SPAN:
+        return
+    (median,) = events.approxQuantile("time", [0.5], 0.01)
+    odd = first if median - first > last - median else last
+    row = events.filter(events.time == odd).select("file", "line").first()
+    days = abs(odd - median) / 86_400
+    raise HistoryError(
+        f"{row['file']}:{row['line']}: time {odd} lies {days:.0f} days from the rest of the "
+        "history (a run's history spans less than a day)"
+    )
 
 
 def _send_counts(summary: Any) -> dict[str, int]:

@@ -66,7 +66,9 @@ def damaged_histories(draw: st.DrawFn) -> dict[str, bytes]:
     lines = files[name]
     at = draw(st.integers(0, len(lines) - 1))
     damage = draw(
-        st.sampled_from(["bytes", "cut", "field", "huge", "utf8", "blank", "not-json", "cut-last"])
+        st.sampled_from(
+            ["bytes", "cut", "field", "huge", "time", "utf8", "blank", "not-json", "cut-last"]
+        )
     )
     if damage == "bytes":
         lines[at] = draw(st.binary(min_size=1, max_size=40)).replace(b"\n", b" ")
@@ -79,6 +81,10 @@ def damaged_histories(draw: st.DrawFn) -> dict[str, bytes]:
     elif damage == "huge":
         field = draw(st.sampled_from(["seq", "offset", "partition", "time"]))
         lines[at] = lines[at].replace(b"{", b'{"%s": 1%s, ' % (field.encode(), b"0" * 30), 1)
+    elif damage == "time":  # a clock far off, or no number at all
+        event = json.loads(lines[at])
+        event["time"] = draw(st.sampled_from([float("nan"), float("inf"), -1e300, 4e12, 0.0]))
+        lines[at] = json.dumps(event).encode()
     elif damage == "utf8":
         lines[at] = lines[at].replace(b'"P1"', b'"P\xff\xfe1"', 1)
     elif damage == "blank":
