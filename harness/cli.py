@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import docker.errors
+import requests.exceptions
 import typer
 from rich.console import Console
 
@@ -25,6 +26,7 @@ from typer._click.exceptions import ClickException
 from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
 from compose.cli import ComposeError
+from compose.engine import EngineLost
 from compose.releases import SPEC_PATTERN
 from contract.expectations import known_expectation
 from contract.numbers import parse_count
@@ -150,11 +152,16 @@ def run(
     except Interrupted as e:
         _reports_of_failed(runner)
         raise _fail(f"interrupted by {e}; faults healed and cluster removed", 130) from None
+    except EngineLost as e:
+        kept = f"; its history is kept in {runner.run_dir}" if runner else ""
+        raise _fail(f"the run could not be carried out: {e}{kept}; run harness heal") from None
     except (ScenarioError, ComposeError, NemesisError, HistoryError) as e:
         _reports_of_failed(runner)
         raise _fail(str(e)) from None
     except docker.errors.DockerException as e:
         _reports_of_failed(runner)
+        raise _fail(f"cannot use the Docker engine: {e}") from None
+    except requests.exceptions.RequestException as e:  # the engine's socket (an OSError too)
         raise _fail(f"cannot use the Docker engine: {e}") from None
     except OSError as e:  # the results' disk: full, read-only, gone
         healed = runner is None or not runner.manifest.heal_error

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import docker
 
+from compose.engine import EngineLost, EngineWatch
 from contract import VERSION
 from contract.manifest import Manifest
 from contract.rundir import make_run_dir, new_run_id
@@ -185,18 +186,32 @@ class ScenarioRun:
     # ---- the skeleton --------------------------------------------------------------------
 
     def execute(self) -> None:
-        """Runs the cluster phases; the caller checks the history afterwards."""
+        """Runs the cluster phases; the caller checks the history afterwards. A run whose
+        Docker engine went away meanwhile raises EngineLost, whatever else failed with it."""
+        engine = EngineWatch(docker.from_env()) if self.tier == "real-cluster" else None
+        phases = (
+            ("cluster_up", self._cluster_up),
+            ("workload", self._workload),
+            ("recovery", self._recover),
+            ("drain", self._drain),
+        )
+        current = phases[0][0]
         with _signals_interrupt():
             try:
-                self._phase("cluster_up", self._cluster_up)
-                self._phase("workload", self._workload)
-                self._phase("recovery", self._recover)
-                self._phase("drain", self._drain)
+                for current, fn in phases:
+                    self._phase(current, fn)
+                    if engine and (gone := engine.lost(current)):
+                        raise gone
             except BaseException as e:
                 self.manifest.error = f"{type(e).__name__}: {e}"
+                if engine and not isinstance(e, EngineLost) and (gone := engine.lost(current, 3.0)):
+                    self.manifest.error = f"EngineLost: {gone} (then {self.manifest.error})"
+                    raise gone from None
                 raise
             finally:
                 self._teardown()
+                if engine:
+                    engine.close()
 
     def _phase(self, name: str, fn: Any) -> None:
         started = time.time()

@@ -78,6 +78,7 @@ def test_a_full_results_disk_ends_the_run_in_one_line_with_faults_healed(
     assert proc.returncode == 2, stderr[-3000:]
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
+    print(last)  # for the record (pytest -rP)
     assert last.startswith("error: cannot write the run's results: No space left on device")
     assert last.endswith("; faults healed")
 
