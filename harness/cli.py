@@ -60,7 +60,9 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
 def _count(most: int) -> Callable[[str], int]:
     """A count option's parser: the README's forms (3, 1k), from 1 to `most`."""
 
-    def parse(text: str) -> int:
+    def parse(text: str | int) -> int:
+        if isinstance(text, int):  # the option's default
+            return text
         try:
             value = parse_count(text)
         except ValueError as e:

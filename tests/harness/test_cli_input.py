@@ -1,0 +1,58 @@
+"""Bad flags and values: one line on stderr and exit 2, never a usage box or a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["claims", "--runs", "1M", "--dry-run"], "'1M' is more than 10"),
+        (["claims", "--runs", "x", "--dry-run"], "'x' is not a count"),
+        (["chaos", "chaos/kafka-safe", "--minutes", "x", "--dry-run"], "--minutes"),
+        (["nightly", "--hours", "99"], "--hours"),
+        (["shrink", "somewhere", "--tries", "0"], "'0' is not a count"),
+        (["run"], "Missing argument"),
+        (["heal", "--bogus"], "No such option: --bogus"),
+        (["nosuch"], "No such command"),
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_2(args: list[str], said: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], done.stderr
+
+
+def test_a_count_takes_the_readme_s_forms() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "chaos",
+            "chaos/kafka-mock",
+            "--runs",
+            "2",
+            "--dry-run",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
