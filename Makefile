@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 
-.PHONY: setup test test-unit test-cluster test-scenario claims chaos kafka-image heal lint format bench bench-lazyfs clean
+.PHONY: setup test test-unit test-cluster test-scenario claims chaos kafka-image heal lint format bench bench-lazyfs bench-clients clean
 
 setup:
 	@bash scripts/setup.sh
@@ -65,6 +65,11 @@ format:
 # Checker speed and memory on synthetic histories of growing size (figures, not assertions).
 bench:
 	$(PY) -m checkers.bench
+
+# What recording costs: our producers against the bare confluent-kafka and pika clients on real
+# clusters (messages/s, CPU); BENCH_MESSAGES (default 100k), BENCH_ROUNDS (default 3).
+bench-clients:
+	$(PY) -m systems.clients_bench
 
 # What the power-loss filesystem costs against the plain directory under it (MB/s, as root).
 bench-lazyfs:
