@@ -126,6 +126,8 @@ class HistoryWriter:
             event["msg_id"] = msg_id(event["producer"], event["seq"])
         data = (_ENCODE(event) + "\n").encode()
         with self._lock:
+            if self.failed is not None:  # after a line cut short, nothing more: no torn middle
+                return event
             try:
                 self._write_all(data)
             except OSError as e:
