@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,3 +25,48 @@ def run_harness(
     latest = results / "latest"
     assert latest.is_symlink(), result.stderr[-2000:]
     return result, latest.resolve()
+
+
+def kafka_partition_scenario(tmp_path: Path, scenario_id: str, heal_at: float) -> Path:
+    """tests/scenarios/kill-points.yaml's cluster and workload without lazy disks, with one
+    follower isolated from second 3 to `heal_at`: a short real run with one fault."""
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "tests/scenarios/kill-points.yaml").read_text())
+    spec["id"] = scenario_id
+    spec["cluster"]["lazy_disks"] = False
+    spec["nemesis"] = [
+        {"at": 3, "op": "isolate", "target": ["kafka3"]},
+        {"at": heal_at, "op": "heal"},
+    ]
+    path = tmp_path / f"{scenario_id}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def run_disturbed(
+    scenario: Path, results: Path, disturb: Callable[[Path], None], timeout: float = 600
+) -> tuple[int, str, Path]:
+    """`harness run SCENARIO --results RESULTS` until its first partition is in effect, then
+    `disturb(run_dir)`; returns the exit code, stderr and the run directory once it ended."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", str(scenario), "--results", str(results)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 400
+        nemesis: list[Path] = []
+        while not any("start-partition" in p.read_text() for p in nemesis):
+            assert proc.poll() is None and time.monotonic() < deadline, "no partition began"
+            time.sleep(0.2)
+            nemesis = list(results.glob("*/*/history/nemesis.jsonl"))
+        run_dir = nemesis[0].parent.parent
+        disturb(run_dir)
+        _, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, stderr, run_dir

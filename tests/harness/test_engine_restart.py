@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from harness.orphans import clients
 from tests.conftest import missing
-from tests.helpers import ROOT
+from tests.helpers import ROOT, kafka_partition_scenario, run_disturbed
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.root]
 
@@ -41,35 +40,15 @@ def test_an_engine_restart_mid_run_is_a_run_that_could_not_be_carried_out(
 ) -> None:
     if subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode != 0:
         missing("the Docker engine is not a local dockerd this test can restart")
-    spec = yaml.safe_load((ROOT / "tests/scenarios/kill-points.yaml").read_text())
-    spec["id"] = "engine-restart"
-    spec["cluster"]["lazy_disks"] = False
-    spec["nemesis"] = [{"at": 3, "op": "isolate", "target": ["kafka3"]}, {"at": 20, "op": "heal"}]
-    scenario = tmp_path / "engine-restart.yaml"
-    scenario.write_text(yaml.safe_dump(spec))
-    results = tmp_path / "results"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", str(scenario), "--results", str(results)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 400
-        nemesis: list[Path] = []
-        while not any("start-partition" in p.read_text() for p in nemesis):
-            assert proc.poll() is None and time.monotonic() < deadline, "no partition began"
-            time.sleep(0.2)
-            nemesis = list(results.glob("engine-restart/*/history/nemesis.jsonl"))
-        (run_dir,) = results.glob("engine-restart/*/")
-        acked_before = _acked(run_dir / "history" / "P1.jsonl")
+    scenario = kafka_partition_scenario(tmp_path, "engine-restart", heal_at=20)
+    acked_before: set[str] = set()
+
+    def restart(run_dir: Path) -> None:
+        acked_before.update(_acked(run_dir / "history" / "P1.jsonl"))
         _restart_engine()
-        _, stderr = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 2, stderr[-3000:]
+
+    code, stderr, run_dir = run_disturbed(scenario, tmp_path / "results", restart)
+    assert code == 2, stderr[-3000:]
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
     print(last)  # for the record (pytest -rP)
