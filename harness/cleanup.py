@@ -18,7 +18,7 @@ from harness.orphans import (
     orphan_clients,
     stop,
 )
-from nemesis.containers import clean_container
+from nemesis.containers import HELPER_LABEL, clean_container
 from systems.rabbitmq.cluster import COMPOSE_FILE, LOCAL_IMAGE
 
 
@@ -62,6 +62,9 @@ def heal_everything(
             for net in client.networks.list(filters={"label": label}):
                 net.remove()
             say(f"removed {project}")
+    for helper in client.containers.list(all=True, sparse=True, filters={"label": HELPER_LABEL}):
+        helper.remove(force=True)
+        say(f"removed nemesis helper container {helper.id[:12]}")
     for mountpoint in leftover_mounts():  # after the containers: nothing holds them now
         try:
             unmount(mountpoint)

@@ -23,6 +23,11 @@ from nemesis import network
 from nemesis.network import CLIENTS, NetworkState
 
 log = logging.getLogger(__name__)
+# On every short-lived helper container: `remove=True` is the client's, not the engine's, and an
+# engine that goes away between the helper's end and its removal leaves it (`harness heal`
+# removes what carries this label).
+HELPER_LABEL = "org.brokerjepsen.helper"
+HELPER_LABELS = {HELPER_LABEL: "nemesis"}
 
 
 class NemesisError(Exception):
@@ -162,6 +167,7 @@ class Nemesis:
                 entrypoint=["sh", "-c", command],
                 network_mode=f"container:{node.container}",
                 cap_add=["NET_ADMIN"],
+                labels=HELPER_LABELS,
                 remove=True,
                 stdout=True,
                 stderr=True,
@@ -351,5 +357,6 @@ def clean_container(client: docker.DockerClient, container: Container, tools_ima
         entrypoint=["sh", "-c", network.remove_command()],
         network_mode=f"container:{container.id}",
         cap_add=["NET_ADMIN"],
+        labels=HELPER_LABELS,
         remove=True,
     )

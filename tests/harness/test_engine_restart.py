@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from harness.orphans import clients
+from nemesis.containers import HELPER_LABEL
 from tests.conftest import missing
 from tests.helpers import ROOT, kafka_partition_scenario, run_disturbed
 
@@ -64,4 +65,5 @@ def test_an_engine_restart_mid_run_is_a_run_that_could_not_be_carried_out(
     label = {"label": f"com.docker.compose.project={manifest['compose_project']}"}
     assert docker_client.containers.list(all=True, filters=label) == []
     assert docker_client.networks.list(filters=label) == []
+    assert docker_client.containers.list(all=True, filters={"label": HELPER_LABEL}) == []
     assert clients() == []
