@@ -204,7 +204,8 @@ class ScenarioRun:
                         raise gone
             except BaseException as e:
                 self.manifest.error = f"{type(e).__name__}: {e}"
-                if engine and not isinstance(e, EngineLost) and (gone := engine.lost(current, 3.0)):
+                expected = isinstance(e, (EngineLost, Interrupted))  # nothing to ask the engine
+                if engine and not expected and (gone := engine.lost(current, 3.0)):
                     self.manifest.error = f"EngineLost: {gone} (then {self.manifest.error})"
                     raise gone from None
                 raise
