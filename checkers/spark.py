@@ -7,6 +7,7 @@ by checkers.read and the ids behind the counts are written by checkers.ids.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from dataclasses import dataclass, field, replace
@@ -189,17 +190,23 @@ MAX_SPAN = 86_400.0  # seconds: no run lasts a day; a history that does holds a 
 
 def _within_a_day(events: Any, span: dict[str, Any]) -> None:
     """Raises HistoryError naming the line whose time lies farthest from the history's median
-    when the history spans more than MAX_SPAN (the timeline has a row per second)."""
+    when the history spans more than MAX_SPAN (the timeline has a row per second), or holds a
+    time that is no number (NaN sorts above every number, infinities at the ends)."""
     first, last = span["first"], span["last"]
     if first is None or last - first <= MAX_SPAN:
         return
     (median,) = events.approxQuantile("time", [0.5], 0.01)
-    odd = first if median - first > last - median else last
-    row = events.filter(events.time == odd).select("file", "line").first()
-    days = abs(odd - median) / 86_400
+    low = math.isfinite(last) and median - first > last - median
+    order = events.time.asc() if low else events.time.desc()
+    row = events.orderBy(order).select("file", "line", "time").first()
+    odd = row["time"]
+    how = (
+        f"lies {abs(odd - median) / 86_400:.3g} days from the rest of the history"
+        if math.isfinite(odd)
+        else "is not a time"
+    )
     raise HistoryError(
-        f"{row['file']}:{row['line']}: time {odd} lies {days:.0f} days from the rest of the "
-        "history (a run's history spans less than a day)"
+        f"{row['file']}:{row['line']}: time {odd} {how} (a run's history spans less than a day)"
     )
 
 
