@@ -55,13 +55,19 @@ def _argv(pid_dir: Path) -> list[str]:
         return []
 
 
-def _parent(pid_dir: Path) -> int:
+def _stat(pid_dir: Path) -> list[str]:
+    """/proc/PID/stat's fields after the command name: state, ppid, ...; [] when gone."""
     try:
         stat = (pid_dir / "stat").read_text()
     except OSError:
-        return 0
+        return []
     # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after it.
-    return int(stat.rsplit(")", 1)[1].split()[1])
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _parent(pid_dir: Path) -> int:
+    fields = _stat(pid_dir)
+    return int(fields[1]) if fields else 0
 
 
 def _client(pid_dir: Path) -> Client | None:
@@ -121,10 +127,8 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     # A zombie has ended; its parent (init, for an orphan) reaps it.
-    try:
-        return (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    fields = _stat(PROC / str(pid))
+    return bool(fields) and fields[0] != "Z"
 
 
 def _signal(pid: int, signum: int) -> None:
