@@ -4,14 +4,21 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 
-.PHONY: setup test test-unit test-cluster test-scenario claims chaos kafka-image heal lint format bench bench-lazyfs bench-clients clean
+.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format bench bench-lazyfs bench-clients clean
 
 setup:
 	@bash scripts/setup.sh
 
-# The whole suite: unit tests, checker tests (PySpark), real-cluster tests and scenario runs.
+# The fast tier, CI's gate on every change (tests/tiers.py): unit, checker and real-cluster
+# tests and one end-to-end smoke per system and release line; it says its wall time at the end.
 test:
-	$(PY) -m pytest
+	$(PY) -m pytest --tier fast --record-durations
+
+# The nightly tier (.ci/nightly): every other end-to-end test, the claims matrix on the default
+# lines (CLAIMS_MINUTES, default 240) and chaos for HOURS (default 1); writes
+# results/nightly/<time>/summary.md and junit.xml.
+test-nightly:
+	@bash .ci/nightly
 
 # Pure Python: neither Java, Docker nor root (the markers are in pyproject.toml).
 test-unit:

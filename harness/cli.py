@@ -543,6 +543,11 @@ def show(run_dir: Annotated[Path, typer.Argument()]) -> None:
 def main() -> None:
     """The `harness` command: a usage error (an unknown option, a value out of range) is one
     line and exit 2, as every other bad input."""
+    run_app(app)
+
+
+def run_app(app: typer.Typer) -> None:
+    """Runs a typer app with usage errors as one line and exit 2."""
     try:
         code = app(standalone_mode=False)
     except ClickException as e:

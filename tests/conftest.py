@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests import tiers
+
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
@@ -56,10 +58,32 @@ def rabbitmq_image(docker_client: Any) -> str:
 
 
 COSTS = ("spark", "cluster", "e2e", "root")
+CLOCK = tiers.Clock()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    tiers.add_option(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test with no cost marker is a unit test: `make test-unit` runs those alone."""
+    """A test with no cost marker is a unit test: `make test-unit` runs those alone. Then the
+    items of the other tier are deselected (tests/tiers.py)."""
     for item in items:
         if not any(item.get_closest_marker(c) for c in COSTS):
             item.add_marker(pytest.mark.unit)
+    tiers.select(config, items)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    CLOCK.add(report)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if session.config.getoption("--record-durations") and CLOCK.seconds:
+        tiers.record(CLOCK)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for line in tiers.summary_lines(config, CLOCK):
+        terminalreporter.write_line(line)

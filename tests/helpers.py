@@ -12,11 +12,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_harness(
-    scenario: str, results: Path, timeout: float = 1500
+    scenario: str, results: Path, *options: str, timeout: float = 1500
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """`harness run SCENARIO --results RESULTS`; returns the result and the run directory."""
+    """`harness run SCENARIO --results RESULTS [OPTIONS]`; returns the result and the run
+    directory."""
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", scenario, "--results", str(results)],
+        [sys.executable, "-m", "harness.cli", "run", scenario, "--results", str(results), *options],
         capture_output=True,
         text=True,
         cwd=ROOT,

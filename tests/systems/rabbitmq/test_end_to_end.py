@@ -49,6 +49,7 @@ def common_checks(run_dir: Path, docker_client: Any) -> tuple[dict, dict]:
     return manifest, verdict
 
 
+@pytest.mark.smoke("rabbitmq", "3.10")
 def test_baseline_is_safe(docker_client: Any, rabbitmq_image: str, tmp_path: Path) -> None:
     result, run_dir = run_harness("baseline", tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
@@ -170,6 +171,7 @@ def test_R7_a_master_failing_with_unacknowledged_deliveries_replays_them_flagged
     assert "every replay flagged redelivered" in verdict["reason"]
 
 
+@pytest.mark.smoke("rabbitmq", "4.0")
 def test_R9_kill_quorum_queues_on_rabbitmq_4_lose_nothing_when_their_leader_dies(
     docker_client: Any, rabbitmq_image: str, tmp_path: Path
 ) -> None:
@@ -181,12 +183,15 @@ def test_R9_kill_quorum_queues_on_rabbitmq_4_lose_nothing_when_their_leader_dies
     assert result.returncode == 0
 
 
+@pytest.mark.parametrize(
+    "line", ["4.0", pytest.param("4.3", marks=pytest.mark.smoke("rabbitmq", "4.3"))]
+)
 def test_R10_a_stream_on_rabbitmq_4_is_read_by_offset_and_loses_nothing_confirmed(
-    docker_client: Any, rabbitmq_image: str, tmp_path: Path
+    line: str, docker_client: Any, rabbitmq_image: str, tmp_path: Path
 ) -> None:
-    result, run_dir = run_harness("R10", tmp_path)
+    result, run_dir = run_harness("R10", tmp_path, "--rabbitmq", line)
     manifest, verdict = common_checks(run_dir, docker_client)
-    assert manifest["images"]["rabbitmq"]["version"].startswith("4.0.")
+    assert manifest["images"]["rabbitmq"]["version"].startswith(line + ".")
     queues = manifest["scenario_spec"]["workload"]["queues"]
     # Each stream read live and once more from its first offset after the faults.
     assert set(manifest["groups"]) == {*queues, *(f"{q}.final" for q in queues)}

@@ -1,0 +1,67 @@
+"""The nightly tier's runner: phases bounded in time, one summary and one JUnit file a CI
+dashboard reads, with every phase's own cases and how each phase ended."""
+
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.nightly_tier import Phase, phases, run_phase, write_junit, write_summary
+
+JUNIT = """<?xml version="1.0"?>
+<testsuites><testsuite name="pytest" tests="3" failures="{failures}" errors="0" skipped="1">
+<testcase classname="tests.x" name="test_a"/>
+<testcase classname="tests.x" name="test_b">{failure}</testcase>
+<testcase classname="tests.x" name="test_c"><skipped/></testcase>
+</testsuite></testsuites>
+"""
+
+
+def writer(junit: Path, failures: int, exit_code: int) -> tuple[str, ...]:
+    failure = '<failure message="boom"/>' if failures else ""
+    text = JUNIT.format(failures=failures, failure=failure)
+    code = f"import pathlib,sys; pathlib.Path({str(junit)!r}).write_text({text!r}); "
+    return (sys.executable, "-c", code + f"print('ran'); sys.exit({exit_code})")
+
+
+def test_phases_run_and_one_summary_and_junit_say_what_passed_and_what_failed(
+    tmp_path: Path,
+) -> None:
+    good = Phase("pytest", writer(tmp_path / "a.xml", 0, 0), 60, tmp_path / "a.xml", "here")
+    bad = Phase("claims", writer(tmp_path / "b.xml", 1, 1), 60, tmp_path / "b.xml", "there")
+    slow = Phase("chaos", (sys.executable, "-c", "import time; time.sleep(60)"), 1, None, "")
+    outcomes = [run_phase(p, tmp_path) for p in (good, bad, slow)]
+    assert [o.passed for o in outcomes] == [True, False, False]
+    assert outcomes[2].exit_code is None and outcomes[2].seconds < 30
+    assert (tmp_path / "pytest.log").read_text() == "ran\n"
+
+    summary = write_summary(outcomes, tmp_path / "summary.md", datetime.now(UTC)).read_text()
+    assert "FAILED: claims, chaos" in summary
+    assert "| claims | exit 1 |" in summary and "| chaos | stopped after its 0 min |" in summary
+    assert "- claims: tests.x::test_b" in summary
+
+    root = ET.parse(write_junit(outcomes, tmp_path / "junit.xml")).getroot()
+    names = [s.get("name") for s in root.iter("testsuite")]
+    assert names == ["pytest: pytest", "claims: pytest", "nightly phases"]
+    phase_suite = root.findall("testsuite")[-1]
+    assert phase_suite.get("tests") == "3" and phase_suite.get("failures") == "2"
+    failed = [c.get("name") for c in phase_suite.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["claims", "chaos"]
+
+
+def test_a_junit_file_an_earlier_night_left_is_not_counted(tmp_path: Path) -> None:
+    stale = tmp_path / "old.xml"
+    stale.write_text(JUNIT.format(failures=1, failure="<failure/>"))
+    phase = Phase("claims", (sys.executable, "-c", "pass"), 60, stale, "")
+    outcome = run_phase(phase, tmp_path)
+    assert outcome.passed and outcome.counts.tests == 0
+
+
+def test_the_default_phases_are_pytests_nightly_tier_the_matrix_and_chaos(tmp_path: Path) -> None:
+    pytest_phase, claims, chaos = phases(tmp_path / "out", tmp_path, hours=2, claims_minutes=90)
+    assert "--tier" in pytest_phase.command and "nightly" in pytest_phase.command
+    assert claims.command[-5:] == ("claims", "--budget-minutes", "90", "--results", str(tmp_path))
+    assert claims.timeout_s > 90 * 60
+    assert ("--hours", "2") == chaos.command[-4:-2] and chaos.timeout_s > 2 * 3600
