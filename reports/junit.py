@@ -93,6 +93,10 @@ def matrix_case(key: str, claim: str, word: str, seconds: float, runs_text: str)
     classname = f"claims.{claim}"
     if word == "not run":
         return Case(classname, key, 0.0, skipped="not run (budget or selection)")
+    # Never run by design, not by chance: a line the matrix runs only when named, or one that
+    # cannot hold the cell. A skip, with the table's reason.
+    if word == "outside the default lines" or word.startswith("cannot run"):
+        return Case(classname, key, 0.0, skipped=word)
     if word.startswith("reproduced"):
         return Case(classname, key, seconds, output=f"{word}\n{runs_text}")
     if word.startswith("no verdict"):
