@@ -3,6 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= baseline
+COMMA := ,
 
 .PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format bench bench-lazyfs bench-clients clean
 
@@ -30,11 +31,14 @@ test-cluster:
 # One scenario end to end; exit 0 when the verdict matches the claim the scenario tests.
 # Kafka scenarios: MODE=zk|kraft|kraft-dedicated picks the mode (default: the scenario's first),
 # KAFKA=4.4 (or any line or release from 3.7, e.g. 4.3.1: built on first use) the Kafka release
-# (default 3.9; 4.x has no zk mode); RABBITMQ=4.0|4.3|3.10 the RabbitMQ release.
+# (default 3.9; 4.x has no zk mode); RABBITMQ=4.0|4.3|3.10 the RabbitMQ release. Several lines
+# (KAFKA=3.9,4.1,4.4 or RABBITMQ=3.10,4.0,4.3) run once each and print one table of verdicts
+# (harness compare). CONFIG="broker=server.properties producer=p.properties": a team's own files.
 # make turns every failing recipe into its own exit 2, so the harness's code is printed first.
 test-scenario:
-	@$(VENV)/bin/harness run $(SCENARIO) $(if $(MODE),--mode $(MODE)) $(if $(KAFKA),--kafka $(KAFKA)) \
-	  $(if $(RABBITMQ),--rabbitmq $(RABBITMQ)); \
+	@$(VENV)/bin/harness $(if $(findstring $(COMMA),$(KAFKA)$(RABBITMQ)),compare,run) $(SCENARIO) \
+	  $(if $(MODE),--mode $(MODE)) $(if $(KAFKA),--kafka $(KAFKA)) \
+	  $(if $(RABBITMQ),--rabbitmq $(RABBITMQ)) $(foreach c,$(CONFIG),--config $(c)); \
 	  code=$$?; bash scripts/exit-meaning.sh harness $$code; exit $$code
 
 # The local Kafka image from a release tarball (KAFKA_TARBALL=... or compose/images/kafka-dist/).

@@ -42,10 +42,22 @@ class ClusterFacts:
         if system == "kafka":
             return cls(
                 cluster.get("replication_factor", 3),
-                cluster.get("min_insync_replicas", 2),
+                _topic_min_isr(cluster),
                 cluster.get("brokers", 3),
             )
         return cls(brokers=cluster.get("brokers", cluster.get("nodes", 3)))
+
+
+def _topic_min_isr(cluster: dict[str, Any]) -> int:
+    """The workload topic's min ISR: its own config, else the brokers' (set through the
+    scenario's passthrough keys or the typed knob), else the harness's default of 2."""
+    for source in (cluster.get("topic_config"), cluster.get("broker_config")):
+        if isinstance(source, dict) and "min.insync.replicas" in source:
+            try:
+                return int(source["min.insync.replicas"])
+            except (TypeError, ValueError):
+                break
+    return int(cluster.get("min_insync_replicas", 2))
 
 
 @dataclass

@@ -50,6 +50,12 @@ class Manifest(BaseModel):
     cluster_network: str | None = None
     kafka_features: dict[str, Any] | None = None
     topic_config: dict[str, str] | None = None
+    # Every setting of the run by scope ("broker", "broker 2", "topic", "producer A", ...): what
+    # a verdict is read next to, and what `harness diff` compares.
+    settings: dict[str, dict[str, str]] = {}
+    # Of those, the keys the scenario chose (its passthrough keys and the properties of the
+    # typed knobs it set); the rest are the harness's explicit defaults.
+    settings_from_scenario: dict[str, list[str]] = {}
     topology: dict[str, Any] | None = None
     # how it went
     started: float | None = None

@@ -19,6 +19,7 @@ import docker.errors
 import requests.exceptions
 import typer
 from rich.console import Console
+from rich.table import Table
 
 # typer vendors click; its base exception is not re-exported
 from typer._click.exceptions import ClickException
@@ -38,7 +39,7 @@ from systems.kafka.config import DEFAULT_KAFKA_LINE, KAFKA_LINES, MODES
 from systems.kafka.releases import check_spec
 from systems.kafka.scenario import KafkaScenario
 from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
-from systems.registry import find_scenario, load_scenario
+from systems.registry import find_scenario, load_scenario, with_config_files
 from systems.scenario import ScenarioError
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -126,6 +127,13 @@ def run(
         str | None,
         typer.Option(help="RabbitMQ line or release: 3.10, 4.0, 4.3 (default: the scenario's)"),
     ] = None,
+    config: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="a team's own file, [KIND=]FILE: broker=server.properties, topic=FILE, "
+            "producer=FILE, reader=FILE (Kafka), rabbitmq.conf; repeatable"
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = True,
 ) -> None:
     """Run one scenario end to end and print its verdict."""
@@ -139,6 +147,9 @@ def run(
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
         spec = _on_rabbitmq(load_scenario(path), rabbitmq)
+        spec, notes = with_config_files(spec, config or [])
+        for note in notes:
+            err.print(f"config: {note}", markup=False)
         _check_kafka_options(spec, mode, kafka)
         opts = RunOptions(
             results_root=results,
@@ -181,6 +192,91 @@ def _reports_of_failed(runner: Any) -> None:
     run_dir = getattr(runner, "run_dir", None)
     if run_dir is not None and RunDir(run_dir).manifest.exists():
         _write_reports(run_dir)
+
+
+@app.command()
+def compare(
+    scenario: Annotated[str, typer.Argument(help="scenario id or file")],
+    kafka: Annotated[
+        str | None, typer.Option(help="Kafka lines or releases, e.g. 3.9,4.1,4.4")
+    ] = None,
+    rabbitmq: Annotated[str | None, typer.Option(help="RabbitMQ lines, e.g. 3.10,4.0,4.3")] = None,
+    mode: Annotated[str | None, typer.Option(help="Kafka mode for every run")] = None,
+    config: Annotated[list[str] | None, typer.Option(help="as harness run --config")] = None,
+    results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    run_timeout: Annotated[float, typer.Option(min=60, help="seconds one run may take")] = 1800,
+) -> None:
+    """One scenario on several release lines, one run each; one table of their verdicts."""
+    from harness.compare import compare as compare_lines
+    from harness.compare import table_lines
+
+    if (kafka is None) == (rabbitmq is None):
+        raise _fail("give --kafka LINES or --rabbitmq LINES (comma-separated), one of them")
+    option, wanted = ("--kafka", kafka) if kafka is not None else ("--rabbitmq", rabbitmq)
+    lines = [x.strip() for x in str(wanted).split(",") if x.strip()]
+    try:
+        path = find_scenario(scenario, SCENARIOS_DIR)
+        spec, _ = with_config_files(_on_rabbitmq(load_scenario(path), None), config or [])
+        for line in lines:
+            if option == "--kafka":
+                _check_kafka_options(spec, mode, line, build=False)
+            else:
+                _on_rabbitmq(spec, line)
+    except ScenarioError as e:
+        raise _fail(str(e)) from None
+    extra = [*(["--mode", mode] if mode else []), *(f"--config={c}" for c in config or [])]
+    say = functools.partial(err.print, markup=False)
+    runs, table = compare_lines(str(path), spec.id, option, lines, results, extra, run_timeout, say)
+    for line in table_lines(spec.id, runs):
+        out.print(line, markup=False)
+    out.print(f"table: {table}", markup=False)
+    if any(r.trial.verdict is None for r in runs):
+        raise typer.Exit(EXIT_BAD_INPUT)
+    raise typer.Exit(0 if all(r.matched for r in runs) else EXIT_MISMATCH)
+
+
+@app.command()
+def new(
+    name: Annotated[str, typer.Argument(help="the scenario's id")],
+    system: Annotated[str, typer.Option(help="kafka or rabbitmq")] = "kafka",
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="where to write it (default scenarios/NAME.yaml)")
+    ] = None,
+) -> None:
+    """Write a commented scenario of your own that lists the knobs, ready to edit and run."""
+    from harness.new import write_template
+
+    path = out_file or SCENARIOS_DIR / f"{name}.yaml"
+    try:
+        write_template(name, system, path)
+    except ScenarioError as e:
+        raise _fail(str(e)) from None
+    out.print(f"wrote {path}: edit it, then make test-scenario SCENARIO={path}", markup=False)
+
+
+@app.command()
+def diff(
+    left: Annotated[Path, typer.Argument(help="a run directory")],
+    right: Annotated[Path, typer.Argument(help="another run directory")],
+    every: Annotated[bool, typer.Option("--all", help="the settings they share too")] = False,
+) -> None:
+    """Two runs setting by setting: what differed in their configuration, releases and
+    verdicts (the settings each run's manifest recorded)."""
+    from contract.manifest import ManifestError
+    from reports.diff import diff_rows
+
+    try:
+        rows = diff_rows(left, right)
+    except ManifestError as e:
+        raise _fail(str(e)) from None
+    shown = [r for r in rows if every or r.differs or r.scope == "run"]
+    table = Table("scope", "setting", left.name, right.name, box=None, pad_edge=False)
+    for r in shown:
+        mark = "" if not r.differs else "bold"
+        table.add_row(r.scope, r.key, r.left, r.right, style=mark)
+    out.print(table)
+    differing = sum(r.differs for r in rows if r.scope != "run")
+    out.print(f"{differing} settings differ", markup=False)
 
 
 @app.command()
@@ -302,6 +398,7 @@ def claims(
         RABBITMQ_LINES,
         cells_of,
         claim_scenarios,
+        current_runs,
         junit_cases,
         load_measured,
         machine_line,
@@ -327,7 +424,7 @@ def claims(
     if dry_run:
         measured = load_measured(measured_file)
         for c in chosen:
-            have = len(measured.get(c.key, []))
+            have = len(current_runs(measured.get(c.key, [])))
             out.print(f"{c.key:32} {c.expect:12} runs {have}/{c.runs}", markup=False)
         return
     measured = run_matrix(

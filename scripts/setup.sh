@@ -62,4 +62,5 @@ if ! docker compose version >/dev/null 2>&1; then
   fi
 fi
 bash compose/images/build_local_images.sh
+.venv/bin/python -m systems.kafka.configdefs --ensure
 echo "setup: done"

@@ -92,3 +92,21 @@ def make_run(
 ) -> ScenarioRun:
     """The run for the scenario's system."""
     return SYSTEMS[scenario.cluster.system].run(scenario, scenario_file, opts, progress)
+
+
+def with_config_files(scenario: AnyScenario, options: list[str]) -> tuple[AnyScenario, list[str]]:
+    """The scenario with a team's own configuration files taken in (`harness run --config`),
+    and a line for each key left out and why."""
+    if not options:
+        return scenario, []
+    from systems.config_files import read_config_file
+
+    files = [read_config_file(o) for o in options]
+    if isinstance(scenario, KafkaScenario):
+        from systems.kafka.user_config import with_config_files as kafka_files
+
+        return kafka_files(scenario, files)
+    raise ScenarioError(
+        f"--config: {scenario.id} is a {scenario.cluster.system} scenario, which takes no "
+        "configuration files yet"
+    )

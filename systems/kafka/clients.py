@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from confluent_kafka import (
 )
 
 from contract.history import EventType, HistoryWriter, decode_body, encode_body
+from systems.kafka.settings import properties
 from systems.lifeline import tie_to_harness
 
 log = logging.getLogger("systems.kafka.clients")
@@ -88,6 +89,9 @@ class ProducerConfig:
     request_timeout_ms: int = 10000
     max_in_flight: int = 5
     rate: float = 0.0  # messages per second; 0 = as fast as the client takes them
+    linger_ms: int = 5
+    compression: str = "none"
+    config: dict[str, Any] = field(default_factory=dict)  # the scenario's own librdkafka keys
 
 
 def client_diagnostics() -> dict[str, Any]:
@@ -100,17 +104,22 @@ def client_diagnostics() -> dict[str, Any]:
 
 def producer_settings(cfg: ProducerConfig, bootstrap_servers: str) -> dict[str, Any]:
     """Every setting the scenario depends on, explicit (never the client's defaults)."""
-    return {
-        "bootstrap.servers": bootstrap_servers,
-        "acks": cfg.acks,
-        "enable.idempotence": cfg.enable_idempotence,
-        "retries": cfg.retries,
-        "delivery.timeout.ms": cfg.delivery_timeout_ms,
-        "request.timeout.ms": cfg.request_timeout_ms,
-        "max.in.flight.requests.per.connection": cfg.max_in_flight,
-        "linger.ms": 5,
-        "log_level": 3,
-    } | client_diagnostics()
+    return (
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "acks": cfg.acks,
+            "enable.idempotence": cfg.enable_idempotence,
+            "retries": cfg.retries,
+            "delivery.timeout.ms": cfg.delivery_timeout_ms,
+            "request.timeout.ms": cfg.request_timeout_ms,
+            "max.in.flight.requests.per.connection": cfg.max_in_flight,
+            "linger.ms": cfg.linger_ms,
+            "compression.type": cfg.compression,
+            "log_level": 3,
+        }
+        | properties(cfg.config)
+        | client_diagnostics()
+    )
 
 
 def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWriter) -> None:
@@ -170,6 +179,8 @@ class ReaderConfig:
     commit_every: int = 100  # group mode: a synchronous offset commit every N records
     group_protocol: str = "classic"  # group mode: classic, or consumer (KIP-848)
     final: bool = False  # the final read: drains from the start, with no signal to wait for
+    delay: float = 0.0  # seconds per record: a reader made to lag
+    config: dict[str, Any] = field(default_factory=dict)  # the scenario's own librdkafka keys
 
 
 # Commit errors after which the offsets may still have been written.
@@ -185,6 +196,25 @@ def commit_outcome(err: KafkaError | None) -> tuple[EventType, str | None]:
     return ("info" if err.code() in _COMMIT_UNKNOWN else "fail"), f"{err.name()}: {err.str()}"
 
 
+def reader_settings(cfg: ReaderConfig, bootstrap_servers: str) -> dict[str, Any]:
+    """Every setting a reader depends on, explicit, then the scenario's own keys."""
+    group_mode = cfg.mode == "group"
+    settings: dict[str, Any] = {
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": cfg.group if group_mode else f"brokerjepsen-{cfg.process}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "log_level": 3,
+    }
+    if group_mode and cfg.group_protocol == "consumer":
+        # KIP-848: the broker's group coordinator assigns partitions and owns the session
+        # timeout (group.consumer.session.timeout.ms); a client may not set it.
+        settings["group.protocol"] = "consumer"
+    else:
+        settings["session.timeout.ms"] = 10000
+    return settings | properties(cfg.config)
+
+
 def read_all(
     cfg: ReaderConfig,
     bootstrap_servers: str,
@@ -198,20 +228,7 @@ def read_all(
     reader is a consumer group member and commits its offsets every `commit_every` records.
     """
     group_mode = cfg.mode == "group"
-    settings: dict[str, object] = {
-        "bootstrap.servers": bootstrap_servers,
-        "group.id": cfg.group if group_mode else f"brokerjepsen-{cfg.process}",
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "log_level": 3,
-    }
-    if group_mode and cfg.group_protocol == "consumer":
-        # KIP-848: the broker's group coordinator assigns partitions and owns the session
-        # timeout (group.consumer.session.timeout.ms); a client may not set it.
-        settings["group.protocol"] = "consumer"
-    else:
-        settings["session.timeout.ms"] = 10000
-    consumer = Consumer(settings)
+    consumer = Consumer(reader_settings(cfg, bootstrap_servers))
     uncommitted = 0
     try:
         partitions = partitions_of(consumer, cfg.topic, min(cfg.deadline, time.time() + 60))
@@ -241,6 +258,8 @@ def read_all(
                 if offset is not None and (partition := msg.partition()) is not None:
                     position[partition] = offset + 1
                 uncommitted += 1
+                if cfg.delay:
+                    time.sleep(cfg.delay)
                 continue
             if draining() and _caught_up(consumer, cfg.topic, position):
                 if group_mode and uncommitted:

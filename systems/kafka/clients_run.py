@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import time
 
+from systems.kafka.clients import ProducerConfig, ReaderConfig, producer_settings, reader_settings
+from systems.kafka.configdefs import to_property
 from systems.kafka.scenario import FINAL_READER
 from systems.run import ScenarioRun
 
@@ -31,6 +33,21 @@ class KafkaClientsRun(ScenarioRun):
             **settings,
         }
 
+    def client_settings(self) -> dict[str, dict[str, str]]:
+        """Each producer's and reader's configuration as the client is given it (where the
+        cluster is and the client's log level left out: they are the harness's)."""
+        w, topic = self.scenario.workload, self.scenario.cluster.topic
+        out: dict[str, dict[str, str]] = {}
+        for p in w.producers:
+            cfg = ProducerConfig(p.id, topic, deadline=0, **p.model_dump(exclude={"id"}))
+            out[f"producer {p.id}"] = _shown(producer_settings(cfg, ""))
+        for r in w.readers:
+            rcfg = ReaderConfig(
+                r.id, topic, r.id, 0, r.mode, r.commit_every, r.group_protocol, config=r.config
+            )
+            out[f"reader {r.id}"] = _shown(reader_settings(rcfg, ""))
+        return out
+
     def _start_clients(self, start: float) -> list[str]:
         w, t = self.scenario.workload, self.scenario.timeouts
         read_deadline = start + t.workload + t.recovery + w.drain_timeout + 30
@@ -41,6 +58,8 @@ class KafkaClientsRun(ScenarioRun):
                 mode=r.mode,
                 commit_every=r.commit_every,
                 group_protocol=r.group_protocol,
+                delay=r.delay,
+                config=r.config,
             )
             self._spawn("reader", r.id, config)
         for p in w.producers:
@@ -66,3 +85,8 @@ class KafkaClientsRun(ScenarioRun):
         config = self._client_config(deadline - 10, group=FINAL_READER, final=True)
         self._spawn("reader", FINAL_READER, config)
         return self._wait_client(FINAL_READER, deadline)
+
+
+def _shown(settings: dict[str, object]) -> dict[str, str]:
+    hidden = {"bootstrap.servers", "log_level", "debug"}
+    return {k: to_property(v) for k, v in settings.items() if k not in hidden}  # type: ignore[arg-type]

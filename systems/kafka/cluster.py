@@ -39,6 +39,7 @@ from systems.kafka.config import (
     version_tuple,
 )
 from systems.kafka.releases import build_image, maven_releases, resolve
+from systems.kafka.settings import broker_properties, env_name
 
 INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 19092, 2181
 DATA_DIR = "/var/lib/kafka/data"
@@ -63,30 +64,14 @@ class KafkaUnavailable(ComposeError):
     """No Kafka image for the mode: one line saying what is missing and how to supply it."""
 
 
-def _broker_settings(cfg: KafkaClusterConfig) -> dict[str, str]:
-    """Cluster-wide settings every broker (and KRaft controller) gets, all explicit."""
-    rf = str(min(3, cfg.brokers))
-    s = {
-        "KAFKA_MIN_INSYNC_REPLICAS": str(cfg.min_insync_replicas),
-        "KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE": str(cfg.unclean_leader_election).lower(),
-        "KAFKA_REPLICA_LAG_TIME_MAX_MS": str(cfg.replica_lag_time_max_ms),
-        "KAFKA_AUTO_LEADER_REBALANCE_ENABLE": str(cfg.auto_leader_rebalance).lower(),
-        "KAFKA_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS": str(
-            cfg.leader_imbalance_check_interval_seconds
-        ),
-        "KAFKA_DEFAULT_REPLICATION_FACTOR": rf,
-        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": rf,
-        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": rf,
-        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": str(min(cfg.min_insync_replicas, int(rf))),
+def _wiring(cfg: KafkaClusterConfig) -> dict[str, str]:
+    """What every Kafka node gets that is the harness's, not the scenario's to set."""
+    return {
         "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
-        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
         "KAFKA_LOG_DIRS": DATA_DIR,
         # Explicit heaps: three brokers and their quorum fit in 4 GiB.
         "KAFKA_HEAP_OPTS": "-Xms512m -Xmx512m",
     }
-    if cfg.flush_messages is not None:
-        s["KAFKA_LOG_FLUSH_INTERVAL_MESSAGES"] = str(cfg.flush_messages)
-    return s
 
 
 def node_environment(
@@ -105,7 +90,8 @@ def node_environment(
             "KAFKA_OPTS": "-Dzookeeper.4lw.commands.whitelist=*",
             "KAFKA_HEAP_OPTS": "-Xms128m -Xmx256m",
         }
-    env = _broker_settings(cfg)
+    env = _wiring(cfg)
+    env |= {env_name(k): v for k, v in broker_properties(cfg, node.node_id).items()}
     protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
     listeners: list[str] = []
     if node.role in ("broker", "combined"):
@@ -123,9 +109,6 @@ def node_environment(
     if cfg.mode == "zk":
         env["KAFKA_BROKER_ID"] = str(node.node_id)
         env["KAFKA_ZOOKEEPER_CONNECT"] = ",".join(f"zk{i}:{ZK_CLIENT_PORT}" for i in (1, 2, 3))
-        env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"] = str(cfg.session_timeout_ms)
-        # Brokers may start before the ensemble has a leader: wait rather than exit.
-        env["KAFKA_ZOOKEEPER_CONNECTION_TIMEOUT_MS"] = "120000"
         return env
     voters = [n for n in nodes_of(cfg, "0.0.0") if n.role in ("controller", "combined")]
     env.update(
@@ -141,8 +124,6 @@ def node_environment(
                 f"{v.node_id}@{v.name}:{CONTROLLER_PORT}" for v in voters
             ),
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
-            "KAFKA_BROKER_SESSION_TIMEOUT_MS": str(cfg.session_timeout_ms),
-            "KAFKA_BROKER_HEARTBEAT_INTERVAL_MS": str(max(500, cfg.session_timeout_ms // 6)),
         }
     )
     return env

@@ -26,6 +26,8 @@ KAFKA_LINES = tuple(line_of(r) for r in setup_releases("kafka"))
 DEFAULT_KAFKA_LINE = "3.9"
 CONTROLLER_ID_BASE = 100  # dedicated controller i has node id 100 + i
 NodeRole = Literal["zookeeper", "controller", "broker", "combined"]
+# A property's value as YAML gives it; a list is written comma-joined.
+PropertyValue = str | int | float | bool | list[str]
 
 
 class KafkaSettings(Strict):
@@ -46,6 +48,10 @@ class KafkaSettings(Strict):
     lazy_disks: bool = False
     image: str | None = None
     zookeeper_image: str | None = None
+    # Any server.properties key, on every Kafka node (brokers and KRaft controllers), and per
+    # node id (systems.kafka.settings says how they meet the typed knobs above).
+    broker_config: dict[str, PropertyValue] = Field(default_factory=dict)
+    broker_overrides: dict[int, dict[str, PropertyValue]] = Field(default_factory=dict)
 
 
 class KafkaClusterConfig(KafkaSettings):

@@ -13,9 +13,19 @@ from nemesis.containers import Nemesis
 from systems.kafka.admin import KafkaAdmin
 from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.cluster import KafkaCluster
-from systems.kafka.config import DEFAULT_KAFKA_LINE, mode_refusal
+from systems.kafka.config import DEFAULT_KAFKA_LINE, KafkaClusterConfig, mode_refusal
 from systems.kafka.nemesis import KafkaNemesis
 from systems.kafka.scenario import KafkaScenario, KafkaStep
+from systems.kafka.settings import (
+    TYPED_BROKER,
+    TYPED_PRODUCER,
+    TYPED_READER,
+    TYPED_TOPIC,
+    broker_properties,
+    chosen_keys,
+    properties,
+    release_refusal,
+)
 from systems.kafka.watch import PartitionWatch
 from systems.run import PhaseProgress, RunOptions
 from systems.scenario import ScenarioError
@@ -80,6 +90,9 @@ class KafkaRun(KafkaClientsRun):
         )
         cluster = self.cluster
         self.manifest.images = cluster.image_info()
+        self._check_release(self.manifest.images["kafka"].get("image_version"))
+        self.manifest.settings = self._settings(cluster.config)
+        self.manifest.settings_from_scenario = self._chosen(self.manifest.settings)
         self.manifest.compose_project = cluster.project
         self.manifest.bootstrap_servers = cluster.bootstrap_servers
         self.manifest.write(self.run_dir)
@@ -89,12 +102,7 @@ class KafkaRun(KafkaClientsRun):
         self.manifest.cluster_network = f"{cluster.net_prefix}.0/24"
         self.manifest.images["kafka"]["version"] = cluster.kafka_version()
         self.manifest.kafka_features = cluster.feature_levels()
-        topic_config = {
-            "min.insync.replicas": str(c.min_insync_replicas),
-            "unclean.leader.election.enable": str(c.unclean_leader_election).lower(),
-        }
-        if c.flush_messages is not None:
-            topic_config["flush.messages"] = str(c.flush_messages)
+        topic_config = c.topic_properties()
         admin.create_topic(
             c.partitions, c.replication_factor, c.replica_assignment, topic_config, t.cluster_up
         )
@@ -118,6 +126,46 @@ class KafkaRun(KafkaClientsRun):
             "nodes": [n.__dict__ for n in cluster.nodes],
             "quorum": list(cluster.quorum),
         }
+
+    def _check_release(self, version: str | None) -> None:
+        """The scenario's own keys against the release's definitions, before any container
+        starts; an image that does not say its release (an official one) is not checked."""
+        c = self.scenario.cluster
+        if version is None:
+            log.warning("the Kafka image does not say its release: broker keys not checked")
+            return
+        if line := release_refusal(version, c.broker_config, c.broker_overrides, c.topic_config):
+            raise ScenarioError(line)
+
+    def _settings(self, cfg: KafkaClusterConfig) -> dict[str, dict[str, str]]:
+        """Every setting of the run as Kafka spells it: each node's server properties (those
+        the harness wires apart), the topic's configs and each client's."""
+        c = self.scenario.cluster
+        settings = {"broker": broker_properties(cfg, node_id=0), "topic": c.topic_properties()}
+        for node_id, overrides in sorted(c.broker_overrides.items()):
+            settings[f"broker {node_id}"] = properties(overrides)
+        return settings | self.client_settings()
+
+    def _chosen(self, settings: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+        c, w = self.scenario.cluster, self.scenario.workload
+        chosen = {
+            "broker": chosen_keys(
+                TYPED_BROKER, c.model_fields_set, c.broker_config, settings["broker"]
+            ),
+            "topic": chosen_keys(
+                TYPED_TOPIC, c.model_fields_set, c.topic_config, settings["topic"]
+            ),
+        }
+        chosen |= {f"broker {n}": sorted(o) for n, o in c.broker_overrides.items()}
+        for p in w.producers:
+            scope = f"producer {p.id}"
+            chosen[scope] = chosen_keys(
+                TYPED_PRODUCER, p.model_fields_set, p.config, settings[scope]
+            )
+        for r in w.readers:
+            scope = f"reader {r.id}"
+            chosen[scope] = chosen_keys(TYPED_READER, r.model_fields_set, r.config, settings[scope])
+        return chosen
 
     def _workload(self) -> None:
         # Leader and ISR as clients see them, from the first send until the cluster is whole.

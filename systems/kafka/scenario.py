@@ -14,8 +14,21 @@ from systems.kafka.config import (
     KafkaClusterConfig,
     KafkaSettings,
     Mode,
+    PropertyValue,
     nodes_of,
     version_tuple,
+)
+from systems.kafka.settings import (
+    TYPED_BROKER,
+    TYPED_PRODUCER,
+    TYPED_READER,
+    TYPED_TOPIC,
+    client_refusal,
+    env_name,
+    owned_broker_key,
+    owned_client_key,
+    topic_properties,
+    typed_conflict,
 )
 from systems.kafka.targets import SELECTOR_ROLES
 from systems.scenario import ScenarioBase, Strict, fault_op
@@ -31,6 +44,23 @@ class KafkaProducerSpec(Strict):
     delivery_timeout_ms: Annotated[int, Field(ge=1)] = 30000
     request_timeout_ms: Annotated[int, Field(ge=1)] = 10000
     max_in_flight: Annotated[int, Field(ge=1, le=1000)] = 5
+    linger_ms: Annotated[int, Field(ge=0, le=900_000)] = 5
+    compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
+    # Any other librdkafka producer key (systems.kafka.settings: how it meets the knobs above).
+    config: dict[str, PropertyValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _config_is_the_clients(self) -> KafkaProducerSpec:
+        where = f"producer {self.id} config"
+        keys = list(self.config)
+        line = (
+            owned_client_key(where, keys)
+            or typed_conflict(where, TYPED_PRODUCER, self.model_fields_set, keys)
+            or client_refusal("producer", self.config)
+        )
+        if line:
+            raise ValueError(line)
+        return self
 
 
 class KafkaReaderSpec(Strict):
@@ -43,11 +73,29 @@ class KafkaReaderSpec(Strict):
     # group mode: the classic rebalance protocol, or KIP-848's (group.protocol=consumer: the
     # broker assigns partitions; Kafka 4.0 on).
     group_protocol: Literal["classic", "consumer"] = "classic"
+    # Seconds spent on each record before the next poll: a reader that must lag behind its
+    # producers (so that it still reads, and commits, while a fault holds them back).
+    delay: Annotated[float, Field(ge=0, le=10)] = 0.0
+    # Any other librdkafka consumer key.
+    config: dict[str, PropertyValue] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _protocol_is_a_groups(self) -> KafkaReaderSpec:
         if self.group_protocol != "classic" and self.mode != "group":
             raise ValueError("group_protocol is for readers in mode group")
+        return self
+
+    @model_validator(mode="after")
+    def _config_is_the_clients(self) -> KafkaReaderSpec:
+        where = f"reader {self.id} config"
+        keys = list(self.config)
+        line = (
+            owned_client_key(where, keys)
+            or typed_conflict(where, TYPED_READER, self.model_fields_set, keys)
+            or client_refusal("reader", self.config)
+        )
+        if line:
+            raise ValueError(line)
         return self
 
 
@@ -86,6 +134,41 @@ class KafkaClusterSpec(KafkaSettings):
     replication_factor: Annotated[int, Field(ge=1, le=6)] = 3
     # Explicit replicas per partition, preferred leader first (rack placement, K21/K22).
     replica_assignment: list[list[int]] | None = None
+    # Any topic-level config of the workload's topic.
+    topic_config: dict[str, PropertyValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _passthrough(self) -> KafkaClusterSpec:
+        """Each property has one source, and the harness's wiring is not the scenario's."""
+        node_ids = {n.node_id for mode in self.modes for n in nodes_of(self.config(mode), "0")}
+        for node_id in self.broker_overrides:
+            if node_id not in node_ids:
+                known = ", ".join(map(str, sorted(node_ids)))
+                raise ValueError(f"broker_overrides: no Kafka node {node_id} (node ids: {known})")
+        maps = [
+            ("broker_config", self.broker_config, TYPED_BROKER),
+            *((f"broker_overrides.{n}", o, TYPED_BROKER) for n, o in self.broker_overrides.items()),
+            ("topic_config", self.topic_config, TYPED_TOPIC),
+        ]
+        for where, values, typed in maps:
+            keys = list(values)
+            line = owned_broker_key(where, keys) or typed_conflict(
+                where, typed, self.model_fields_set, keys
+            )
+            if line:
+                raise ValueError(line)
+            if where != "topic_config":
+                for key in keys:
+                    env_name(key)
+        return self
+
+    def topic_properties(self) -> dict[str, str]:
+        return topic_properties(
+            self.min_insync_replicas,
+            self.unclean_leader_election,
+            self.flush_messages,
+            self.topic_config,
+        )
 
     @model_validator(mode="after")
     def _consistent(self) -> KafkaClusterSpec:

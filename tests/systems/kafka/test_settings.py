@@ -1,0 +1,149 @@
+"""The user's own Kafka configuration: passthrough keys for brokers, topic and clients, their
+meeting with the typed knobs, the harness's own keys, and what reaches the cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from checkers.coverage import ClusterFacts
+from systems.kafka.cluster import render_compose
+from systems.kafka.scenario import KafkaScenario
+from systems.kafka.settings import broker_properties, env_key, env_name, release_refusal
+from systems.registry import parse_scenario
+from systems.scenario import ScenarioError
+
+# The issue's scenario: a team's production values, refused before passthrough existed.
+USERS = """
+id: mine
+expect: safe
+cluster:
+  system: kafka
+  modes: [kraft]
+  broker_config: {num.replica.fetchers: 4, unclean.leader.election.enable: false}
+  topic_config: {retention.ms: 600000, compression.type: producer}
+workload:
+  producers:
+  - {id: P1, count: 1000, rate: 100, linger_ms: 20, compression: lz4, config: {batch.size: 65536}}
+  readers:
+  - {id: reader, config: {fetch.min.bytes: 1}}
+"""
+
+
+def scenario(text: str = USERS, **cluster: Any) -> KafkaScenario:
+    data = yaml.safe_load(text)
+    data["cluster"].update(cluster)
+    spec = parse_scenario(yaml.safe_dump(data), "mine.yaml")
+    assert isinstance(spec, KafkaScenario)
+    return spec
+
+
+def refusal(**cluster: Any) -> str:
+    with pytest.raises(ScenarioError) as e:
+        scenario(**cluster)
+    return str(e.value)
+
+
+def test_a_teams_own_settings_load_and_reach_every_node_and_the_topic() -> None:
+    spec = scenario()
+    cfg = spec.cluster.config("kraft", "4.4")
+    props = broker_properties(cfg, 1)
+    assert props["num.replica.fetchers"] == "4"
+    assert props["unclean.leader.election.enable"] == "false"
+    assert spec.cluster.topic_properties()["retention.ms"] == "600000"
+    ports = {i: 40000 + i for i in (1, 2, 3)}
+    images = {"kafka": "brokerjepsen/kafka:4.4.0-debian"}
+    services = render_compose(cfg, "p", images, ports, "172.29.60", "A" * 22)["services"]
+    for node in ("kafka1", "kafka2", "kafka3"):
+        assert services[node]["environment"]["KAFKA_NUM_REPLICA_FETCHERS"] == "4"
+
+
+def test_min_isr_set_only_through_passthrough_is_the_brokers_the_topics_and_the_coverages() -> None:
+    spec = scenario(broker_config={"min.insync.replicas": 3})
+    props = broker_properties(spec.cluster.config("kraft"), 1)
+    assert props["min.insync.replicas"] == "3"
+    assert props["transaction.state.log.min.isr"] == "3"  # derived from what was chosen
+    facts = ClusterFacts.of(
+        {"cluster": {"system": "kafka", "broker_config": {"min.insync.replicas": 3}}}
+    )
+    assert facts.min_insync_replicas == 3
+    topic_only = {
+        "system": "kafka",
+        "min_insync_replicas": 2,
+        "topic_config": {"min.insync.replicas": "1"},
+    }
+    assert ClusterFacts.of({"cluster": topic_only}).min_insync_replicas == 1
+
+
+def test_a_per_node_override_reaches_that_node_alone() -> None:
+    spec = scenario(broker_overrides={2: {"num.io.threads": 4}})
+    cfg = spec.cluster.config("kraft")
+    assert broker_properties(cfg, 2)["num.io.threads"] == "4"
+    assert "num.io.threads" not in broker_properties(cfg, 1)
+    assert "no Kafka node 9" in refusal(broker_overrides={9: {"num.io.threads": 4}})
+
+
+def test_a_passthrough_session_timeout_sets_the_heartbeat_it_implies() -> None:
+    cfg = scenario(broker_config={"broker.session.timeout.ms": 18000}).cluster.config("kraft")
+    props = broker_properties(cfg, 1)
+    assert (
+        props["broker.session.timeout.ms"] == "18000"
+        and props["broker.heartbeat.interval.ms"] == "3000"
+    )
+
+
+def test_a_typed_knob_set_and_its_passthrough_key_are_one_source_too_many() -> None:
+    line = refusal(min_insync_replicas=2, broker_config={"min.insync.replicas": 3})
+    assert "broker_config sets min.insync.replicas, which min_insync_replicas sets too" in line
+    line = refusal(
+        unclean_leader_election=True,
+        broker_config={},
+        topic_config={"unclean.leader.election.enable": False},
+    )
+    assert "topic_config sets unclean.leader.election.enable" in line
+
+
+def test_keys_that_wire_the_cluster_are_the_harness_s() -> None:
+    for key in ("listeners", "node.id", "log.dirs", "controller.quorum.voters"):
+        line = refusal(broker_config={key: "x"})
+        assert f'broker_config: "{key}" is set by the harness' in line, line
+
+
+def test_client_keys_are_checked_by_librdkafka_itself_and_meet_the_typed_knobs() -> None:
+    bad_key = USERS.replace("batch.size: 65536", "batch.sise: 65536")
+    with pytest.raises(ScenarioError, match=r"batch\.sise.*librdkafka"):
+        scenario(bad_key)
+    bad_value = USERS.replace("batch.size: 65536", "batch.size: lots")
+    with pytest.raises(ScenarioError, match="librdkafka"):
+        scenario(bad_value)
+    conflict = USERS.replace("config: {batch.size: 65536}", "config: {linger.ms: 50}")
+    with pytest.raises(ScenarioError, match="sets linger.ms, which linger_ms sets too"):
+        scenario(conflict)
+    owned = USERS.replace("config: {fetch.min.bytes: 1}", "config: {group.id: theirs}")
+    with pytest.raises(ScenarioError, match='"group.id" is set by the harness'):
+        scenario(owned)
+
+
+def test_the_release_itself_judges_broker_and_topic_keys() -> None:
+    line = release_refusal("4.4.0", {"num.replica.fetcher": 4}, {}, {})
+    assert line is not None and "num.replica.fetcher" in line and "4.4.0" in line
+    assert "num.replica.fetchers" in line  # did you mean
+    assert release_refusal("4.4.0", {"num.replica.fetchers": 4}, {}, {"retention.ms": 1}) is None
+    line = release_refusal("3.9.2", {}, {}, {"min.insync.replicas": "two"})
+    assert line is not None and "topic_config" in line and "3.9.2" in line
+    line = release_refusal("4.4.0", {}, {2: {"log.message.format.version": "3.0"}}, {})
+    assert line is not None and "broker_overrides.2" in line
+
+
+@pytest.mark.parametrize(
+    "key", ["num.replica.fetchers", "log.cleaner.io.max.bytes.per.second", "a_b-c.d"]
+)
+def test_a_property_travels_through_the_images_environment_unchanged(key: str) -> None:
+    assert env_key(env_name(key)) == key
+
+
+def test_a_key_the_environment_cannot_carry_is_refused() -> None:
+    with pytest.raises(ValueError, match="cannot be passed"):
+        env_name("odd_.key")
