@@ -509,3 +509,15 @@ def render_docs(scenarios_dir: Path = ROOT / "scenarios", docs: Path = DOCS) -> 
     out = docs / "claims-results.md"
     out.write_text(table)
     return out
+
+
+def matrix_words(scenarios_dir: Path = ROOT / "scenarios", docs: Path = DOCS) -> dict[str, str]:
+    """Every cell's word as the table shows it now, by cell key (the nightly tier compares the
+    matrix before and after a night)."""
+    measured = load_measured(docs / "claims-results.json")
+    cells = [c for s in claim_scenarios(scenarios_dir) for c in cells_of(s, 1)]
+    words = {}
+    for c in cells:
+        runs = judged_runs(measured.get(c.key, []))
+        words[c.key] = cell_word(c, runs) if c.expect != "?" else per_run_words(runs)
+    return words

@@ -9,8 +9,9 @@ phases, each a subprocess bounded in time:
 
 It writes one folder, results/nightly/<UTC time>/: each phase's log, summary.md (what ran, what
 failed, where the reports are) and junit.xml, which holds every phase's own test cases (pytest's,
-the matrix's cells, the chaos runs) and one case per phase for how the phase itself ended, so a
-dashboard shows a phase that timed out or crashed before it wrote its own file.
+a case per claims cell judged by what the night changed, the chaos runs) and one case per phase
+for how the phase itself ended, so a dashboard shows a phase that timed out or crashed before it
+wrote its own file.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +30,8 @@ from typing import Annotated
 
 import typer
 
-from reports.junit import CLAIMS_JUNIT
+from harness.claims import NOT_RUN, matrix_words
+from reports.junit import Case, suite
 
 ROOT = Path(__file__).resolve().parent.parent
 SLACK_S = 1800.0  # past a phase's own budget: its last run, its shrink, its report
@@ -42,6 +44,9 @@ class Phase:
     timeout_s: float
     junit: Path | None  # the JUnit file the phase writes, if it writes one
     reports: str  # where a person reads what it found
+    # Instead of the phase's own file: its test cases judged from what changed during the night
+    # (the claims matrix: snapshot before, cases after).
+    judge: Callable[[], Callable[[], list[Case]]] | None = None
 
 
 @dataclass
@@ -91,8 +96,9 @@ def phases(
             (*harness, "claims", "--budget-minutes", f"{claims_minutes:g}",
              "--results", str(results)),
             claims_minutes * 60 + SLACK_S,
-            results / CLAIMS_JUNIT,
+            None,
             f"docs/claims-results.md (commit it); runs indexed in {results / 'index.html'}",
+            judge=claims_judge,
         ),
         Phase(
             "chaos",
@@ -110,6 +116,7 @@ def run_phase(phase: Phase, out: Path) -> Outcome:
     log = out / f"{phase.name}.log"
     if phase.junit is not None:
         phase.junit.unlink(missing_ok=True)  # a file left by an earlier night is not this one's
+    judged = phase.judge() if phase.judge is not None else None
     started = time.monotonic()
     with log.open("w") as sink:
         proc = subprocess.Popen(
@@ -120,7 +127,47 @@ def run_phase(phase: Phase, out: Path) -> Outcome:
         except subprocess.TimeoutExpired:
             code = None
             _stop(proc)
-    return Outcome(phase, code, time.monotonic() - started, log, junit_counts(phase.junit))
+    seconds = time.monotonic() - started
+    counts = case_counts(judged()) if judged is not None else junit_counts(phase.junit)
+    return Outcome(phase, code, seconds, log, counts)
+
+
+def claims_judge() -> Callable[[], list[Case]]:
+    """The matrix's cells before the night; after it, a case per cell. A cell whose verdict
+    changed to anything but "reproduced" fails (a claim that stopped reproducing, a refuted
+    guarantee, a run without a verdict); a reproduced cell passes; any other word the cell
+    already had is skipped with that word: a standing finding (a claim not reproduced on a
+    line, as docs/claims-findings.md explains) or a cell the night did not reach. So a night
+    fails on what changed, not on what the table has long said."""
+    before = matrix_words()
+
+    def cases() -> list[Case]:
+        after = matrix_words()
+        out = []
+        for key, word in after.items():
+            was = before.get(key, NOT_RUN)
+            claim = key.split("/", 1)[0]
+            base, was_base = _base(word), _base(was)
+            if base != was_base and base != "reproduced":
+                out.append(Case(f"claims.{claim}", key, 0.0, failure=f"{was} -> {word}"))
+            elif base == "reproduced":
+                out.append(Case(f"claims.{claim}", key, 0.0, output=word))
+            else:
+                out.append(Case(f"claims.{claim}", key, 0.0, skipped=f"standing: {word}"))
+        return out
+
+    return cases
+
+
+def _base(word: str) -> str:
+    """A cell's word without its run counts: "not reproduced (1/3)" -> "not reproduced"."""
+    return word.split(" (", 1)[0].split(":", 1)[0]
+
+
+def case_counts(cases: list[Case]) -> Counts:
+    root = suite(cases, "claims matrix").getroot()
+    assert root is not None  # a tree made here always has its root
+    return junit_counts_of(root)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -143,6 +190,10 @@ def junit_counts(path: Path | None) -> Counts:
         root = ET.parse(path).getroot()
     except ET.ParseError:
         return Counts()
+    return junit_counts_of(root)
+
+
+def junit_counts_of(root: ET.Element) -> Counts:
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     counts = Counts(suites=suites)
     for s in suites:

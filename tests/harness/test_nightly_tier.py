@@ -8,6 +8,9 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from harness import nightly_tier
 from harness.nightly_tier import Phase, phases, run_phase, write_junit, write_summary
 
 JUNIT = """<?xml version="1.0"?>
@@ -63,5 +66,29 @@ def test_the_default_phases_are_pytests_nightly_tier_the_matrix_and_chaos(tmp_pa
     pytest_phase, claims, chaos = phases(tmp_path / "out", tmp_path, hours=2, claims_minutes=90)
     assert "--tier" in pytest_phase.command and "nightly" in pytest_phase.command
     assert claims.command[-5:] == ("claims", "--budget-minutes", "90", "--results", str(tmp_path))
-    assert claims.timeout_s > 90 * 60
+    assert claims.timeout_s > 90 * 60 and claims.judge is nightly_tier.claims_judge
     assert ("--hours", "2") == chaos.command[-4:-2] and chaos.timeout_s > 2 * 3600
+
+
+def test_the_claims_phase_fails_on_what_the_night_changed_not_on_standing_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nights = iter(
+        [
+            {"K1/zk/3.9": "reproduced (1/1)", "K2/zk/3.9": "not reproduced (0/3)",
+             "K4/kraft/4.4": "not run", "K9/kraft/4.4": "reproduced", "K6/kraft/4.4": "not run"},
+            {"K1/zk/3.9": "reproduced (3/3)", "K2/zk/3.9": "not reproduced (1/3)",
+             "K4/kraft/4.4": "refuted", "K9/kraft/4.4": "not reproduced (0/1)",
+             "K6/kraft/4.4": "reproduced"},
+        ]
+    )  # fmt: skip
+    monkeypatch.setattr(nightly_tier, "matrix_words", lambda: next(nights))
+    phase = Phase(
+        "claims", (sys.executable, "-c", "pass"), 60, None, "", judge=nightly_tier.claims_judge
+    )
+    outcome = run_phase(phase, tmp_path)
+    cases = {c.get("name"): c for s in outcome.counts.suites for c in s.iter("testcase")}
+    failed = sorted(k for k, c in cases.items() if c.find("failure") is not None)
+    assert failed == ["K4/kraft/4.4", "K9/kraft/4.4"]
+    assert cases["K2/zk/3.9"].find("skipped") is not None  # a standing finding
+    assert outcome.counts.tests == 5 and not outcome.passed
