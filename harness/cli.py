@@ -217,12 +217,13 @@ def compare(
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
         spec, _ = with_config_files(_on_rabbitmq(load_scenario(path), None), config or [])
+        # Every line is known (and its image built) before the first run starts.
         for line in lines:
             if option == "--kafka":
-                _check_kafka_options(spec, mode, line, build=False)
+                _check_kafka_options(spec, mode, line)
             else:
                 _on_rabbitmq(spec, line)
-    except ScenarioError as e:
+    except (ScenarioError, ComposeError) as e:
         raise _fail(str(e)) from None
     extra = [*(["--mode", mode] if mode else []), *(f"--config={c}" for c in config or [])]
     say = functools.partial(err.print, markup=False)
