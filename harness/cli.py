@@ -39,7 +39,7 @@ from systems.kafka.config import DEFAULT_KAFKA_LINE, KAFKA_LINES, MODES
 from systems.kafka.releases import check_spec
 from systems.kafka.scenario import KafkaScenario
 from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
-from systems.registry import find_scenario, load_scenario, with_config_files
+from systems.registry import find_scenario, load_scenario, on_release, with_config_files
 from systems.scenario import ScenarioError
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -626,7 +626,7 @@ def _on_rabbitmq(spec: Any, version: str | None) -> Any:
         )
     if refusal := queue_type_refusal(spec.cluster.queue_type, version):
         raise ScenarioError(refusal)
-    return spec.model_copy(update={"cluster": spec.cluster.model_copy(update={"version": version})})
+    return on_release(spec, version)
 
 
 @app.command("show")

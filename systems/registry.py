@@ -20,7 +20,7 @@ from systems.kafka_mock.scenario import KafkaMockScenario
 from systems.rabbitmq.run import RabbitMQRun
 from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.run import PhaseProgress, RunOptions, ScenarioRun
-from systems.scenario import ScenarioError, first_error
+from systems.scenario import ScenarioError, first_error, scenario_data
 
 AnyScenario = RabbitMQScenario | KafkaMockScenario | KafkaScenario
 
@@ -106,7 +106,21 @@ def with_config_files(scenario: AnyScenario, options: list[str]) -> tuple[AnySce
         from systems.kafka.user_config import with_config_files as kafka_files
 
         return kafka_files(scenario, files)
+    if isinstance(scenario, RabbitMQScenario):
+        from systems.rabbitmq.user_config import with_config_files as rabbitmq_files
+
+        return rabbitmq_files(scenario, files)
     raise ScenarioError(
         f"--config: {scenario.id} is a {scenario.cluster.system} scenario, which takes no "
         "configuration files yet"
     )
+
+
+def on_release(scenario: RabbitMQScenario, version: str) -> RabbitMQScenario:
+    """The scenario on another RabbitMQ release, validated again as a whole: what its policies,
+    queue arguments and keys may be depends on the release."""
+    data = scenario_data(scenario)
+    data["cluster"]["version"] = version
+    moved = parse_scenario(yaml.safe_dump(data, sort_keys=False), f"{scenario.id} on {version}")
+    assert isinstance(moved, RabbitMQScenario)
+    return moved

@@ -142,3 +142,60 @@ def mirror_story(logs: dict[str, str]) -> dict[str, Any]:
         "discarded": discarded_copies(recoveries, added, story["syncs"]),
         "syncs": [asdict(s) | {"seconds": s.seconds} for s in syncs],
     }
+
+
+# ---- a node that refused its configuration ------------------------------------------------------
+
+# "2026-11-25 04:00:56.897798+00:00 [error] <0.144.0> text", or the text alone (the lines a
+# node prints to stdout before its logger runs); Docker's own timestamp first in saved logs.
+_PREFIX = re.compile(
+    r"^(?:\d{4}-\d\d-\d\dT\S+Z )?"
+    r"(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+[+-]\d\d:\d\d \[\w+\] <[\d.]+> )?"
+)
+_CONF_HEADER = re.compile(r"^Error (?:preparing|generating|parsing) configuration\b.*:$")
+_ADVANCED = re.compile(r"^Failed to load advanced configuration file (?P<rest>.*)$")
+
+
+def boot_errors(text: str) -> list[str]:
+    """What a node's log says of the configuration it refused at boot, one item per error:
+    cuttlefish's list (an unknown key, a value its datatype cannot convert, a translation that
+    found the settings invalid) and advanced.config's parse error; empty when it says none."""
+    lines = [_PREFIX.sub("", raw).rstrip() for raw in text.splitlines()]
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _CONF_HEADER.match(line):
+            items: list[str] = []
+            i += 1
+            while i < len(lines) and lines[i].startswith("  - "):
+                items.append(lines[i][4:].strip())
+                i += 1
+            out += _joined_items(items)
+            continue
+        if m := _ADVANCED.match(line):
+            # The reason is an Erlang term the logger spreads over indented lines.
+            parts = [m["rest"]]
+            i += 1
+            while i < len(lines) and lines[i].startswith(" ") and not lines[i].startswith("  - "):
+                parts.append(lines[i].strip())
+                i += 1
+            out.append("advanced.config: " + re.sub(r"\s+", " ", " ".join(parts)).strip())
+            continue
+        i += 1
+    return list(dict.fromkeys(out))
+
+
+def _joined_items(items: list[str]) -> list[str]:
+    """Cuttlefish says a datatype error in two items, the key then the reason: one here."""
+    out: list[str] = []
+    i = 0
+    while i < len(items):
+        head = items[i].removeprefix("Error transforming datatype for: ")
+        if head != items[i] and i + 1 < len(items):
+            out.append(f"{head}: {items[i + 1]}")
+            i += 2
+            continue
+        out.append(items[i])
+        i += 1
+    return out

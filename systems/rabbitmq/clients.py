@@ -14,6 +14,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,15 @@ from systems.lifeline import tie_to_harness
 log = logging.getLogger("systems.rabbitmq.clients")
 
 HEARTBEAT = 5  # seconds; a dead TCP connection is noticed within two of these
+# pika's ConnectionParameters every client connects with unless its scenario says otherwise:
+# one attempt per node (the client goes on to the next node itself), bounded waits.
+CONNECTION_DEFAULTS: dict[str, Any] = {
+    "heartbeat": HEARTBEAT,
+    "blocked_connection_timeout": 30,
+    "connection_attempts": 1,
+    "socket_timeout": 5,
+    "stack_timeout": 10,
+}
 # What a lost, refused or timed-out connection raises (pika's connector errors are not
 # AMQPErrors).
 CONNECTION_ERRORS = (pika.exceptions.AMQPError, AMQPConnectorException, OSError)
@@ -49,6 +59,7 @@ class PublisherConfig:
     in_flight: int = 1
     confirm_timeout: float = 10.0
     body_bytes: int = 0
+    connection: dict[str, Any] = field(default_factory=dict)  # over CONNECTION_DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -68,17 +79,13 @@ class ConsumerConfig:
     stream: bool = False
     group: str | None = None  # the reader group the history names; None: the queue
     start_offset: int | None = None  # a stream: the first offset to read (None: the first)
+    connection: dict[str, Any] = field(default_factory=dict)  # over CONNECTION_DEFAULTS
 
 
-def params(ep: Endpoint) -> pika.ConnectionParameters:
+def params(ep: Endpoint, connection: Mapping[str, Any] | None = None) -> pika.ConnectionParameters:
+    """Where and how a client connects: the harness's parameters, then the scenario's."""
     return pika.ConnectionParameters(
-        host=ep.host,
-        port=ep.port,
-        heartbeat=HEARTBEAT,
-        blocked_connection_timeout=30,
-        connection_attempts=1,
-        socket_timeout=5,
-        stack_timeout=10,
+        host=ep.host, port=ep.port, **{**CONNECTION_DEFAULTS, **(connection or {})}
     )
 
 
@@ -146,7 +153,7 @@ class Publisher:
         self._endpoint = ep
         self._pump_timer = None  # a timer of the last session's loop never fires
         self._conn = SelectConnection(
-            params(ep),
+            params(ep, self.cfg.connection),
             on_open_callback=self._on_open,
             on_open_error_callback=self._on_open_error,
             on_close_callback=self._on_closed,
@@ -198,8 +205,10 @@ class Publisher:
             return
         if conn.is_open:
             conn.close()
-            # A close on a dead TCP connection can wait long for CloseOk: bound it.
-            conn.ioloop.call_later(2 * HEARTBEAT, conn.ioloop.stop)
+            # A close on a dead TCP connection can wait long for CloseOk: bound it (by the
+            # harness's heartbeat when the scenario turned heartbeats off).
+            heartbeat = self.cfg.connection.get("heartbeat") or HEARTBEAT
+            conn.ioloop.call_later(2 * heartbeat, conn.ioloop.stop)
         elif not conn.is_closing:
             conn.ioloop.stop()
 
@@ -362,7 +371,7 @@ class Consumer:
 
     def _session(self, ep: Endpoint) -> None:
         try:
-            conn = pika.BlockingConnection(params(ep))
+            conn = pika.BlockingConnection(params(ep, self.cfg.connection))
         except CONNECTION_ERRORS as e:
             log.info("cannot connect to %s: %r", ep, e)
             return
@@ -420,17 +429,28 @@ class Consumer:
 # ---- topology and entry point ------------------------------------------------------------
 
 
-def declare_arguments(queue_type: str) -> dict[str, Any] | None:
+def declare_arguments(
+    queue_type: str, own: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
     """queue.declare's arguments for a queue type (classic and mirrored queues need none: a
-    policy mirrors them)."""
-    return {"x-queue-type": queue_type} if queue_type in ("quorum", "stream") else None
+    policy mirrors them), then the queue's own."""
+    typed = {"x-queue-type": queue_type} if queue_type in ("quorum", "stream") else {}
+    return {**typed, **(own or {})} or None
+
+
+class DeclareRefused(Exception):
+    """The broker refused a queue's declare (its arguments); one line naming the queue."""
 
 
 def declare_topology(
-    endpoints: list[Endpoint], exchange: str, queues: list[str], queue_type: str
+    endpoints: list[Endpoint],
+    exchange: str,
+    queues: list[str],
+    queue_type: str,
+    arguments: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
-    """A durable fanout exchange bound to durable queues of the scenario's kind."""
-    arguments = declare_arguments(queue_type)
+    """A durable fanout exchange bound to durable queues of the scenario's kind; `arguments`:
+    a queue's own declare arguments, over its type's."""
     last: Exception | None = None
     for ep in endpoints:
         try:
@@ -442,10 +462,15 @@ def declare_topology(
             channel = conn.channel()
             channel.exchange_declare(exchange, exchange_type="fanout", durable=True)
             for q in queues:
-                channel.queue_declare(q, durable=True, arguments=arguments)
+                args = declare_arguments(queue_type, (arguments or {}).get(q))
+                try:
+                    channel.queue_declare(q, durable=True, arguments=args)
+                except pika.exceptions.ChannelClosedByBroker as e:
+                    raise DeclareRefused(f"RabbitMQ refused queue {q}: {e.reply_text}") from None
                 channel.queue_bind(q, exchange)
         finally:
-            conn.close()
+            if conn.is_open:
+                conn.close()
         return
     raise ConnectionError(f"no node accepted a connection to declare queues: {last!r}")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from compose.disks import LazyDisks
 from compose.releases import RELEASE_PATTERN, on_spec, setup_releases, version_key
 from contract.topology import Endpoint, Topology
 from contract.wait import wait_until
+from systems.rabbitmq.broker_log import boot_errors
+from systems.rabbitmq.settings import typed_conf
 
 COMPOSE_FILE = Path(__file__).parent / "compose" / "docker-compose.yml"
 NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
@@ -34,7 +37,7 @@ DATA_DIR = "/var/lib/rabbitmq"
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    partition_handling: str
+    partition_handling: str | None  # None: the passthrough keys set it
     net_ticktime: int = 5
     pause_if_all_down_nodes: tuple[str, ...] = ()
     pause_if_all_down_recover: str = "autoheal"
@@ -43,30 +46,38 @@ class ClusterConfig:
     nodes: tuple[str, ...] = NODE_NAMES  # the first two or all three
     load_balancer: bool = False
     version: str | None = None  # a line or release of the local images; None: see choose_image
+    # The scenario's own rabbitmq.conf keys, rendered, in its order; they follow the typed
+    # knobs' (systems.rabbitmq.settings).
+    rabbitmq_conf: tuple[tuple[str, str], ...] = ()
+    advanced_config: str | None = None  # Erlang terms; None: an empty list
 
 
 def render_config(cfg: ClusterConfig) -> str:
-    lines = [
-        "cluster_formation.peer_discovery_backend = rabbit_peer_discovery_classic_config",
-        *(
-            f"cluster_formation.classic_config.nodes.{i} = rabbit@{name}"
+    wiring = {
+        "cluster_formation.peer_discovery_backend": "rabbit_peer_discovery_classic_config",
+        **{
+            f"cluster_formation.classic_config.nodes.{i}": f"rabbit@{name}"
             for i, name in enumerate(cfg.nodes, 1)
-        ),
-        f"cluster_partition_handling = {cfg.partition_handling}",
-        f"net_ticktime = {cfg.net_ticktime}",
+        },
         # Clients reach the nodes from the host through published ports, not from localhost.
-        "loopback_users.guest = false",
-    ]
-    if cfg.partition_handling == "pause_if_all_down":
-        lines.append(
-            "cluster_partition_handling.pause_if_all_down.recover = "
-            + cfg.pause_if_all_down_recover
-        )
-        lines += [
-            f"cluster_partition_handling.pause_if_all_down.nodes.{i} = rabbit@{name}"
-            for i, name in enumerate(cfg.pause_if_all_down_nodes, 1)
-        ]
-    return "\n".join(lines) + "\n"
+        "loopback_users.guest": "false",
+    }
+    conf = typed_conf(
+        cfg.partition_handling,
+        cfg.net_ticktime,
+        cfg.pause_if_all_down_nodes,
+        cfg.pause_if_all_down_recover,
+        dict(cfg.rabbitmq_conf),
+    )
+    return "".join(f"{key} = {value}\n" for key, value in {**wiring, **conf}.items())
+
+
+def render_advanced_config(cfg: ClusterConfig) -> str:
+    """The nodes' advanced.config: the scenario's terms, else an empty list (which the broker
+    reads as no file at all)."""
+    if cfg.advanced_config is None:
+        return "%% No advanced settings: the scenario gave none.\n[].\n"
+    return cfg.advanced_config.rstrip() + "\n"
 
 
 def render_haproxy(nodes: tuple[str, ...], net_prefix: str) -> str:
@@ -166,11 +177,23 @@ class RabbitMQCluster(ComposeCluster):
         version = self.docker.images.get(self.image).labels.get(VERSION_LABEL, "3")
         return version_key(version)[0] >= 4
 
+    def release(self) -> str | None:
+        """The RabbitMQ release the image holds, where it says: our label, or the official
+        images' environment."""
+        image = self.docker.images.get(self.image)
+        if label := image.labels.get(VERSION_LABEL):
+            return str(label)
+        env = dict(e.partition("=")[::2] for e in image.attrs["Config"].get("Env") or [])
+        return env.get("RABBITMQ_VERSION")
+
     def up(self, timeout: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         conf = self.workdir / "rabbitmq.conf"
         conf.write_text(render_config(self.config))
         conf.chmod(0o644)
+        advanced = self.workdir / "advanced.config"
+        advanced.write_text(render_advanced_config(self.config))
+        advanced.chmod(0o644)
         ports = free_ports(len(NODE_NAMES) + 1)
         self._env = {
             **{f"BJ_PORT_{n.upper()}": str(p) for n, p in zip(NODE_NAMES, ports[:-1], strict=True)},
@@ -178,6 +201,7 @@ class RabbitMQCluster(ComposeCluster):
             "BJ_PROJECT": self.project,
             "RABBITMQ_IMAGE": self.image,
             "BJ_RABBITMQ_CONF": str(conf.resolve()),
+            "BJ_ADVANCED_CONFIG": str(advanced.resolve()),
             "BJ_ERLANG_COOKIE": secrets.token_hex(16),
             "BJ_FIRST_NODE": "service_started" if self.boots_together else "service_healthy",
         }
@@ -197,8 +221,27 @@ class RabbitMQCluster(ComposeCluster):
                 self._env["BJ_HAPROXY_IMAGE"] = HAPROXY_IMAGE
             compose(COMPOSE_FILE, wait, self._env, timeout=timeout + 30, overrides=self.overrides)
 
-        self.start_on_free_subnet(start)
+        try:
+            self.start_on_free_subnet(start)
+        except ComposeError as e:
+            if refused := self._refused_configuration():
+                raise ComposeError(f"{e}; {refused}") from None
+            raise
         self._wait_formed(timeout=60)
+
+    def _refused_configuration(self) -> str | None:
+        """What the first node whose log says it refused its configuration said, in one line
+        (the nodes share one configuration: one says it for all)."""
+        for name, container in sorted(self.containers().items()):
+            if name not in self.nodes:
+                continue
+            try:
+                text = container.logs(tail=500).decode(errors="replace")
+            except docker.errors.APIError:
+                continue
+            if errors := boot_errors(text):
+                return f"{name} refused its configuration: {'; '.join(errors)}"
+        return None
 
     def _wait_formed(self, timeout: float) -> None:
         """Every node in the first one's running nodes. Healthy means a node's listener is up,
@@ -259,11 +302,20 @@ class RabbitMQCluster(ComposeCluster):
     def running_nodes(self, node: str) -> list[str]:
         return list(self.cluster_status(node).get("running_nodes", []))
 
-    def set_mirroring_policy(self, pattern: str, settings: dict[str, str] | None = None) -> None:
-        """ha-mode=all on the queues the pattern matches, with automatic sync unless `settings`
-        says otherwise (ha-sync-mode, ha-promote-on-shutdown, ha-promote-on-failure)."""
-        policy = json.dumps({"ha-mode": "all", "ha-sync-mode": "automatic", **(settings or {})})
-        self.rabbitmqctl("rabbit1", "set_policy", "ha-all", pattern, policy, "--apply-to", "queues")
+    def set_policy(
+        self,
+        name: str,
+        pattern: str,
+        definition: Mapping[str, Any],
+        apply_to: str = "all",
+        priority: int = 0,
+    ) -> None:
+        """Every policy a run sets goes through here (the harness's mirroring policy and the
+        scenario's alike); the broker's refusal is its last line, which names the key."""
+        args = [name, pattern, json.dumps(definition), "--apply-to", apply_to]
+        args += ["--priority", str(priority)]
+        what = f"rabbitmqctl set_policy {name}"
+        self.run_in(self.nodes[0], ["rabbitmqctl", "set_policy", *args], what, 60, line=-1)
 
     def _list_queues(self, *items: str, timeout: float) -> tuple[str, list[dict[str, Any]]]:
         """`list_queues` of the given items from the first node that answers (a paused or stuck

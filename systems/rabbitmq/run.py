@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import re
 import signal
 import time
 from collections.abc import Callable
@@ -17,12 +16,22 @@ from contract.history import HistoryWriter
 from contract.topology import Endpoint
 from contract.wait import wait_until
 from nemesis.containers import Nemesis
+from systems.rabbitmq import confschema
 from systems.rabbitmq.broker_log import mirror_story
-from systems.rabbitmq.clients import declare_topology
+from systems.rabbitmq.clients import DeclareRefused, declare_topology
 from systems.rabbitmq.cluster import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
 from systems.rabbitmq.nemesis import QueueTargets, apply_step
 from systems.rabbitmq.scenario import RABBITMQ_NODES, Consumer, NemesisStep, RabbitMQScenario
+from systems.rabbitmq.settings import (
+    chosen_settings,
+    conf_of,
+    consumer_process,
+    effective_policies,
+    rendered,
+    settings_of,
+)
 from systems.run import PhaseProgress, RunOptions, ScenarioRun
+from systems.scenario import ScenarioError
 
 log = logging.getLogger("harness")
 
@@ -78,7 +87,7 @@ class RabbitMQRun(ScenarioRun):
 
     def _cluster_up(self) -> None:
         c = self.scenario.cluster
-        self.cluster = RabbitMQCluster(
+        cluster = RabbitMQCluster(
             ClusterConfig(
                 partition_handling=c.partition_handling,
                 net_ticktime=c.net_ticktime,
@@ -89,35 +98,38 @@ class RabbitMQRun(ScenarioRun):
                 nodes=RABBITMQ_NODES[: c.nodes],
                 load_balancer=c.load_balancer,
                 version=c.version,
+                rabbitmq_conf=tuple(rendered(c.rabbitmq_conf).items()),
+                advanced_config=c.advanced_config,
             ),
             workdir=self.run_dir / "cluster",
             project=f"{self.scenario.id}-{self.run_id}".lower(),
             net_prefix=self.opts.net_prefix,
         )
+        self._check_conf_against_the_image(cluster)
+        self.cluster = cluster
         self.manifest.images = {"rabbitmq": self.cluster.image_info()}
         self.manifest.compose_project = self.cluster.project
+        self.manifest.settings = settings_of(self.scenario)
+        self.manifest.settings_from_scenario = chosen_settings(
+            self.scenario, self.manifest.settings
+        )
         self.manifest.write(self.run_dir)
         self.cluster.up(self.scenario.timeouts.cluster_up)
         self.manifest.cluster_network = f"{self.cluster.net_prefix}.0/24"
         self.manifest.images["rabbitmq"]["version"] = self.cluster.server_version()
         self.manifest.images["nemesis_tools"] = {"name": self.opts.tools_image}
         w = self.scenario.workload
-        if c.queue_type == "mirrored":
-            promotion: dict[str, str] = {
-                key: value
-                for key, value in (
-                    ("ha-sync-mode", c.ha_sync_mode),
-                    ("ha-promote-on-shutdown", c.ha_promote_on_shutdown),
-                    ("ha-promote-on-failure", c.ha_promote_on_failure),
-                )
-                if value is not None
-            }
-            self.cluster.set_mirroring_policy(
-                "^(" + "|".join(re.escape(q) for q in w.queues) + ")$", promotion
+        # Before the queues exist, so that each is born under its policy.
+        for p in effective_policies(c, w.queues):
+            self.cluster.set_policy(
+                p["name"], p["pattern"], p["definition"], p["apply_to"], p["priority"]
             )
         self.endpoints = {e.node: e for e in self.cluster.endpoints()}
         nodes = [e for n, e in self.endpoints.items() if n != LOAD_BALANCER]
-        declare_topology(nodes, w.exchange, w.queues, c.queue_type)
+        try:
+            declare_topology(nodes, w.exchange, w.queues, c.queue_type, w.queue_arguments)
+        except DeclareRefused as e:
+            raise ScenarioError(f"workload.queue_arguments: {e}") from None
         self.nemesis = Nemesis(
             self.cluster.topology(),
             self.opts.tools_image,
@@ -126,12 +138,27 @@ class RabbitMQRun(ScenarioRun):
         )
         self.manifest.topology = asdict(self.cluster.topology())
 
+    def _check_conf_against_the_image(self, cluster: RabbitMQCluster) -> None:
+        """The rabbitmq.conf keys against the release of the image this run starts, before
+        any of its containers does: the scenario was checked against the release it names,
+        and --rabbitmq, an image of its own or the official image may hold another."""
+        conf = conf_of(self.scenario.cluster)
+        try:
+            schema = confschema.of_image(cluster.image, cluster.release())
+        except confschema.ConfSchemaError as e:
+            log.warning("rabbitmq.conf not checked against %s: %s", cluster.image, e)
+            return
+        if refused := next(iter(confschema.refusals(schema, conf)), None):
+            raise ScenarioError(f"cluster.rabbitmq_conf: {refused}")
+        for key, note in confschema.ignored(schema, conf).items():
+            log.warning("RabbitMQ %s ignores %s (its schema: %s)", schema.release, key, note)
+
     def _start_clients(self, start: float) -> list[str]:
         w, t = self.scenario.workload, self.scenario.timeouts
         publish_deadline = start + t.workload
         consume_deadline = publish_deadline + t.recovery + w.drain.timeout + 30
         for i, c in enumerate(w.consumers, 1):
-            self._spawn_consumer(f"consumer{i}-{c.queue}", c, consume_deadline, drain_now=False)
+            self._spawn_consumer(consumer_process(i, c.queue), c, consume_deadline, False)
         for p in w.publishers:
             self._spawn(
                 "publisher",
@@ -145,6 +172,7 @@ class RabbitMQRun(ScenarioRun):
                     "in_flight": p.in_flight,
                     "confirm_timeout": p.confirm_timeout,
                     "body_bytes": p.body_bytes,
+                    "connection": p.connection.overrides(),
                 },
             )
         return [p.id for p in w.publishers]
@@ -217,6 +245,7 @@ class RabbitMQRun(ScenarioRun):
                 "stream": self._streams,
                 "group": group,
                 "start_offset": start_offset,
+                "connection": c.connection.overrides(),
             },
         )
 

@@ -1,15 +1,24 @@
 """A RabbitMQ scenario: the cluster (partition handling, queue type, nodes, lazy disks, a load
-balancer), the publishers and consumers, and the nemesis steps."""
+balancer, the user's own rabbitmq.conf keys, advanced.config and policies), the publishers and
+consumers (their queues' arguments, their connections), and the nemesis steps."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from compose.releases import SPEC_PATTERN, version_key
 from faults.registry import op as fault
 from systems.rabbitmq.cluster import NODE_NAMES
+from systems.rabbitmq.settings import (
+    ScalarField,
+    advanced_refusal,
+    conf_refusal,
+    policies_refusal,
+    queue_arguments_refusal,
+    sets_partition_handling,
+)
 from systems.scenario import ScenarioBase, Strict, fault_op
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
@@ -20,11 +29,26 @@ PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_al
 # Streams (3.9+): append-only replicated logs read by offset; mirrored: classic queues under an
 # ha-mode policy, which RabbitMQ 4.0 removed.
 QueueType = Literal["mirrored", "quorum", "classic", "stream"]
+# What set_policy's --apply-to takes; 3.x only the first three (systems.rabbitmq.settings).
+ApplyTo = Literal["all", "queues", "exchanges", "classic_queues", "quorum_queues", "streams"]
+
+
+class Policy(Strict):
+    """A policy set with rabbitmqctl set_policy once the cluster has formed, before the
+    workload: RabbitMQ applies to each queue or exchange the one of highest priority whose
+    pattern (a regular expression) its name matches."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:@-]+$")]
+    pattern: Annotated[str, Field(min_length=1)]
+    definition: Annotated[dict[str, JsonValue], Field(min_length=1)]
+    apply_to: ApplyTo = "all"
+    priority: int = 0
 
 
 class RabbitMQClusterSpec(Strict):
     system: Literal["rabbitmq"] = "rabbitmq"
-    partition_handling: PartitionHandling
+    # Required unless rabbitmq_conf (or advanced_config) sets cluster_partition_handling.
+    partition_handling: PartitionHandling | None = None
     # pause_if_all_down: a node pauses when it cannot reach any of these.
     pause_if_all_down_nodes: list[str] = Field(default_factory=list)
     pause_if_all_down_recover: Literal["ignore", "autoheal"] = "autoheal"
@@ -48,10 +72,45 @@ class RabbitMQClusterSpec(Strict):
     # Mirrored queues: automatic, a new or rejoining mirror is synchronised at once (blocking the
     # queue while it is); manual, RabbitMQ's default, it catches up only with new messages.
     ha_sync_mode: Literal["automatic", "manual"] = "automatic"
+    # The user's own configuration (systems.rabbitmq.settings: how it meets the knobs above):
+    # any rabbitmq.conf key of the release, written after the harness's own lines; Erlang terms
+    # for the nodes' advanced.config, for what only lives there; policies set before the
+    # workload.
+    rabbitmq_conf: dict[str, ScalarField] = Field(default_factory=dict)
+    advanced_config: str | None = None
+    policies: list[Policy] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _own_configuration(self) -> RabbitMQClusterSpec:
+        """The user's keys, terms and policies: one line on the first the scenario may not
+        set (the release's own word, where the scenario names the release)."""
+        chosen = {k for k in self.model_fields_set if getattr(self, k) is not None}
+        line = conf_refusal(self.rabbitmq_conf, chosen, self.version, self.image)
+        if line is None and self.advanced_config is not None:
+            line = advanced_refusal(self.advanced_config, chosen)
+        line = line or policies_refusal(self, [])
+        if line:
+            raise ValueError(line)
+        return self
+
+    @model_validator(mode="after")
+    def _partition_handling_given(self) -> RabbitMQClusterSpec:
+        if self.partition_handling is None and not sets_partition_handling(
+            self.rabbitmq_conf, self.advanced_config
+        ):
+            raise ValueError(
+                "partition_handling is required (or rabbitmq_conf's cluster_partition_handling)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _pause_if_all_down_needs_nodes(self) -> RabbitMQClusterSpec:
-        if self.partition_handling == "pause_if_all_down" and not self.pause_if_all_down_nodes:
+        handling = self.rabbitmq_conf.get("cluster_partition_handling", self.partition_handling)
+        listed = any(
+            k.startswith("cluster_partition_handling.pause_if_all_down.nodes.")
+            for k in self.rabbitmq_conf
+        )
+        if handling == "pause_if_all_down" and not (self.pause_if_all_down_nodes or listed):
             raise ValueError("pause_if_all_down needs pause_if_all_down_nodes")
         _check_nodes(self.pause_if_all_down_nodes)
         return self
@@ -72,6 +131,24 @@ class RabbitMQClusterSpec(Strict):
         return self
 
 
+class Connection(Strict):
+    """pika's ConnectionParameters of a client's connections; unset: the harness's
+    (systems.rabbitmq.clients.CONNECTION_DEFAULTS), else pika's."""
+
+    heartbeat: Annotated[int, Field(ge=0, le=65_535)] | None = None  # seconds; 0: none
+    frame_max: Annotated[int, Field(ge=4096, le=131_072)] | None = None  # bytes
+    channel_max: Annotated[int, Field(ge=1, le=65_535)] | None = None
+    blocked_connection_timeout: Annotated[float, Field(ge=0, le=3600)] | None = None
+    connection_attempts: Annotated[int, Field(ge=1, le=100)] | None = None  # per node
+    retry_delay: Annotated[float, Field(ge=0, le=600)] | None = None  # between those attempts
+    socket_timeout: Annotated[float, Field(gt=0, le=600)] | None = None
+    stack_timeout: Annotated[float, Field(gt=0, le=600)] | None = None
+
+    def overrides(self) -> dict[str, int | float]:
+        """The parameters the scenario set."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class Publisher(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
     # Connection list in the order the client tries it (the RabbitMQ reliability article's
@@ -85,6 +162,7 @@ class Publisher(Strict):
     confirm_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
     # Each body padded to this many bytes (0: producer and seq alone, about 30 bytes).
     body_bytes: Annotated[int, Field(ge=0, le=1_048_576)] = 0
+    connection: Connection = Connection()
 
 
 class Consumer(Strict):
@@ -92,6 +170,7 @@ class Consumer(Strict):
     nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
     prefetch: Annotated[int, Field(ge=1, le=65_535)] = 1
     delay: Annotated[float, Field(ge=0, le=60)] = 0.0  # seconds per message before the ack
+    connection: Connection = Connection()
 
 
 class Drain(Strict):
@@ -105,12 +184,20 @@ class Workload(Strict):
     publishers: Annotated[list[Publisher], Field(min_length=1)]
     consumers: list[Consumer]
     drain: Drain = Drain()
+    # A queue's own declare arguments (x-max-length, x-overflow, x-delivery-limit, ...), over
+    # those of its type.
+    queue_arguments: dict[str, dict[str, ScalarField]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
         ids = [p.id for p in self.publishers]
         if len(ids) != len(set(ids)):
             raise ValueError("publisher ids must be unique")
+        for q, args in self.queue_arguments.items():
+            if q not in self.queues:
+                raise ValueError(f"queue_arguments: {q!r} is not in queues")
+            if odd := [a for a in args if not a.startswith("x-")]:
+                raise ValueError(f"queue_arguments.{q}: {odd[0]!r} is no x- argument")
         for c in self.consumers:
             if c.queue not in self.queues:
                 raise ValueError(f"consumer queue {c.queue!r} is not in queues")
@@ -159,6 +246,15 @@ class RabbitMQScenario(ScenarioBase):
     cluster: RabbitMQClusterSpec
     workload: Workload
     nemesis: list[NemesisStep] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _configuration_fits_the_workload(self) -> RabbitMQScenario:
+        c, w = self.cluster, self.workload
+        line = queue_arguments_refusal(c.queue_type, w.queue_arguments)
+        line = line or policies_refusal(c, w.queues, where="cluster.")
+        if line:
+            raise ValueError(line)
+        return self
 
     @model_validator(mode="after")
     def _steps_fit_the_cluster(self) -> RabbitMQScenario:

@@ -92,3 +92,62 @@ def test_lines_that_are_not_the_brokers_are_passed_over() -> None:
         "discarded": [],
         "syncs": [],
     }
+
+
+# A node that refused its configuration at boot, as 3.10.8 and 4.3.6 logged it (one run each).
+E = "2026-11-25 04:00:52.470125+00:00 [error] <0.132.0> "
+REFUSED_CONF = "\n".join(
+    [
+        E
+        + "You've tried to set cluster_partition_handlin, but there is no setting with that name.",
+        E + "  Did you mean one of these?",
+        E + "    cluster_partition_handling",
+        E + "Error preparing configuration in phase transform_datatypes:",
+        E + "  - Error transforming datatype for: net_ticktime",
+        E + '  - "abc" cannot be converted to a(n) integer',
+        E + "  - Conf file attempted to set unknown variable: cluster_partition_handlin",
+        E,
+        E + "BOOT FAILED",
+    ]
+)
+REFUSED_ADVANCED = "\n".join(
+    [
+        E + 'Failed to load advanced configuration file "/etc/rabbitmq/advanced.config": {badfile,',
+        E + "                                             {parse_error,",
+        E + "                                              {1,",
+        E + "                                               erl_parse,",
+        E + '                                               ["syntax error before: ",',
+        E + "                                                []]}}}",
+        E,
+        E + "BOOT FAILED",
+    ]
+)
+REFUSED_TRANSLATION = "\n".join(
+    [
+        E + "Error preparing configuration in phase apply_translations:",
+        E + "  - Translation for 'rabbit.classic_queue_default_version' found invalid "
+        "configuration: Classic queues v1 are no longer supported",
+        E,
+    ]
+)
+
+
+def test_what_a_node_said_of_the_configuration_it_refused() -> None:
+    from systems.rabbitmq.broker_log import boot_errors
+
+    assert boot_errors(REFUSED_CONF) == [
+        'net_ticktime: "abc" cannot be converted to a(n) integer',
+        "Conf file attempted to set unknown variable: cluster_partition_handlin",
+    ]
+    assert boot_errors(REFUSED_ADVANCED) == [
+        'advanced.config: "/etc/rabbitmq/advanced.config": {badfile, {parse_error, {1, '
+        'erl_parse, ["syntax error before: ", []]}}}'
+    ]
+    assert boot_errors(REFUSED_TRANSLATION) == [
+        "Translation for 'rabbit.classic_queue_default_version' found invalid configuration: "
+        "Classic queues v1 are no longer supported"
+    ]
+    # The saved logs carry Docker's timestamp first.
+    saved = "\n".join(f"2026-11-25T04:00:52.470125000Z {ln}" for ln in REFUSED_CONF.splitlines())
+    assert boot_errors(saved) == boot_errors(REFUSED_CONF)
+    assert boot_errors(MASTER) == []

@@ -201,3 +201,41 @@ def test_R10_a_stream_on_rabbitmq_4_is_read_by_offset_and_loses_nothing_confirme
     assert log["duplicate_offsets"] == 0 and log["inconsistent_offsets"] == 0
     assert verdict["matched"], verdict["reason"]
     assert result.returncode == 0
+
+
+def test_a_policy_from_the_scenario_reaches_the_queues_and_its_settings_the_report(
+    docker_client: Any, rabbitmq_image: str, tmp_path: Path
+) -> None:
+    """R9-kill's cluster and load without its fault, and a user's policy: the queues hold at
+    most 300 messages and refuse the rest. The publishers' nacks are the policy at work (a
+    refused message was never confirmed, so the run stays safe), and the report lists it."""
+    import yaml
+
+    from tests.helpers import ROOT
+
+    spec = yaml.safe_load((ROOT / "scenarios/R9-kill.yaml").read_text())
+    spec["id"] = "R9-policy"
+    spec["nemesis"] = []
+    spec["cluster"]["policies"] = [
+        {
+            "name": "bounded",
+            "pattern": "^jepsen\\.",
+            "definition": {"max-length": 300, "overflow": "reject-publish"},
+            "apply_to": "quorum_queues",
+        }
+    ]
+    spec["cluster"]["rabbitmq_conf"] = {"vm_memory_high_watermark.relative": 0.5}
+    for consumer in spec["workload"]["consumers"]:
+        consumer["delay"] = 0.05  # 20 a second: the queues fill up to the policy's bound
+    scenario = tmp_path / "R9-policy.yaml"
+    scenario.write_text(yaml.safe_dump(spec))
+    result, run_dir = run_harness(str(scenario), tmp_path / "results")
+    manifest, verdict = common_checks(run_dir, docker_client)
+    assert manifest["settings"]["policies"]["bounded"]
+    assert manifest["settings"]["rabbitmq_conf"]["vm_memory_high_watermark.relative"] == "0.5"
+    assert "bounded" in manifest["settings_from_scenario"]["policies"]
+    assert verdict["errors"]["send"].get("nack", 0) > 0, verdict["errors"]
+    assert verdict["matched"], verdict["reason"]
+    assert result.returncode == 0
+    report = (run_dir / "report.html").read_text()
+    assert 'id="settings"' in report and "reject-publish" in report

@@ -1,0 +1,71 @@
+"""A team's rabbitmq.conf through --config, and a scenario moved to another release."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from systems.rabbitmq.scenario import Policy, RabbitMQScenario
+from systems.registry import load_scenario, on_release, with_config_files
+from systems.scenario import ScenarioError
+from tests.helpers import ROOT
+
+
+def test_a_rabbitmq_conf_is_taken_in_but_for_what_the_harness_or_a_knob_sets(
+    tmp_path: Path,
+) -> None:
+    conf = tmp_path / "rabbitmq.conf"
+    conf.write_text(
+        "# production\n"
+        "listeners.tcp.default = 5672\n"
+        "cluster_partition_handling = autoheal\n"
+        "vm_memory_high_watermark.relative = 0.6  # of the host's memory\n"
+        "consumer_timeout = 900000\n"
+    )
+    spec = load_scenario(ROOT / "scenarios/R9-kill.yaml")
+    merged, notes = with_config_files(spec, [str(conf)])
+    assert isinstance(merged, RabbitMQScenario)
+    assert merged.cluster.rabbitmq_conf == {
+        "vm_memory_high_watermark.relative": "0.6",
+        "consumer_timeout": "900000",
+    }
+    said = "\n".join(notes)
+    assert "listeners.tcp.default left out: the harness sets it" in said
+    assert "cluster_partition_handling left out: the scenario sets partition_handling" in said
+
+
+def test_a_mistyped_key_in_the_file_is_refused_by_the_release_in_one_line(tmp_path: Path) -> None:
+    conf = tmp_path / "rabbitmq.conf"
+    conf.write_text("vm_memory_high_watermark.relativ = 0.6\n")
+    with pytest.raises(ScenarioError, match="vm_memory_high_watermark.relativ"):
+        with_config_files(load_scenario(ROOT / "scenarios/R9-kill.yaml"), [str(conf)])
+
+
+def test_kafka_files_on_a_rabbitmq_scenario_and_bad_lines_are_refused(tmp_path: Path) -> None:
+    server = tmp_path / "server.properties"
+    server.write_text("num.io.threads=8\n")
+    spec = load_scenario(ROOT / "scenarios/R9-kill.yaml")
+    with pytest.raises(ScenarioError, match="RabbitMQ's"):
+        with_config_files(spec, [str(server)])
+    conf = tmp_path / "broken.conf"
+    conf.write_text("just words\n")
+    with pytest.raises(ScenarioError, match="line 1 is not `key = value`"):
+        with_config_files(spec, [str(conf)])
+
+
+def test_a_scenario_moved_to_another_release_is_validated_again_as_a_whole() -> None:
+    spec = load_scenario(ROOT / "scenarios/R9-kill.yaml")
+    assert isinstance(spec, RabbitMQScenario)
+    assert on_release(spec, "4.3").cluster.version == "4.3"
+    policy = {"name": "p", "pattern": ".*", "definition": {"max-length": 10}}
+    with_policy = spec.model_copy(
+        update={
+            "cluster": spec.cluster.model_copy(
+                update={"policies": [Policy(**policy, apply_to="quorum_queues")]}
+            )
+        }
+    )
+    assert on_release(with_policy, "4.3").cluster.policies[0].apply_to == "quorum_queues"
+    with pytest.raises(ScenarioError, match="quorum_queues"):
+        on_release(with_policy, "3.10")  # 3.x policies apply to queues, exchanges or all
