@@ -22,12 +22,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from contract.cache import cache_root
+
 SMALL_HISTORY_BYTES = 200 << 20  # up to this much JSONL, C1 alone pays (README, "The checker")
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an archive of another JDK: no warning
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("BJ_CACHE_DIR") or Path.home() / ".cache" / "brokerjepsen")
+    return cache_root()
 
 
 def archive_path() -> Path:

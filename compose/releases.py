@@ -3,6 +3,7 @@ the image scripts read too): one place for the versions the harness ships with."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 RELEASES_FILE = Path(__file__).resolve().parent / "images" / "releases.txt"
@@ -31,3 +32,10 @@ def on_spec(version: str, spec: str) -> bool:
     """Whether a release is what a line or release asks for ("4.4" holds 4.4.0)."""
     want = version_key(spec)
     return version_key(version)[: len(want)] == want
+
+
+def releases_named_in(folder: Path) -> list[str]:
+    """The releases a folder holds a `<release>.json` of (committed definitions, a cache),
+    oldest first."""
+    found = (p.stem for p in folder.glob("*.json"))
+    return sorted((r for r in found if re.match(RELEASE_PATTERN, r)), key=version_key)

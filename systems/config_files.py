@@ -10,7 +10,7 @@ from pathlib import Path
 
 import javaproperties
 
-from systems.scenario import ScenarioError
+from systems.scenario import ScenarioError, read_user_file
 
 KINDS = ("broker", "topic", "producer", "reader", "rabbitmq")
 # A file named as its owner names it says what it configures.
@@ -45,12 +45,7 @@ def parse_config_option(option: str) -> tuple[str, Path]:
 
 def read_config_file(option: str) -> ConfigFile:
     kind, path = parse_config_option(option)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ScenarioError(f"--config {path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise ScenarioError(f"--config {path}: not UTF-8 text (byte {e.start})") from None
+    text = read_user_file(path, f"--config {path}")
     values = read_rabbitmq_conf(text, path) if kind == "rabbitmq" else _properties(text, path)
     return ConfigFile(kind, path, values)
 

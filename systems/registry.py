@@ -20,7 +20,7 @@ from systems.kafka_mock.scenario import KafkaMockScenario
 from systems.rabbitmq.run import RabbitMQRun
 from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.run import PhaseProgress, RunOptions, ScenarioRun
-from systems.scenario import ScenarioError, first_error, scenario_data
+from systems.scenario import ScenarioError, first_error, read_user_file, scenario_data
 
 AnyScenario = RabbitMQScenario | KafkaMockScenario | KafkaScenario
 
@@ -63,13 +63,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> AnyScenario:
 
 
 def load_scenario(path: Path) -> AnyScenario:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ScenarioError(f"{path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise ScenarioError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    return parse_scenario(text, str(path))
+    return parse_scenario(read_user_file(path, str(path)), str(path))
 
 
 def find_scenario(name: str, scenarios_dir: Path) -> Path:

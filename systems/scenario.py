@@ -9,6 +9,7 @@ field, never as a traceback.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -46,6 +47,17 @@ def fault_op(system: System) -> AfterValidator:
 
 class ScenarioError(Exception):
     """A scenario file that cannot be used; the message is one line for the user."""
+
+
+def read_user_file(path: Path, named: str) -> str:
+    """A file the user gave (a scenario, a configuration file) as text, or one line saying why
+    not, starting with `named`."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScenarioError(f"{named}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{named}: not UTF-8 text (byte {e.start})") from None
 
 
 class Strict(BaseModel):

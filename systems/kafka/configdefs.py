@@ -18,7 +18,6 @@ import difflib
 import functools
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -29,7 +28,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Literal, get_args
 
-from compose.releases import RELEASE_PATTERN, line_of, on_spec, version_key
+from compose.releases import RELEASE_PATTERN, line_of, on_spec, releases_named_in, version_key
+from contract.cache import cache_root, write_whole
 from systems.scenario import ScenarioError
 
 Kind = Literal["broker", "topic"]
@@ -153,14 +153,12 @@ Definitions = dict[Kind, dict[str, ConfigDef]]
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("BJ_CACHE_DIR") or Path.home() / ".cache" / "brokerjepsen"
-    return Path(base) / "kafka-configdefs"
+    return cache_root() / "kafka-configdefs"
 
 
 def committed_releases() -> list[str]:
     """The releases whose definitions are committed, oldest first."""
-    found = (p.stem for p in COMMITTED_DIR.glob("*.json"))
-    return sorted((r for r in found if re.match(RELEASE_PATTERN, r)), key=version_key)
+    return releases_named_in(COMMITTED_DIR)
 
 
 def to_json(release: str, defs: Definitions) -> str:
@@ -204,13 +202,6 @@ def _read(path: Path) -> Definitions | None:
         return from_json(path.read_text())
     except OSError:
         return None
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _docker(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -264,7 +255,7 @@ def _load(release: str) -> Definitions:
         return found
     defs = extract(release)
     try:
-        _write(cached, to_json(release, defs))
+        write_whole(cached, to_json(release, defs))
     except OSError:
         pass  # an unwritable cache costs one container a run, nothing else
     return defs
@@ -570,7 +561,7 @@ def ensure() -> list[str]:
     for release in local_releases():
         if release in have or _read(cache_dir() / f"{release}.json") is not None:
             continue
-        _write(cache_dir() / f"{release}.json", to_json(release, extract(release)))
+        write_whole(cache_dir() / f"{release}.json", to_json(release, extract(release)))
         read.append(release)
     return read
 
@@ -592,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
             if not re.match(RELEASE_PATTERN, release):
                 raise KafkaConfigDefsError(f"--write takes releases (4.4.0), not {release!r}")
             defs = extract(release)
-            _write(COMMITTED_DIR / f"{release}.json", to_json(release, defs))
+            write_whole(COMMITTED_DIR / f"{release}.json", to_json(release, defs))
             counts = ", ".join(f"{len(defs[k])} {k}" for k in KINDS)
             print(f"configdefs: wrote {release}.json ({counts})")
     except KafkaConfigDefsError as e:

@@ -20,13 +20,10 @@ from systems.kafka.config import (
 )
 from systems.kafka.settings import (
     TYPED_BROKER,
-    TYPED_PRODUCER,
-    TYPED_READER,
     TYPED_TOPIC,
-    client_refusal,
+    client_config_refusal,
     env_name,
     owned_broker_key,
-    owned_client_key,
     topic_properties,
     typed_conflict,
 )
@@ -51,14 +48,7 @@ class KafkaProducerSpec(Strict):
 
     @model_validator(mode="after")
     def _config_is_the_clients(self) -> KafkaProducerSpec:
-        where = f"producer {self.id} config"
-        keys = list(self.config)
-        line = (
-            owned_client_key(where, keys)
-            or typed_conflict(where, TYPED_PRODUCER, self.model_fields_set, keys)
-            or client_refusal("producer", self.config)
-        )
-        if line:
+        if line := client_config_refusal("producer", self.id, self.model_fields_set, self.config):
             raise ValueError(line)
         return self
 
@@ -87,14 +77,7 @@ class KafkaReaderSpec(Strict):
 
     @model_validator(mode="after")
     def _config_is_the_clients(self) -> KafkaReaderSpec:
-        where = f"reader {self.id} config"
-        keys = list(self.config)
-        line = (
-            owned_client_key(where, keys)
-            or typed_conflict(where, TYPED_READER, self.model_fields_set, keys)
-            or client_refusal("reader", self.config)
-        )
-        if line:
+        if line := client_config_refusal("reader", self.id, self.model_fields_set, self.config):
             raise ValueError(line)
         return self
 

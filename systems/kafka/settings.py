@@ -116,6 +116,20 @@ def release_refusal(
     return None
 
 
+def client_config_refusal(
+    role: str, client_id: str, set_fields: Iterable[str], config: Mapping[str, Value]
+) -> str | None:
+    """One line on the first key of a producer's or reader's config that the harness owns,
+    that a typed knob the scenario set also sets, or that librdkafka refuses."""
+    where, keys = f"{role} {client_id} config", list(config)
+    typed = TYPED_PRODUCER if role == "producer" else TYPED_READER
+    return (
+        owned_client_key(where, keys)
+        or typed_conflict(where, typed, set_fields, keys)
+        or client_refusal(role, config)
+    )
+
+
 def client_refusal(role: str, config: Mapping[str, Value]) -> str | None:
     """One line when librdkafka itself refuses a client key or value (an unknown key, a value of
     the wrong kind), found by configuring a client that never connects."""

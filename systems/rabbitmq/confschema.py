@@ -26,7 +26,6 @@ import difflib
 import functools
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -37,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compose.releases import RELEASE_PATTERN, line_of, on_spec, version_key
+from compose.releases import RELEASE_PATTERN, line_of, on_spec, releases_named_in, version_key
+from contract.cache import cache_root, write_whole
 from systems.scenario import ScenarioError
 
 COMMITTED_DIR = Path(__file__).resolve().parent / "confschema"
@@ -554,14 +554,12 @@ def schema_from_files(files: dict[str, str]) -> ConfSchema:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("BJ_CACHE_DIR") or Path.home() / ".cache" / "brokerjepsen"
-    return Path(base) / "rabbitmq-confschema"
+    return cache_root() / "rabbitmq-confschema"
 
 
 def committed_releases() -> list[str]:
     """The releases whose schemas are committed, oldest first."""
-    found = (p.stem for p in COMMITTED_DIR.glob("*.json"))
-    return sorted((r for r in found if re.match(RELEASE_PATTERN, r)), key=version_key)
+    return releases_named_in(COMMITTED_DIR)
 
 
 def _known_releases() -> list[str]:
@@ -575,13 +573,6 @@ def _read(path: Path) -> ConfSchema | None:
         return from_json(path.read_text())
     except OSError:
         return None
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _docker(args: list[str], timeout: float) -> subprocess.CompletedProcess[bytes]:
@@ -636,7 +627,7 @@ def load(release: str) -> ConfSchema:
 
 def _keep(schema: ConfSchema) -> None:
     try:
-        _write(cache_dir() / f"{schema.release}.json", to_json(schema))
+        write_whole(cache_dir() / f"{schema.release}.json", to_json(schema))
     except OSError:
         pass  # an unwritable cache costs one short container a run, nothing else
 
@@ -820,7 +811,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"the image holds RabbitMQ {schema.release}, not {args.write}"
                 )
             path = COMMITTED_DIR / f"{schema.release}.json"
-            _write(path, to_json(schema))
+            write_whole(path, to_json(schema))
         else:
             schema = extract(args.image)
             _keep(schema)
