@@ -152,3 +152,36 @@ def test_a_rabbitmq_conf_on_a_kafka_scenario_is_refused(tmp_path: Path) -> None:
     conf.write_text("vm_memory_high_watermark.relative = 0.6\n")
     with pytest.raises(ScenarioError, match="is Kafka's"):
         with_config_files(load_scenario(ROOT / "scenarios" / "K4.yaml"), [str(conf)])
+
+
+@pytest.mark.cluster
+@pytest.mark.spark
+@pytest.mark.e2e
+def test_the_scenario_a_new_user_wrote_runs_and_its_report_lists_its_settings(
+    docker_client: Any, tmp_path: Path
+) -> None:
+    """The production values of the issue that asked for passthrough (num.replica.fetchers,
+    unclean.leader.election.enable, a producer's linger and compression), refused before it:
+    a short fault-free run on KRaft, every setting in the manifest and the report."""
+    from tests.systems.kafka.test_settings import USERS
+
+    kafka_image_or_missing(docker_client, "kraft", "4.4")
+    spec = yaml.safe_load(USERS)
+    spec["timeouts"] = {"cluster_up": 300, "workload": 20, "recovery": 120}
+    scenario = tmp_path / "mine.yaml"
+    scenario.write_text(yaml.safe_dump(spec))
+    result, run_dir = run_harness(str(scenario), tmp_path / "results", "--kafka", "4.4")
+    manifest, verdict = manifest_and_verdict(run_dir)
+    assert manifest["error"] is None, result.stderr[-3000:]
+    settings = manifest["settings"]
+    assert settings["broker"]["num.replica.fetchers"] == "4"
+    assert settings["topic"]["retention.ms"] == "600000"
+    producer = settings["producer P1"]
+    assert (producer["linger.ms"], producer["compression.type"], producer["batch.size"]) == (
+        "20", "lz4", "65536",
+    )  # fmt: skip
+    assert settings["reader reader"]["fetch.min.bytes"] == "1"
+    assert verdict["outcome"] == "safe" and result.returncode == 0, verdict["reason"]
+    report = (run_dir / "report.html").read_text()
+    for key in ("num.replica.fetchers", "retention.ms", "compression.type", "fetch.min.bytes"):
+        assert f"<b>{key}</b>" in report, key
