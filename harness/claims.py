@@ -511,13 +511,26 @@ def render_docs(scenarios_dir: Path = ROOT / "scenarios", docs: Path = DOCS) -> 
     return out
 
 
-def matrix_words(scenarios_dir: Path = ROOT / "scenarios", docs: Path = DOCS) -> dict[str, str]:
+@dataclass(frozen=True)
+class CellWord:
+    word: str  # as the table shows it
+    # A loss cell with some but not all of its runs (a budget stopped it): no verdict yet.
+    unfinished: bool = False
+
+
+def matrix_words(
+    scenarios_dir: Path = ROOT / "scenarios", docs: Path = DOCS
+) -> dict[str, CellWord]:
     """Every cell's word as the table shows it now, by cell key (the nightly tier compares the
     matrix before and after a night)."""
     measured = load_measured(docs / "claims-results.json")
     cells = [c for s in claim_scenarios(scenarios_dir) for c in cells_of(s, 1)]
     words = {}
     for c in cells:
-        runs = judged_runs(measured.get(c.key, []))
-        words[c.key] = cell_word(c, runs) if c.expect != "?" else per_run_words(runs)
+        runs = measured.get(c.key, [])
+        shown = judged_runs(runs)
+        word = cell_word(c, shown) if c.expect != "?" else per_run_words(shown)
+        have = len(current_runs(runs))
+        unfinished = c.expect == "loss" and 0 < have < c.runs
+        words[c.key] = CellWord(word, unfinished)
     return words

@@ -20,6 +20,7 @@ import requests.exceptions
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 # typer vendors click; its base exception is not re-exported
 from typer._click.exceptions import ClickException
@@ -34,6 +35,7 @@ from contract.numbers import parse_count
 from contract.rundir import DEFAULT_ROOT, RunDir
 from harness.progress import STATUS_CONSOLE
 from nemesis.containers import NemesisError
+from systems.config_files import absolute_config_option
 from systems.kafka.cluster import ensure_kafka_release
 from systems.kafka.config import DEFAULT_KAFKA_LINE, KAFKA_LINES, MODES
 from systems.kafka.releases import check_spec
@@ -146,7 +148,7 @@ def run(
     runner: Any = None  # the run, once it has a directory
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
-        spec = _on_rabbitmq(load_scenario(path), rabbitmq)
+        spec = _on_rabbitmq(load_scenario(path, _rabbitmq_option(rabbitmq)), rabbitmq)
         spec, notes = with_config_files(spec, config or [])
         for note in notes:
             err.print(f"config: {note}", markup=False)
@@ -215,19 +217,26 @@ def compare(
     option, wanted = ("--kafka", kafka) if kafka is not None else ("--rabbitmq", rabbitmq)
     lines = [x.strip() for x in str(wanted).split(",") if x.strip()]
     try:
-        path = find_scenario(scenario, SCENARIOS_DIR)
-        spec, _ = with_config_files(_on_rabbitmq(load_scenario(path), None), config or [])
-        # Every line is known (and its image built) before the first run starts.
+        # Each run is a process of its own in the repository: paths are handed on absolute.
+        path = find_scenario(scenario, SCENARIOS_DIR).resolve()
+        configs = [absolute_config_option(c) for c in config or []]
+        # Every line is known, its image built and the scenario's keys judged by its release
+        # before the first run starts.
         for line in lines:
             if option == "--kafka":
+                spec, _ = with_config_files(load_scenario(path), configs)
                 _check_kafka_options(spec, mode, line)
+                _check_release_keys(spec, mode, line)
             else:
-                _on_rabbitmq(spec, line)
+                on_line = load_scenario(path, _rabbitmq_option(line))
+                spec, _ = with_config_files(_on_rabbitmq(on_line, line), configs)
     except (ScenarioError, ComposeError) as e:
         raise _fail(str(e)) from None
-    extra = [*(["--mode", mode] if mode else []), *(f"--config={c}" for c in config or [])]
+    extra = [*(["--mode", mode] if mode else []), *(f"--config={c}" for c in configs)]
     say = functools.partial(err.print, markup=False)
-    runs, table = compare_lines(str(path), spec.id, option, lines, results, extra, run_timeout, say)
+    runs, table = compare_lines(
+        str(path), spec.id, option, lines, results.resolve(), extra, run_timeout, say
+    )
     for line in table_lines(spec.id, runs):
         out.print(line, markup=False)
     out.print(f"table: {table}", markup=False)
@@ -273,8 +282,9 @@ def diff(
     shown = [r for r in rows if every or r.differs or r.scope == "run"]
     table = Table("scope", "setting", left.name, right.name, box=None, pad_edge=False)
     for r in shown:
-        mark = "" if not r.differs else "bold"
-        table.add_row(r.scope, r.key, r.left, r.right, style=mark)
+        # Text, not markup: a value may hold brackets (a policy's pattern, a regex).
+        cells = [Text(x) for x in (r.scope, r.key, r.left, r.right)]
+        table.add_row(*cells, style="bold" if r.differs else "")
     out.print(table)
     differing = sum(r.differs for r in rows if r.scope != "run")
     out.print(f"{differing} settings differ", markup=False)
@@ -611,6 +621,27 @@ def _check_kafka_options(
             ensure_kafka_release(kafka or DEFAULT_KAFKA_LINE, docker.from_env())
         except docker.errors.DockerException as e:
             raise ScenarioError(f"cannot use the Docker engine: {e}") from None
+
+
+def _check_release_keys(spec: Any, mode: str | None, line: str) -> None:
+    """A Kafka scenario's broker and topic keys against the release a run on `line` starts."""
+    from systems.kafka.cluster import choose_kafka_image, kafka_version_of_image
+    from systems.kafka.run import check_release_keys, run_mode
+
+    if not isinstance(spec, KafkaScenario):
+        return
+    client = docker.from_env()
+    image = choose_kafka_image(spec.cluster.image, run_mode(spec, mode, line), client, line)  # type: ignore[arg-type]
+    check_release_keys(spec.cluster, image, kafka_version_of_image(client.images.get(image)))
+
+
+def _rabbitmq_option(version: str | None) -> str | None:
+    """--rabbitmq as given, once it has a release's form (one line otherwise)."""
+    if version is not None and not re.fullmatch(SPEC_PATTERN, version):
+        raise ScenarioError(
+            f"--rabbitmq takes a release line or release (4.0, 4.0.5), not {version!r}"
+        )
+    return version
 
 
 def _on_rabbitmq(spec: Any, version: str | None) -> Any:

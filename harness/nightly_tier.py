@@ -47,6 +47,7 @@ class Phase:
     # Instead of the phase's own file: its test cases judged from what changed during the night
     # (the claims matrix: snapshot before, cases after).
     judge: Callable[[], Callable[[], list[Case]]] | None = None
+    junit_in_log: bool = False  # the phase names its JUnit file in a `junit: PATH` line
 
 
 @dataclass
@@ -81,7 +82,6 @@ def phases(
     out: Path, results: Path, hours: float, claims_minutes: float, python: str = sys.executable
 ) -> list[Phase]:
     harness = (python, "-m", "harness.cli")
-    chaos_day = results / "chaos" / datetime.now(UTC).strftime("%Y-%m-%d")
     return [
         Phase(
             "pytest",
@@ -104,8 +104,9 @@ def phases(
             "chaos",
             (*harness, "nightly", "--hours", f"{hours:g}", "--results", str(results)),
             hours * 3600 + SLACK_S,
-            chaos_day / "junit.xml",
-            f"{chaos_day / 'summary.md'}; minimal schedules in scenarios/found/",
+            None,  # its folder is named by the date chaos starts: its log says the file
+            f"{results / 'chaos'}/<date>/summary.md; minimal schedules in scenarios/found/",
+            junit_in_log=True,
         ),
     ]  # fmt: skip
 
@@ -128,8 +129,18 @@ def run_phase(phase: Phase, out: Path) -> Outcome:
             code = None
             _stop(proc)
     seconds = time.monotonic() - started
-    counts = case_counts(judged()) if judged is not None else junit_counts(phase.junit)
+    if judged is not None:
+        counts = case_counts(judged())
+    else:
+        counts = junit_counts(_junit_said(log) if phase.junit_in_log else phase.junit)
     return Outcome(phase, code, seconds, log, counts)
+
+
+def _junit_said(log: Path) -> Path | None:
+    """The JUnit file a phase's log names last (`junit: PATH`)."""
+    lines = log.read_text(errors="replace").splitlines()
+    paths = [ln.removeprefix("junit: ").strip() for ln in lines if ln.startswith("junit: ")]
+    return Path(paths[-1]) if paths else None
 
 
 def claims_judge() -> Callable[[], list[Case]]:
@@ -144,11 +155,13 @@ def claims_judge() -> Callable[[], list[Case]]:
     def cases() -> list[Case]:
         after = matrix_words()
         out = []
-        for key, word in after.items():
-            was = before.get(key, NOT_RUN)
+        for key, now in after.items():
+            word, was = now.word, before[key].word if key in before else NOT_RUN
             claim = key.split("/", 1)[0]
             base, was_base = _base(word), _base(was)
-            if base != was_base and base != "reproduced":
+            if now.unfinished:
+                out.append(Case(f"claims.{claim}", key, 0.0, skipped=f"unfinished: {word}"))
+            elif base != was_base and base != "reproduced":
                 out.append(Case(f"claims.{claim}", key, 0.0, failure=f"{was} -> {word}"))
             elif base == "reproduced":
                 out.append(Case(f"claims.{claim}", key, 0.0, output=word))

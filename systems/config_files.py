@@ -43,6 +43,12 @@ def parse_config_option(option: str) -> tuple[str, Path]:
     raise ScenarioError(f"--config {option}: say what the file configures ({kinds})")
 
 
+def absolute_config_option(option: str) -> str:
+    """`KIND=FILE` with FILE absolute, for a run in a process of its own elsewhere."""
+    kind, path = parse_config_option(option)
+    return f"{kind}={path.resolve()}"
+
+
 def read_config_file(option: str) -> ConfigFile:
     kind, path = parse_config_option(option)
     text = read_user_file(path, f"--config {path}")

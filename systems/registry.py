@@ -62,8 +62,25 @@ def parse_scenario(text: str, source: str = "<scenario>") -> AnyScenario:
         raise ScenarioError(f"{source}: {first_error(e)}") from None
 
 
-def load_scenario(path: Path) -> AnyScenario:
-    return parse_scenario(read_user_file(path, str(path)), str(path))
+def load_scenario(path: Path, rabbitmq: str | None = None) -> AnyScenario:
+    """A scenario file; with `rabbitmq`, a RabbitMQ scenario is read as on that release, so
+    that what the release takes (keys, policies) is judged for the release that will run."""
+    text = read_user_file(path, str(path))
+    if rabbitmq is not None:
+        text = _on_release_text(text, rabbitmq)
+    return parse_scenario(text, str(path))
+
+
+def _on_release_text(text: str, version: str) -> str:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # parse_scenario says what is wrong with it
+    cluster = data.get("cluster") if isinstance(data, dict) else None
+    if not isinstance(cluster, dict) or cluster.get("system", DEFAULT_SYSTEM) != "rabbitmq":
+        return text
+    cluster["version"] = version
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def find_scenario(name: str, scenarios_dir: Path) -> Path:

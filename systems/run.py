@@ -120,7 +120,9 @@ class ScenarioRun:
             expect=scenario.expect,
             description=scenario.description,
             scenario_file=str(scenario_file) if scenario_file else None,
-            scenario_spec=scenario.model_dump(mode="json", by_alias=True),
+            # What the scenario set, as its file would say it: read again (a shrink, a replay)
+            # it is the same scenario, typed knobs left at their defaults still unset.
+            scenario_spec=scenario_data(scenario),
             run_id=self.run_id,
             system=scenario.cluster.system,
             tier=self.tier,

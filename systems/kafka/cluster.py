@@ -39,7 +39,7 @@ from systems.kafka.config import (
     version_tuple,
 )
 from systems.kafka.releases import build_image, maven_releases, resolve
-from systems.kafka.settings import broker_properties, env_name
+from systems.kafka.settings import broker_properties, env_name, env_value
 
 INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 19092, 2181
 DATA_DIR = "/var/lib/kafka/data"
@@ -91,7 +91,7 @@ def node_environment(
             "KAFKA_HEAP_OPTS": "-Xms128m -Xmx256m",
         }
     env = _wiring(cfg)
-    env |= {env_name(k): v for k, v in broker_properties(cfg, node.node_id).items()}
+    env |= {env_name(k): env_value(v) for k, v in broker_properties(cfg, node.node_id).items()}
     protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
     listeners: list[str] = []
     if node.role in ("broker", "combined"):

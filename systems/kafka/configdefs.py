@@ -274,6 +274,21 @@ def _release(version: str) -> str:
     )
 
 
+def has_definitions(version: str, image: str) -> bool:
+    """Whether a release's definitions can be had for a run of `image`: committed or cached,
+    or readable from the image because it is one of ours (an official image lays its jars
+    out otherwise)."""
+    if image.startswith(IMAGE.split(":")[0] + ":"):
+        return True
+    try:
+        release = _release(version)
+    except KafkaConfigDefsError:
+        return False
+    return (COMMITTED_DIR / f"{release}.json").exists() or (
+        cache_dir() / f"{release}.json"
+    ).exists()
+
+
 def definitions(version: str, kind: Kind) -> dict[str, ConfigDef]:
     """A release's definitions of one kind, by key: committed, else cached, else read from its
     local image into the cache."""

@@ -14,8 +14,9 @@ from systems.kafka.admin import KafkaAdmin
 from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.cluster import KafkaCluster
 from systems.kafka.config import DEFAULT_KAFKA_LINE, KafkaClusterConfig, mode_refusal
+from systems.kafka.configdefs import has_definitions
 from systems.kafka.nemesis import KafkaNemesis
-from systems.kafka.scenario import KafkaScenario, KafkaStep
+from systems.kafka.scenario import KafkaClusterSpec, KafkaScenario, KafkaStep
 from systems.kafka.settings import (
     TYPED_BROKER,
     TYPED_PRODUCER,
@@ -54,6 +55,29 @@ def run_mode(scenario: KafkaScenario, requested: str | None, line: str) -> str:
     return requested
 
 
+def check_release_keys(cluster: KafkaClusterSpec, image: str, version: str | None) -> None:
+    """The scenario's own broker and topic keys against the definitions of the release the
+    image holds, before any container starts. An image whose release's definitions cannot be
+    had here (an official image of a release not committed) is said in a line, not refused:
+    the brokers' own start judges its keys."""
+    keys = cluster.broker_config or cluster.broker_overrides or cluster.topic_config
+    if not keys:
+        return
+    if version is None or not has_definitions(version, image):
+        log.warning(
+            "%s: no config definitions of its release (%s) here: the scenario's broker and "
+            "topic keys are left to the brokers to judge",
+            image,
+            version or "unknown",
+        )
+        return
+    line = release_refusal(
+        version, cluster.broker_config, cluster.broker_overrides, cluster.topic_config
+    )
+    if line:
+        raise ScenarioError(line)
+
+
 class KafkaRun(KafkaClientsRun):
     scenario: KafkaScenario
     nemesis: KafkaNemesis | None
@@ -90,7 +114,8 @@ class KafkaRun(KafkaClientsRun):
         )
         cluster = self.cluster
         self.manifest.images = cluster.image_info()
-        self._check_release(self.manifest.images["kafka"].get("image_version"))
+        kafka_image = self.manifest.images["kafka"]
+        check_release_keys(c, kafka_image["name"], kafka_image.get("image_version"))
         self.manifest.settings = self._settings(cluster.config)
         self.manifest.settings_from_scenario = self._chosen(self.manifest.settings)
         self.manifest.compose_project = cluster.project
@@ -126,16 +151,6 @@ class KafkaRun(KafkaClientsRun):
             "nodes": [n.__dict__ for n in cluster.nodes],
             "quorum": list(cluster.quorum),
         }
-
-    def _check_release(self, version: str | None) -> None:
-        """The scenario's own keys against the release's definitions, before any container
-        starts; an image that does not say its release (an official one) is not checked."""
-        c = self.scenario.cluster
-        if version is None:
-            log.warning("the Kafka image does not say its release: broker keys not checked")
-            return
-        if line := release_refusal(version, c.broker_config, c.broker_overrides, c.topic_config):
-            raise ScenarioError(line)
 
     def _settings(self, cfg: KafkaClusterConfig) -> dict[str, dict[str, str]]:
         """Every setting of the run as Kafka spells it: each node's server properties (those

@@ -21,6 +21,7 @@ from systems.kafka.config import (
 from systems.kafka.settings import (
     TYPED_BROKER,
     TYPED_TOPIC,
+    broker_to_topic,
     client_config_refusal,
     env_name,
     owned_broker_key,
@@ -77,7 +78,11 @@ class KafkaReaderSpec(Strict):
 
     @model_validator(mode="after")
     def _config_is_the_clients(self) -> KafkaReaderSpec:
-        if line := client_config_refusal("reader", self.id, self.model_fields_set, self.config):
+        protocol = {"group.protocol": "consumer"} if self.group_protocol == "consumer" else {}
+        line = client_config_refusal(
+            "reader", self.id, self.model_fields_set, self.config, protocol
+        )
+        if line:
             raise ValueError(line)
         return self
 
@@ -146,11 +151,14 @@ class KafkaClusterSpec(KafkaSettings):
         return self
 
     def topic_properties(self) -> dict[str, str]:
+        """The workload topic's configs. A typed knob is written at both levels, so a broker
+        key that stands for one (the scenario left the knob unset) is the topic's too: a
+        topic-level default would otherwise override the brokers' value the user chose."""
         return topic_properties(
             self.min_insync_replicas,
             self.unclean_leader_election,
             self.flush_messages,
-            self.topic_config,
+            broker_to_topic(self.broker_config, self.model_fields_set) | self.topic_config,
         )
 
     @model_validator(mode="after")

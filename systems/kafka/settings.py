@@ -58,6 +58,7 @@ OWNED_CLIENT: dict[str, str] = {
     "enable.auto.offset.store": "a reader in group mode commits itself and records each commit",
     "auto.offset.reset": "readers read from the first offset to see every acknowledged record",
     "transactional.id": "transactions are the transactional workload's",
+    "delivery.report.only.error": "every acknowledgement is recorded from its delivery report",
     "debug": "set BJ_RDKAFKA_DEBUG for librdkafka's debug contexts",
     "log_level": "the client's log level is the harness's",
 }
@@ -117,7 +118,11 @@ def release_refusal(
 
 
 def client_config_refusal(
-    role: str, client_id: str, set_fields: Iterable[str], config: Mapping[str, Value]
+    role: str,
+    client_id: str,
+    set_fields: Iterable[str],
+    config: Mapping[str, Value],
+    harness_keys: Mapping[str, Value] | None = None,
 ) -> str | None:
     """One line on the first key of a producer's or reader's config that the harness owns,
     that a typed knob the scenario set also sets, or that librdkafka refuses."""
@@ -126,18 +131,26 @@ def client_config_refusal(
     return (
         owned_client_key(where, keys)
         or typed_conflict(where, typed, set_fields, keys)
-        or client_refusal(role, config)
+        or client_refusal(role, config, harness_keys)
     )
 
 
-def client_refusal(role: str, config: Mapping[str, Value]) -> str | None:
+def client_refusal(
+    role: str, config: Mapping[str, Value], harness_keys: Mapping[str, Value] | None = None
+) -> str | None:
     """One line when librdkafka itself refuses a client key or value (an unknown key, a value of
     the wrong kind), found by configuring a client that never connects."""
     if not config:
         return None
     from confluent_kafka import Consumer, KafkaException, Producer
 
-    settings: dict[str, Any] = {"log_level": 0, **properties(config)}
+    # Beside the keys the client will run with that decide what else it takes (a reader of
+    # the consumer group protocol refuses the classic protocol's session settings).
+    settings: dict[str, Any] = {
+        "log_level": 0,
+        **properties(harness_keys or {}),
+        **properties(config),
+    }
     try:
         if role == "producer":
             Producer(settings).flush(0)
@@ -192,6 +205,23 @@ def _int(text: str, fallback: int) -> int:
         return fallback
 
 
+def broker_to_topic(
+    broker_config: Mapping[str, Value], set_fields: Iterable[str]
+) -> dict[str, Value]:
+    """The broker keys of broker_config that stand for a typed topic knob the scenario left
+    unset, under their topic names (min.insync.replicas, unclean.leader.election.enable,
+    log.flush.interval.messages -> flush.messages)."""
+    chosen = set(set_fields)
+    out: dict[str, Value] = {}
+    for knob, (topic_key,) in TYPED_TOPIC.items():
+        if knob in chosen:
+            continue
+        for broker_key in TYPED_BROKER[knob]:
+            if broker_key in broker_config:
+                out[topic_key] = broker_config[broker_key]
+    return out
+
+
 def topic_properties(
     min_insync_replicas: int,
     unclean_leader_election: bool,
@@ -215,6 +245,13 @@ def env_name(key: str) -> str:
     if env_key(name) != key:
         raise ValueError(f'"{key}" cannot be passed through the environment the images read')
     return name
+
+
+def env_value(value: str) -> str:
+    """A property's value as the compose file carries it to the broker unchanged: Compose reads
+    `$` as interpolation (`$$` is one `$`), and the images' entrypoint writes the value into a
+    properties file raw, which Java reads with `\\` as one backslash."""
+    return value.replace("\\", "\\\\").replace("$", "$$")
 
 
 def env_key(name: str) -> str:

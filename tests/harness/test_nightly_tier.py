@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import nightly_tier
+from harness.claims import CellWord
 from harness.nightly_tier import Phase, phases, run_phase, write_junit, write_summary
 
 JUNIT = """<?xml version="1.0"?>
@@ -76,13 +77,19 @@ def test_the_claims_phase_fails_on_what_the_night_changed_not_on_standing_findin
     nights = iter(
         [
             {"K1/zk/3.9": "reproduced (1/1)", "K2/zk/3.9": "not reproduced (0/3)",
-             "K4/kraft/4.4": "not run", "K9/kraft/4.4": "reproduced", "K6/kraft/4.4": "not run"},
+             "K4/kraft/4.4": "not run", "K9/kraft/4.4": "reproduced", "K6/kraft/4.4": "not run",
+             "K12/zk/3.9": "reproduced (1/1)"},
             {"K1/zk/3.9": "reproduced (3/3)", "K2/zk/3.9": "not reproduced (1/3)",
              "K4/kraft/4.4": "refuted", "K9/kraft/4.4": "not reproduced (0/1)",
-             "K6/kraft/4.4": "reproduced"},
+             "K6/kraft/4.4": "reproduced", "K12/zk/3.9": "not reproduced (1/2)"},
         ]
     )  # fmt: skip
-    monkeypatch.setattr(nightly_tier, "matrix_words", lambda: next(nights))
+    unfinished = {"K12/zk/3.9"}  # a loss cell the budget stopped at its second run
+
+    def words() -> dict[str, CellWord]:
+        return {k: CellWord(w, k in unfinished) for k, w in next(nights).items()}
+
+    monkeypatch.setattr(nightly_tier, "matrix_words", words)
     phase = Phase(
         "claims", (sys.executable, "-c", "pass"), 60, None, "", judge=nightly_tier.claims_judge
     )
@@ -91,4 +98,15 @@ def test_the_claims_phase_fails_on_what_the_night_changed_not_on_standing_findin
     failed = sorted(k for k, c in cases.items() if c.find("failure") is not None)
     assert failed == ["K4/kraft/4.4", "K9/kraft/4.4"]
     assert cases["K2/zk/3.9"].find("skipped") is not None  # a standing finding
-    assert outcome.counts.tests == 5 and not outcome.passed
+    assert cases["K12/zk/3.9"].find("skipped") is not None  # no verdict yet
+    assert outcome.counts.tests == 6 and not outcome.passed
+
+
+def test_a_phase_that_names_its_junit_file_in_its_log_is_counted_from_it(tmp_path: Path) -> None:
+    junit = tmp_path / "chaos" / "2026-11-26" / "junit.xml"
+    junit.parent.mkdir(parents=True)
+    junit.write_text(JUNIT.format(failures=0, failure=""))
+    said = f"print('summary: x'); print('junit: {junit}')"
+    phase = Phase("chaos", (sys.executable, "-c", said), 60, None, "", junit_in_log=True)
+    outcome = run_phase(phase, tmp_path)
+    assert outcome.passed and outcome.counts.tests == 3

@@ -11,7 +11,13 @@ import yaml
 from checkers.coverage import ClusterFacts
 from systems.kafka.cluster import render_compose
 from systems.kafka.scenario import KafkaScenario
-from systems.kafka.settings import broker_properties, env_key, env_name, release_refusal
+from systems.kafka.settings import (
+    broker_properties,
+    env_key,
+    env_name,
+    env_value,
+    release_refusal,
+)
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
 
@@ -147,3 +153,54 @@ def test_a_property_travels_through_the_images_environment_unchanged(key: str) -
 def test_a_key_the_environment_cannot_carry_is_refused() -> None:
     with pytest.raises(ValueError, match="cannot be passed"):
         env_name("odd_.key")
+
+
+def test_a_broker_key_for_a_topic_knob_the_scenario_left_unset_is_the_topics_too() -> None:
+    """A topic-level value overrides the brokers': the topic must not keep the knob's default
+    when the user chose the broker key (the coverage reads the same value)."""
+    spec = scenario(
+        broker_config={
+            "min.insync.replicas": 1,
+            "unclean.leader.election.enable": True,
+            "log.flush.interval.messages": 1,
+        }
+    )
+    topic = spec.cluster.topic_properties()
+    assert topic["min.insync.replicas"] == "1"
+    assert topic["unclean.leader.election.enable"] == "true"
+    assert topic["flush.messages"] == "1"
+    # The topic's own key wins over the brokers'.
+    spec = scenario(
+        broker_config={"min.insync.replicas": 1}, topic_config={"min.insync.replicas": 3}
+    )
+    assert spec.cluster.topic_properties()["min.insync.replicas"] == "3"
+
+
+def test_a_scenario_with_passthrough_keys_reads_back_as_the_manifest_records_it() -> None:
+    """A shrink and a replay parse the manifest's scenario again: the typed knobs the file left
+    unset must stay unset, or a passthrough key would meet its knob's default."""
+    from systems.scenario import scenario_data, to_yaml
+
+    spec = scenario(broker_config={"min.insync.replicas": 1})
+    again = parse_scenario(to_yaml(scenario_data(spec)), "manifest")
+    assert isinstance(again, KafkaScenario)
+    assert again.cluster.topic_properties()["min.insync.replicas"] == "1"
+
+
+def test_client_keys_that_would_hide_acknowledgements_or_break_the_reader_are_refused() -> None:
+    hides = USERS.replace(
+        "config: {batch.size: 65536}", "config: {delivery.report.only.error: true}"
+    )
+    with pytest.raises(ScenarioError, match="delivery.report.only.error"):
+        scenario(hides)
+    consumer_protocol = USERS.replace(
+        "- {id: reader, config: {fetch.min.bytes: 1}}",
+        "- {id: reader, mode: group, group_protocol: consumer, config: {session.timeout.ms: 9000}}",
+    )
+    with pytest.raises(ScenarioError, match="session.timeout.ms"):
+        scenario(consumer_protocol)
+
+
+def test_dollars_and_backslashes_reach_the_broker_unchanged() -> None:
+    assert env_value("RULE:^CN=(.*?),OU=.*$/$1/,DEFAULT") == "RULE:^CN=(.*?),OU=.*$$/$$1/,DEFAULT"
+    assert env_value("a\\b") == "a\\\\b"

@@ -185,3 +185,31 @@ def test_the_scenario_a_new_user_wrote_runs_and_its_report_lists_its_settings(
     report = (run_dir / "report.html").read_text()
     for key in ("num.replica.fetchers", "retention.ms", "compression.type", "fetch.min.bytes"):
         assert f"<b>{key}</b>" in report, key
+
+
+def test_a_config_option_is_handed_on_with_its_file_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from systems.config_files import absolute_config_option
+
+    monkeypatch.chdir(tmp_path)
+    assert absolute_config_option("server.properties") == f"broker={tmp_path}/server.properties"
+    assert absolute_config_option("producer=p.properties") == f"producer={tmp_path}/p.properties"
+
+
+def test_an_official_image_of_a_release_not_here_leaves_its_keys_to_the_brokers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from systems.kafka.configdefs import has_definitions
+    from systems.kafka.run import check_release_keys
+
+    assert has_definitions("3.7.1", "brokerjepsen/kafka:3.7.1-debian")  # ours: read from it
+    assert has_definitions("3.9", "confluentinc/cp-kafka:7.9.0")  # its line's committed release
+    assert not has_definitions("3.8.0", "apache/kafka:3.8.0")
+    spec = load_scenario(ROOT / "scenarios" / "K4.yaml")
+    assert isinstance(spec, KafkaScenario)
+    cluster = spec.cluster.model_copy(update={"broker_config": {"num.replica.fetcher": 2}})
+    check_release_keys(cluster, "apache/kafka:3.8.0", "3.8.0")  # said, not refused
+    assert "left to the brokers" in caplog.text
+    with pytest.raises(ScenarioError, match="num.replica.fetchers"):
+        check_release_keys(cluster, "brokerjepsen/kafka:4.4.0-debian", "4.4.0")

@@ -69,3 +69,26 @@ def test_a_scenario_moved_to_another_release_is_validated_again_as_a_whole() -> 
     assert on_release(with_policy, "4.3").cluster.policies[0].apply_to == "quorum_queues"
     with pytest.raises(ScenarioError, match="quorum_queues"):
         on_release(with_policy, "3.10")  # 3.x policies apply to queues, exchanges or all
+
+
+def test_a_scenario_without_a_version_is_judged_by_the_release_it_is_asked_to_run_on(
+    tmp_path: Path,
+) -> None:
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "scenarios/R9-kill.yaml").read_text())
+    del spec["cluster"]["version"]  # 3.10 by default, which has no quorum_queues policies
+    spec["cluster"]["policies"] = [
+        {
+            "name": "p",
+            "pattern": ".*",
+            "definition": {"max-length": 10},
+            "apply_to": "quorum_queues",
+        }
+    ]
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ScenarioError, match="quorum_queues"):
+        load_scenario(path)
+    on_43 = load_scenario(path, "4.3")
+    assert isinstance(on_43, RabbitMQScenario) and on_43.cluster.version == "4.3"
