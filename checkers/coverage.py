@@ -23,6 +23,8 @@ from faults.registry import window_of
 FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "injected")
 PARTITION_ROLES = ("leader", "follower", "followers", "isr", "in-sync-followers")
 CONTROL_ROLES = ("controller", "quorum")
+# Roles naming the broker that coordinates a client's transactions or consumer group.
+COORDINATOR_ROLES = ("transaction-coordinator", "group-coordinator")
 # Outcomes that say something did not happen: only a run that tested something may say so.
 NEGATIVE_OUTCOMES = frozenset({"safe", "unavailable", "no-duplicates"})
 
@@ -272,6 +274,8 @@ def _step_situations(
             out.append("leader-faulted-isr-shrunk")
     if set(roles.values()) & set(CONTROL_ROLES) or v.get("op") == "cut-from-quorum":
         out.append("controller-faulted")
+    if set(roles.values()) & set(COORDINATOR_ROLES):
+        out.append("coordinator-faulted")
     if f == "start-partition" and v.get("op") in ("isolate", "partition", "cut"):
         out.append("network-partitioned")
     if v.get("op") == "cut-clients":

@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contract.history import PLANNED_ABORT
+
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
 DELIVERY_ORDER = ("time", "file", "line")  # ties in time break by file, then line
 # What a first delivery keeps: its place in delivery order, then what reordering compares.
@@ -34,6 +36,14 @@ FIRST_FIELDS = (*DELIVERY_ORDER, "producer", "seq", "partition", "redelivered")
 # Per group, in this order: the flags whose ids are written (checkers.verdict.METRICS adds
 # reordered and unseen, which need more than one row).
 ROW_METRICS = ("acked", "received", "lost", "duplicated", "unflagged", "unexpected", "recovered")
+
+
+ABORTED = "aborted"  # a send's outcome when its producer aborted the transaction on purpose
+
+
+def planned_abort(col: Any) -> Any:
+    """Whether an event is a send whose transaction its producer aborted on purpose."""
+    return (col("type") == "fail") & (col("error") == PLANNED_ABORT)
 
 
 def _F() -> Any:
@@ -138,7 +148,9 @@ def _flag(metric: str, i: int) -> Any:
 def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
     """One row per msg_id of every send and every ok receive, in one aggregation:
       sent          whether a send names it (a body we did not write gets an id of its own)
-      outcome       of its sends: ok wins, then fail, then info (an invoke alone is info)
+      outcome       of its sends: ok wins, then aborted (its transaction aborted on purpose by
+                    its producer: neither acknowledged nor refused), then fail, then info (an
+                    invoke alone is info)
       invoked       a producer tried to send it
       producer      the producer its sends name
       invoke_time   its first invoke; done_time its first outcome (None for an invoke alone)
@@ -183,6 +195,7 @@ def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
         F.max(sent).alias("sent"),
         F.max(F.when(sent, rank)).alias("rank"),
         F.max(invoke).alias("invoked"),
+        F.max(sent & planned_abort(col)).alias("planned_abort"),
         F.first(F.when(sent, col("producer")), ignorenulls=True).alias("producer"),
         F.min(F.when(invoke, col("time"))).alias("invoke_time"),
         F.min(F.when(sent & ~invoke, col("time"))).alias("done_time"),
@@ -197,10 +210,11 @@ def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
     outcome = (
         F.when(~col("sent"), F.lit(None).cast("string"))
         .when(col("rank") == 3, "ok")
+        .when(col("planned_abort"), ABORTED)
         .when(col("rank") == 2, "fail")
         .otherwise("info")
     )
     return MessageTable(
-        table.withColumn("outcome", outcome).drop("rank"),
+        table.withColumn("outcome", outcome).drop("rank", "planned_abort"),
         tuple(groups),
     )

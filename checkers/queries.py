@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.messages import DELIVERY_ORDER
+from checkers.messages import DELIVERY_ORDER, planned_abort
 from contract.history import NEMESIS_PROCESS, PARTITION_STATE
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
@@ -152,7 +152,11 @@ def client_errors(events: DataFrame) -> DataFrame:
     F = _F()
     name = F.regexp_extract(F.coalesce(F.col("error"), F.lit("")), r"^([^:]*)", 1)
     return (
-        events.filter(F.col("type").isin("fail", "info") & F.col("f").isin("send", "commit"))
+        events.filter(
+            F.col("type").isin("fail", "info")
+            & F.col("f").isin("send", "commit", "txn")
+            & ~F.coalesce(planned_abort(F.col), F.lit(False))
+        )
         .withColumn("name", name)
         .groupBy("f", "name")
         .count()
@@ -356,7 +360,11 @@ def run_span(events: DataFrame) -> DataFrame:
     """One row: the first and last time of the history (first, last), and the first and last
     time a send was refused or left unknown (refused_first, refused_last)."""
     F = _F()
-    refused = F.col("type").isin("fail", "info") & (F.col("f") == "send")
+    refused = (
+        F.col("type").isin("fail", "info")
+        & (F.col("f") == "send")
+        & ~F.coalesce(planned_abort(F.col), F.lit(False))
+    )
     return events.agg(
         F.min("time").alias("first"),
         F.max("time").alias("last"),

@@ -115,6 +115,7 @@ def judgement_of(result: Any, manifest: Manifest, expect: str | None) -> Judgeme
         result.log,
         result.stalls,
         result.unavailability,
+        result.transactions,
     )
     return with_client_expectations(
         judge(counts, expect),
@@ -151,6 +152,7 @@ def verdict_of(
         "readers": result.readers,
         "attribution": result.attribution,
         "producers": result.producers,
+        "transactions": result.transactions,
         "seed": manifest.seed,
         "kafka_mode": manifest.kafka_mode,
         "kafka_version": manifest.kafka_version,

@@ -22,6 +22,7 @@ from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
 from checkers.messages import message_table
 from checkers.read import HistoryError, read_history
+from checkers.transactions import check_transactions
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 from checkers.windows import fault_windows, overlap
 
@@ -63,6 +64,9 @@ class CheckResult:
     nemesis: list[dict[str, Any]] = field(default_factory=list)
     partition_states: list[dict[str, Any]] = field(default_factory=list)
     window_traffic: list[dict[str, Any]] = field(default_factory=list)
+    # Transactional producers' transactions and what read_committed groups saw of them
+    # (checkers.transactions); None when no producer was transactional.
+    transactions: dict[str, Any] | None = None
 
 
 def spark_session(
@@ -129,6 +133,7 @@ def check_history(
             in_natural_order(_tag(unseen, "unseen")),
         ]
         counts = write_ids(ordered, METRIC_IDS, groups, ids_dir)
+        transactions = check_transactions(events, ids_dir)
         times = q.run_span(events).collect()[0].asDict()
         span = {"first": times["first"], "last": times["last"]}
         _within_a_day(events, span)
@@ -165,6 +170,7 @@ def check_history(
             nemesis=nemesis,
             partition_states=states,
             window_traffic=_window_traffic(spark, summary, receives, windows),
+            transactions=transactions,
         )
     finally:
         for df in cached:

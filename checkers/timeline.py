@@ -13,6 +13,7 @@ from typing import Any
 
 from checkers import queries as q
 from checkers.attribution import fault_steps, step_label
+from checkers.messages import ABORTED
 from contract.history import event_value
 
 LATENCY_QUANTILES = (0.5, 0.99)
@@ -133,7 +134,7 @@ def build(
     # breaks the latency line instead of being drawn across.
     last_second = max(0, int(run_end - run_start))
     sends: dict[int, dict[str, Any]] = {
-        s: {"second": s, "ok": 0, "fail": 0, "info": 0, "p50_ms": None, "p99_ms": None}
+        s: {"second": s, "ok": 0, "fail": 0, "info": 0, ABORTED: 0, "p50_ms": None, "p99_ms": None}
         for s in range(last_second + 1)
     }
     for r in send_rates(summary, run_start).collect():

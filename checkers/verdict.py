@@ -45,6 +45,10 @@ class Counts:
     in_fault_sends: int  # sends refused or unknown while a fault was in effect
     stalls: dict[str, Any]
     drain_complete: bool = True
+    # Transactions (checkers.transactions), summed over the read_committed groups: records of
+    # aborted transactions read, and committed transactions seen in part.
+    aborted_reads: int = 0
+    torn: int = 0
 
     @classmethod
     def of(
@@ -55,8 +59,10 @@ class Counts:
         log: dict[str, Any] | None = None,
         stalls: dict[str, Any] | None = None,
         unavailability: dict[str, Any] | None = None,
+        transactions: dict[str, Any] | None = None,
     ) -> Counts:
         lost, where = _lost_in(groups)
+        txn_groups = (transactions or {}).get("groups", {}).values()
         duplicated, how = _duplicates_of(groups, log)
         return cls(
             acked=sends.get("ok", 0),
@@ -72,6 +78,8 @@ class Counts:
             in_fault_sends=sum(u.get("in_fault_sends", 0) for u in (unavailability or {}).values()),
             stalls=stalls or {},
             drain_complete=drain_complete,
+            aborted_reads=sum(g["aborted_reads"] for g in txn_groups),
+            torn=sum(g["torn"] for g in txn_groups),
         )
 
 
@@ -96,11 +104,23 @@ def judge(c: Counts, expect: str | None) -> Judgement:
         return Judgement("inconclusive", False, "no message was acknowledged: nothing was tested")
     if c.unexpected:
         return Judgement("anomalies", False, f"{c.unexpected} received messages were never sent")
+    if c.aborted_reads or c.torn:
+        return Judgement("anomalies", False, _isolation_broken(c))
     if c.lost and expect in NOTHING_LOST_BESIDES:
         return Judgement("loss", False, f"{c.lost} acknowledged messages lost{c.lost_where}")
     if expect not in JUDGES:
         raise ValueError(f"unknown expectation {expect!r}")
     return JUDGES[expect](c)
+
+
+def _isolation_broken(c: Counts) -> str:
+    """What read_committed groups saw that the isolation level promises they never see."""
+    broken = []
+    if c.aborted_reads:
+        broken.append(f"{c.aborted_reads} records of aborted transactions read (aborted read)")
+    if c.torn:
+        broken.append(f"{c.torn} committed transactions seen in part (torn)")
+    return "read_committed broken: " + ", ".join(broken)
 
 
 # Each of these says what else happened, on top of nothing acknowledged lost.
@@ -121,6 +141,8 @@ def _no_expectation(c: Counts) -> Judgement:
         "duplicated": c.duplicated,
         "reordered": c.reordered,
         "inconsistent offsets": c.inconsistent_offsets,
+        "aborted reads": c.aborted_reads,
+        "torn transactions": c.torn,
     }
     if found := {k: v for k, v in anomalies.items() if v}:
         return Judgement("anomalies", False, ", ".join(f"{v} {k}" for k, v in found.items()))
@@ -393,6 +415,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
             lines.append(
                 f"producer {producer}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
             )
+    lines += _transaction_lines(verdict.get("transactions"))
     if log := verdict.get("log"):
         lines.append(
             f"log: inconsistent offsets {log['inconsistent_offsets']}, "
@@ -408,6 +431,26 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         lines.append("tier: kafka-mock (librdkafka's mock cluster): proves the harness, not Kafka")
     if verdict.get("truncated_lines"):
         lines.append(f"truncated last lines skipped: {len(verdict['truncated_lines'])}")
+    return lines
+
+
+def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
+    """ "transactions: 60 (52 committed, 8 aborted of which 8 planned, 0 unknown)", then per
+    group what it read of them."""
+    if not txns:
+        return []
+    lines = [
+        f"transactions: {txns['transactions']} ({txns['committed']} committed, "
+        f"{txns['aborted']} aborted of which {txns['planned_aborts']} planned, "
+        f"{txns['unknown']} unknown, {txns['unknown_seen_committed']} of them seen committed)"
+    ]
+    for name, g in sorted(txns["groups"].items()):
+        lines.append(
+            f"transactions in {name} ({g['isolation']}): aborted reads {g['aborted_reads']} "
+            f"(in {g['aborted_read_txns']} transactions), torn {g['torn']}"
+        )
+    for metric, samples in sorted((txns.get("samples") or {}).items()):
+        lines += [f"  {metric}: {s}" for s in samples[:3]]
     return lines
 
 

@@ -42,6 +42,9 @@ NEMESIS_PROCESS = "nemesis"
 # Kafka runs: leader and ISR as clients' metadata showed them (systems.kafka.watch).
 WATCH_PROCESS = "partition-watch"
 PARTITION_STATE = "partition-state"
+# The error of a record whose transaction its producer aborted on purpose (f: send, type: fail):
+# neither acknowledged nor refused, so no count of refusals or unavailability takes it.
+PLANNED_ABORT = "ABORTED: the producer aborted its transaction"
 
 
 def event_value(raw: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ SITUATIONS: dict[str, str] = {
     "isr-at-min-isr": "a partition's ISR was down to min.insync.replicas",
     "isr-below-min-isr": "a partition's ISR was below min.insync.replicas",
     "controller-faulted": "the controller or the control-plane quorum was faulted",
+    "coordinator-faulted": "a transaction or group coordinator was faulted",
     "majority-down": "more than half of the brokers were down at once",
     "network-partitioned": "nodes were cut apart from each other",
     "clients-cut": "clients were cut from a node",

@@ -67,10 +67,11 @@ class KafkaAdmin:
             }
         )
 
-    def metadata(self, need_controller: bool = False) -> Any:
+    def metadata(self, need_controller: bool = False, topic: str | None = None) -> Any:
         from systems.kafka.targets import from_cluster_metadata
 
-        md = from_cluster_metadata(self.topic_metadata(), self.cluster.node_of, self.cluster.quorum)
+        cm = self.topic_metadata(topic=topic or self.topic)
+        md = from_cluster_metadata(cm, self.cluster.node_of, self.cluster.quorum)
         if need_controller and self.cluster.config.mode != "zk":
             # Brokers' metadata names a random broker as controller in KRaft: ask the quorum.
             name = self.cluster.active_controller(sorted(md.brokers.values()))
@@ -80,14 +81,15 @@ class KafkaAdmin:
                 md = replace(md, brokers={**md.brokers, ids[name]: name})
         return md
 
-    def topic_metadata(self, within: float = 15) -> Any:
+    def topic_metadata(self, within: float = 15, topic: str | None = None) -> Any:
         """The topic's metadata from a broker that knows it: a KRaft broker applies a new topic
         a moment after the one that created it, and one answer of "no partitions" would aim a
         fault at nothing."""
         deadline = time.monotonic() + within
+        topic = topic or self.topic
         while True:
-            cm = self.admin.list_topics(self.topic, timeout=10)
-            tm = cm.topics.get(self.topic)
+            cm = self.admin.list_topics(topic, timeout=10)
+            tm = cm.topics.get(topic)
             if (tm is not None and tm.error is None and tm.partitions) or (
                 time.monotonic() >= deadline
             ):

@@ -180,6 +180,7 @@ class ReaderConfig:
     group_protocol: str = "classic"  # group mode: classic, or consumer (KIP-848)
     final: bool = False  # the final read: drains from the start, with no signal to wait for
     delay: float = 0.0  # seconds per record: a reader made to lag
+    isolation: str = "read_committed"  # isolation.level: read_committed or read_uncommitted
     config: dict[str, Any] = field(default_factory=dict)  # the scenario's own librdkafka keys
 
 
@@ -204,6 +205,7 @@ def reader_settings(cfg: ReaderConfig, bootstrap_servers: str) -> dict[str, Any]
         "group.id": cfg.group if group_mode else f"brokerjepsen-{cfg.process}",
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
+        "isolation.level": cfg.isolation,
         "log_level": 3,
     }
     if group_mode and cfg.group_protocol == "consumer":
@@ -228,7 +230,12 @@ def read_all(
     reader is a consumer group member and commits its offsets every `commit_every` records.
     """
     group_mode = cfg.mode == "group"
-    consumer = Consumer(reader_settings(cfg, bootstrap_servers))
+    settings = reader_settings(cfg, bootstrap_servers)
+    consumer = Consumer(settings)
+    # What this group may see of transactions (the checker's aborted reads are a
+    # read_committed group's): said once, before its first receive.
+    isolation = {"isolation": settings["isolation.level"]}
+    history.write("ok", "open", stream=cfg.topic, group=cfg.group, value=isolation)
     uncommitted = 0
     try:
         partitions = partitions_of(consumer, cfg.topic, min(cfg.deadline, time.time() + 60))
@@ -307,10 +314,19 @@ def partitions_of(consumer: Consumer, topic: str, deadline: float) -> list[int]:
 
 
 def _caught_up(consumer: Consumer, topic: str, position: dict[int, int]) -> bool:
-    """Every partition read up to its high-water mark, as its leader tells it now."""
+    """Every partition read up to its high-water mark, as its leader tells it now. The
+    consumer's own position counts too: a transaction's commit or abort marker takes an offset
+    that no record is read at, and a read_committed reader's watermark is the last stable
+    offset, past the marker."""
     if not position:
         return False
-    for partition, pos in position.items():
+    try:
+        fetched = consumer.position([TopicPartition(topic, p) for p in position])
+    except KafkaException:
+        fetched = []
+    at = {tp.partition: tp.offset for tp in fetched if tp.offset >= 0}
+    for partition, read in position.items():
+        pos = max(read, at.get(partition, 0))
         try:
             _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5)
         except KafkaException:  # no leader now, or it did not answer: not known to be caught up
@@ -335,9 +351,16 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(args.config.read_text())
     history_dir, bootstrap = Path(data.pop("history_dir")), data.pop("bootstrap_servers")
     if args.role == "producer":
+        transaction = data.pop("transaction", None)
         pcfg = ProducerConfig(**data)
         with HistoryWriter(history_dir, pcfg.process, "kafka") as history:
-            run_producer(pcfg, bootstrap, history)
+            if transaction is None:
+                run_producer(pcfg, bootstrap, history)
+            else:  # imported here: the transactional producer builds on this module
+                from systems.kafka.transactions import TransactionalProducer, TransactionConfig
+
+                txn = TransactionConfig(**transaction)
+                TransactionalProducer(pcfg, txn, bootstrap, history).run()
         return 0
     rcfg = ReaderConfig(**data)
     drain = {"now": rcfg.final}

@@ -8,6 +8,7 @@ import time
 from systems.kafka.clients import ProducerConfig, ReaderConfig, producer_settings, reader_settings
 from systems.kafka.configdefs import to_property
 from systems.kafka.scenario import FINAL_READER
+from systems.kafka.transactions import TransactionConfig, transactional_settings
 from systems.run import ScenarioRun
 
 
@@ -39,11 +40,24 @@ class KafkaClientsRun(ScenarioRun):
         w, topic = self.scenario.workload, self.scenario.cluster.topic
         out: dict[str, dict[str, str]] = {}
         for p in w.producers:
-            cfg = ProducerConfig(p.id, topic, deadline=0, **p.model_dump(exclude={"id"}))
-            out[f"producer {p.id}"] = _shown(producer_settings(cfg, ""))
+            knobs = p.model_dump(exclude={"id", "transaction"})
+            cfg = ProducerConfig(p.id, topic, deadline=0, **knobs)
+            if p.transaction is None:
+                out[f"producer {p.id}"] = _shown(producer_settings(cfg, ""))
+            else:
+                txn = TransactionConfig(**p.transaction.model_dump())
+                out[f"producer {p.id}"] = _shown(transactional_settings(cfg, txn, ""))
         for r in w.readers:
             rcfg = ReaderConfig(
-                r.id, topic, r.id, 0, r.mode, r.commit_every, r.group_protocol, config=r.config
+                r.id,
+                topic,
+                r.id,
+                0,
+                r.mode,
+                r.commit_every,
+                r.group_protocol,
+                isolation=r.isolation,
+                config=r.config,
             )
             out[f"reader {r.id}"] = _shown(reader_settings(rcfg, ""))
         return out
@@ -59,6 +73,7 @@ class KafkaClientsRun(ScenarioRun):
                 commit_every=r.commit_every,
                 group_protocol=r.group_protocol,
                 delay=r.delay,
+                isolation=r.isolation,
                 config=r.config,
             )
             self._spawn("reader", r.id, config)

@@ -16,7 +16,13 @@ from typing import Any, Protocol
 
 from contract.wait import wait_until
 from nemesis.containers import Nemesis, NemesisError
-from systems.kafka.targets import Metadata, TargetError, resolve
+from systems.kafka.targets import (
+    COORDINATOR_TOPICS,
+    Metadata,
+    TargetError,
+    coordinator_of,
+    resolve,
+)
 
 # Roles whose answer needs the active controller (a docker exec in KRaft: asked only then).
 _CONTROLLER_ROLES = {"controller", "non-controller", "non-controllers"}
@@ -25,7 +31,9 @@ _CONTROLLER_ROLES = {"controller", "non-controller", "non-controllers"}
 class KafkaControl(Protocol):
     """What the nemesis asks of the cluster besides its network and processes."""
 
-    def metadata(self, need_controller: bool = False) -> Metadata: ...
+    def metadata(self, need_controller: bool = False, topic: str | None = None) -> Metadata:
+        """The cluster's metadata with the workload's topic's partitions, or `topic`'s."""
+        ...
 
     def elect(self, election: str, partitions: list[int], via: str | None = None) -> dict[str, str]:
         """Per partition: "ok", or the error's name (ELECTION_NOT_NEEDED, ...). `via`: a broker
@@ -34,11 +42,20 @@ class KafkaControl(Protocol):
 
 
 class KafkaNemesis:
-    def __init__(self, net: Nemesis, control: KafkaControl, topic: str, partitions: int) -> None:
+    def __init__(
+        self,
+        net: Nemesis,
+        control: KafkaControl,
+        topic: str,
+        partitions: int,
+        coordinated: dict[str, str] | None = None,
+    ) -> None:
         self.net = net
         self.control = control
         self.topic = topic
         self.partitions = partitions
+        # Per coordinator role, the id it coordinates (a transactional id, a group id).
+        self.coordinated = coordinated or {}
         self.labels: dict[str, list[str]] = {}
 
     @property
@@ -61,6 +78,8 @@ class KafkaNemesis:
             return list(self.labels[selector[1:]])
         if selector == "stopped":
             return sorted(self.net.down)
+        if selector in COORDINATOR_TOPICS:
+            return self._coordinator(selector)
         md = self.control.metadata(need_controller=selector in _CONTROLLER_ROLES)
         try:
             names = resolve(md, selector, self.topic, partition)  # type: ignore[arg-type]
@@ -69,6 +88,15 @@ class KafkaNemesis:
         if not names:
             raise NemesisError(f"{selector} of {self.topic}/{partition} names no node right now")
         return names
+
+    def _coordinator(self, role: str) -> list[str]:
+        key = self.coordinated.get(role)
+        if key is None:
+            raise NemesisError(f"cannot aim at {role}: the workload has no client it coordinates")
+        try:
+            return coordinator_of(self.control.metadata(topic=COORDINATOR_TOPICS[role]), role, key)
+        except TargetError as e:
+            raise NemesisError(f"cannot aim at {role}: {e}") from None
 
     def _resolved(self, step: Any) -> dict[str, list[str]]:
         """Every selector of the step, resolved once, and logged with the metadata behind it."""

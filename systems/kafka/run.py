@@ -140,7 +140,9 @@ class KafkaRun(KafkaClientsRun):
             HistoryWriter(self.history_dir, "nemesis", "kafka", keep_going=True),
             disks=cluster.disks,
         )
-        self.nemesis = KafkaNemesis(net, admin, c.topic, c.partitions)
+        self.nemesis = KafkaNemesis(
+            net, admin, c.topic, c.partitions, self.scenario.workload.coordinated()
+        )
         self.watch = PartitionWatch(
             admin.admin,
             c.topic,

@@ -28,8 +28,19 @@ from systems.kafka.settings import (
     topic_properties,
     typed_conflict,
 )
-from systems.kafka.targets import SELECTOR_ROLES
+from systems.kafka.targets import COORDINATOR_TOPICS, SELECTOR_ROLES
 from systems.scenario import ScenarioBase, Strict, fault_op
+
+
+class KafkaTransactionSpec(Strict):
+    """A transactional producer (confluent-kafka, the TV1 protocol): `size` records per
+    transaction spread over the topic's partitions, a share `abort_ratio` aborted on purpose."""
+
+    size: Annotated[int, Field(ge=1, le=10_000)] = 10
+    abort_ratio: Annotated[float, Field(ge=0, le=1)] = 0.1
+    timeout_ms: Annotated[int, Field(ge=1000, le=900_000)] = 60000
+    # default: the producer's id (two producers with one id fence each other: zombie fencing)
+    transactional_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]*$")] = ""
 
 
 class KafkaProducerSpec(Strict):
@@ -46,6 +57,25 @@ class KafkaProducerSpec(Strict):
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     # Any other librdkafka producer key (systems.kafka.settings: how it meets the knobs above).
     config: dict[str, PropertyValue] = Field(default_factory=dict)
+    transaction: KafkaTransactionSpec | None = None
+
+    @model_validator(mode="after")
+    def _transactions_need_idempotence(self) -> KafkaProducerSpec:
+        if self.transaction is None:
+            return self
+        if self.acks != "all":
+            raise ValueError("a transactional producer needs acks: all")
+        if "enable_idempotence" in self.model_fields_set and not self.enable_idempotence:
+            raise ValueError("a transactional producer is idempotent (enable_idempotence: true)")
+        if self.max_in_flight > 5:
+            raise ValueError("a transactional producer needs max_in_flight of 5 or fewer")
+        timeout = self.transaction.timeout_ms
+        if "delivery_timeout_ms" in self.model_fields_set and self.delivery_timeout_ms > timeout:
+            raise ValueError(
+                f"delivery_timeout_ms {self.delivery_timeout_ms} outlives the transaction "
+                f"(transaction.timeout_ms {timeout})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _config_is_the_clients(self) -> KafkaProducerSpec:
@@ -67,6 +97,9 @@ class KafkaReaderSpec(Strict):
     # Seconds spent on each record before the next poll: a reader that must lag behind its
     # producers (so that it still reads, and commits, while a fault holds them back).
     delay: Annotated[float, Field(ge=0, le=10)] = 0.0
+    # read_committed: only committed transactions' records, up to the last stable offset
+    # (librdkafka's default); read_uncommitted: every record written, aborted ones too.
+    isolation: Literal["read_committed", "read_uncommitted"] = "read_committed"
     # Any other librdkafka consumer key.
     config: dict[str, PropertyValue] = Field(default_factory=dict)
 
@@ -97,6 +130,18 @@ class KafkaWorkload(Strict):
     # After the drain, a fresh reader reads the whole log from its first offset: what a reader
     # saw during a fault (a stale leader's writes, truncated later) is no proof the log kept it.
     final_read: bool = True
+
+    def coordinated(self) -> dict[str, str]:
+        """Per coordinator role, the id whose coordinator it names: the first transactional
+        producer's transactional id, the first group-mode reader's group."""
+        out: dict[str, str] = {}
+        for p in self.producers:
+            if p.transaction is not None:
+                out.setdefault("transaction-coordinator", p.transaction.transactional_id or p.id)
+        for r in self.readers:
+            if r.mode == "group":
+                out.setdefault("group-coordinator", r.id)
+        return out
 
     @model_validator(mode="after")
     def _final_reader_id_is_reserved(self) -> KafkaWorkload:
@@ -248,7 +293,16 @@ class KafkaScenario(ScenarioBase):
     @model_validator(mode="after")
     def _nodes_exist_in_every_mode(self) -> KafkaScenario:
         labels: set[str] = set()
+        coordinated = self.workload.coordinated()
         for i, step in enumerate(self.nemesis):
+            for sel in (step.target, step.from_, step.to):
+                if isinstance(sel, str) and sel in COORDINATOR_TOPICS and sel not in coordinated:
+                    client = (
+                        "a transactional producer"
+                        if "transaction" in sel
+                        else "a reader in mode group"
+                    )
+                    raise ValueError(f"nemesis.{i}: {sel} needs {client}")
             for sel in (step.target, step.from_, step.to):
                 if isinstance(sel, str) and sel.startswith("@") and sel[1:] not in labels:
                     raise ValueError(f"nemesis.{i}: {sel} names no earlier step's label")

@@ -45,9 +45,11 @@ TYPED_PRODUCER: dict[str, tuple[str, ...]] = {
     "max_in_flight": ("max.in.flight.requests.per.connection", "max.in.flight"),
     "linger_ms": ("linger.ms", "queue.buffering.max.ms"),
     "compression": ("compression.type", "compression.codec"),
+    "transaction": ("transaction.timeout.ms",),
 }
 TYPED_READER: dict[str, tuple[str, ...]] = {
     "group_protocol": ("group.protocol",),
+    "isolation": ("isolation.level",),
 }
 # Client keys the harness's own clients depend on to record what happened.
 OWNED_CLIENT: dict[str, str] = {

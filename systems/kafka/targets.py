@@ -23,11 +23,44 @@ Role = Literal[
     "non-controllers",
     "non-controller",  # one broker that is not the controller: the lowest id
     "brokers",
+    # The broker coordinating the workload's first transactional producer (the leader of the
+    # __transaction_state partition its transactional id hashes to), and its first consumer
+    # group's (the leader of the __consumer_offsets partition of the group id).
+    "transaction-coordinator",
+    "group-coordinator",
 ]
 
 # What a step may name besides node lists and @labels: a role, or "stopped" (the nodes the
 # nemesis has down).
 SELECTOR_ROLES: frozenset[str] = frozenset(get_args(Role)) | {"stopped"}
+
+
+# The internal topic whose partition leader coordinates each coordinator role's key.
+COORDINATOR_TOPICS = {
+    "transaction-coordinator": "__transaction_state",
+    "group-coordinator": "__consumer_offsets",
+}
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (UTF-16 code units, 32-bit two's complement): how Kafka places
+    a transactional or group id on a partition of its internal topic."""
+    h = 0
+    for unit in _utf16_units(text):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _utf16_units(text: str) -> list[int]:
+    data = text.encode("utf-16-be")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def coordinator_partition(key: str, partitions: int) -> int:
+    """The internal topic's partition for a transactional or group id: Kafka takes the hash's
+    absolute value (0 for the one int without one) modulo the partition count."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 class TargetError(Exception):
@@ -74,6 +107,8 @@ def resolve(md: Metadata, role: Role, topic: str | None = None, partition: int =
         return sorted(md.quorum)
     if topic is None:
         raise TargetError(f"{role} needs a topic")
+    if role in COORDINATOR_TOPICS:
+        raise TargetError(f"{role} is resolved from its internal topic (coordinator_of)")
     p = md.partition(topic, partition)
     if role == "leader":
         if p.leader < 0:
@@ -107,3 +142,16 @@ def from_cluster_metadata(
     )
     controller = cm.controller_id if cm.controller_id >= 0 else None
     return Metadata(brokers, controller, partitions, quorum)
+
+
+def coordinator_of(md: Metadata, role: str, key: str) -> list[str]:
+    """The node coordinating `key` (a transactional or group id) in `md`, which holds the
+    role's internal topic (COORDINATOR_TOPICS)."""
+    topic = COORDINATOR_TOPICS[role]
+    count = sum(1 for p in md.partitions if p.topic == topic)
+    if not count:
+        raise TargetError(f"{topic} does not exist yet (no client has asked for a coordinator)")
+    p = md.partition(topic, coordinator_partition(key, count))
+    if p.leader < 0 or p.leader not in md.brokers:
+        raise TargetError(f"{topic}/{p.partition} (of {key!r}) has no leader")
+    return [md.brokers[p.leader]]

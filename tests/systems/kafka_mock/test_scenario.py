@@ -66,3 +66,62 @@ workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
     claim = bad.replace("brokers: 2", "brokers: 3").replace("id: x", "id: x\nclaim: K4")
     with pytest.raises(ScenarioError, match="claim"):
         parse_scenario(claim, "x.yaml")
+
+
+def _history(run_dir: Path, process: str) -> list[dict]:
+    return [
+        json.loads(x)
+        for x in (run_dir / "history" / f"{process}.jsonl").read_text().split("\n")
+        if x
+    ]
+
+
+@pytest.mark.spark
+def test_transactions_commit_and_every_record_is_read_once(spark: object, tmp_path: Path) -> None:
+    result, run_dir = run_harness("scenarios/kafka-mock-transactions.yaml", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["outcome"] == "safe" and verdict["matched"], verdict["reason"]
+    t = verdict["transactions"]
+    assert (t["transactions"], t["committed"], t["aborted"], t["unknown"]) == (60, 60, 0, 0)
+    for group in ("committed", "uncommitted", "final"):
+        assert verdict["groups"][group]["received"] == 600
+        assert verdict["groups"][group]["duplicated"] == 0
+    assert t["groups"]["committed"]["isolation"] == "read_committed"
+    assert t["groups"]["uncommitted"]["isolation"] == "read_uncommitted"
+    # Each record's send ends with its transaction, placed where its delivery report put it.
+    ends = [e for e in _history(run_dir, "P1") if e["f"] == "send" and e["type"] != "invoke"]
+    assert len(ends) == 600 and all(e["offset"] is not None and e["value"]["txn"] for e in ends)
+    partitions = {e["partition"] for e in ends}
+    assert partitions == {0, 1, 2}
+
+
+@pytest.mark.spark
+def test_the_mocks_unfiltered_aborted_records_are_aborted_reads(
+    spark: object, tmp_path: Path
+) -> None:
+    """The mock cannot hide aborted records (no last stable offset, no aborted transactions in
+    its Fetch answers): what it shows a read_committed reader, the checker must call aborted
+    reads, exactly the planned aborts' records, and nothing in the read_uncommitted group."""
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "scenarios/kafka-mock-transactions.yaml").read_text())
+    spec["workload"]["producers"][0]["transaction"]["abort_ratio"] = 0.25
+    scenario = tmp_path / "aborts.yaml"
+    scenario.write_text(yaml.safe_dump(spec))
+    result, run_dir = run_harness(str(scenario), tmp_path / "results")
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    planned = [e for e in _history(run_dir, "P1") if e["f"] == "txn" and e["type"] == "fail"]
+    aborted_records = {f"P1:{s}" for e in planned for s in e["value"]["seqs"]}
+    assert planned and all(e["value"].get("planned") for e in planned)
+    t = verdict["transactions"]
+    assert t["aborted"] == t["planned_aborts"] == len(planned)
+    for group in ("committed", "final"):
+        assert t["groups"][group]["aborted_reads"] == len(aborted_records)
+        ids = (run_dir / "ids" / group / "aborted_reads.txt").read_text().split()
+        assert set(ids) == aborted_records
+    assert t["groups"]["uncommitted"]["aborted_reads"] == 0
+    assert verdict["outcome"] == "anomalies" and "aborted read" in verdict["reason"]
+    # A planned abort is neither an acknowledgement nor a refusal.
+    assert verdict["sends"]["aborted"] == len(aborted_records) and verdict["sends"]["fail"] == 0

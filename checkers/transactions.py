@@ -1,0 +1,192 @@
+"""Transactions: what each read_committed group saw of the transactional producers' writes.
+
+A transactional producer (systems.kafka.transactions) ends every record's send with its
+transaction's outcome and names the transaction in the send's `value.txn`; each reader says its
+isolation once (`f: open`). From those alone, per read_committed group g:
+  aborted_reads   records of an aborted transaction that g received (Adya's G1a, aborted read:
+                  read_committed promises never to return them)
+  torn            committed transactions g saw part of: g received at least one of its records,
+                  and missed another at an offset at or below the highest g read in that
+                  record's partition (g read past it; one it never reached is not torn)
+Across the run: transactions committed, aborted (planned: the producer's choice), and of
+unknown outcome; and how many of the unknown ones some read_committed group saw (they
+committed). A committed record that a group read past and never received is the message
+table's `lost`; this module adds the transaction-level view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+DataFrame = Any
+SAMPLES = 10  # per anomaly, in verdict.json; the ids files hold all
+TXN_METRICS = ("aborted_reads", "torn")
+
+
+def _F() -> Any:
+    from pyspark.sql import functions as F
+
+    return F
+
+
+def _txn_of(value: Any) -> Any:
+    return _F().get_json_object(value, "$.txn")
+
+
+def has_transactions(events: DataFrame) -> bool:
+    return bool(events.filter(_F().col("f") == "txn").limit(1).count())
+
+
+def transaction_outcomes(events: DataFrame) -> DataFrame:
+    """(producer, txn, outcome, planned): each transaction's end (ok, fail, info); one that
+    began and never ended (its producer killed) is info."""
+    F = _F()
+    txns = events.filter(F.col("f") == "txn").select(
+        "producer",
+        _txn_of(F.col("value")).alias("txn"),
+        "type",
+        F.coalesce(F.get_json_object("value", "$.planned") == "true", F.lit(False)).alias(
+            "planned"
+        ),
+    )
+    rank = F.when(F.col("type") == "invoke", 0).otherwise(1)
+    ended = txns.groupBy("producer", "txn").agg(
+        F.max(F.struct(rank.alias("r"), "type", "planned")).alias("end")
+    )
+    outcome = F.when(F.col("end.type") == "invoke", "info").otherwise(F.col("end.type"))
+    return ended.select(
+        "producer", "txn", outcome.alias("outcome"), F.col("end.planned").alias("planned")
+    )
+
+
+def transactional_records(events: DataFrame) -> DataFrame:
+    """(msg_id, txn, stream, partition, offset): every record a transaction sent, where its
+    delivery report placed it (null where none did)."""
+    F = _F()
+    ends = events.filter(
+        (F.col("f") == "send") & (F.col("type") != "invoke") & _txn_of(F.col("value")).isNotNull()
+    )
+    return ends.groupBy("msg_id").agg(
+        F.first(_txn_of(F.col("value"))).alias("txn"),
+        F.first("stream").alias("stream"),
+        F.first("partition", ignorenulls=True).alias("partition"),
+        F.first("offset", ignorenulls=True).alias("offset"),
+    )
+
+
+def isolation_of_groups(events: DataFrame) -> dict[str, str]:
+    """Each reader group's isolation level, as its readers said it."""
+    F = _F()
+    said = events.filter(F.col("f") == "open").select(
+        F.coalesce("group", "stream").alias("group"),
+        F.get_json_object("value", "$.isolation").alias("isolation"),
+    )
+    return {r["group"]: r["isolation"] for r in said.distinct().collect()}
+
+
+def check_transactions(events: DataFrame, ids_dir: Path) -> dict[str, Any] | None:
+    """The transactions section of the verdict, or None for a history without transactions.
+    The ids behind each count go to ids/<group>/aborted_reads.txt (msg_ids) and torn.txt
+    (transaction ids)."""
+    if not has_transactions(events):
+        return None
+    F = _F()
+    isolation = isolation_of_groups(events)
+    committed_groups = sorted(g for g, level in isolation.items() if level == "read_committed")
+    outcomes = transaction_outcomes(events).cache()
+    records = transactional_records(events).join(outcomes.select("txn", "outcome"), "txn").cache()
+    try:
+        reads = (
+            events.filter((F.col("f") == "receive") & (F.col("type") == "ok"))
+            .select(F.coalesce("group", "stream").alias("group"), "msg_id", "partition", "offset")
+            .filter(F.col("group").isin(committed_groups))
+        ).cache()
+        aborted = _aborted_reads(reads, records)
+        torn = _torn(reads, records, committed_groups)
+        summary = _outcome_counts(outcomes)
+        seen = reads.select("msg_id").distinct().join(records, "msg_id")
+        summary["unknown_seen_committed"] = (
+            seen.filter(F.col("outcome") == "info").select("txn").distinct().count()
+        )
+        groups: dict[str, Any] = {
+            g: {"isolation": level, "aborted_reads": 0, "aborted_read_txns": 0, "torn": 0}
+            for g, level in sorted(isolation.items())
+        }
+        samples: dict[str, list[dict[str, Any]]] = {"aborted_reads": [], "torn": []}
+        for r in aborted:
+            g = groups[r["group"]]
+            g["aborted_reads"] += 1
+            samples["aborted_reads"] += [r] if len(samples["aborted_reads"]) < SAMPLES else []
+        for group in committed_groups:
+            txns = {r["txn"] for r in aborted if r["group"] == group}
+            groups[group]["aborted_read_txns"] = len(txns)
+        for r in torn:
+            groups[r["group"]]["torn"] += 1
+            samples["torn"] += [r] if len(samples["torn"]) < SAMPLES else []
+        _write(ids_dir, "aborted_reads", [(r["group"], r["msg_id"]) for r in aborted])
+        _write(ids_dir, "torn", [(r["group"], r["txn"]) for r in torn])
+        return summary | {"groups": groups, "samples": samples}
+    finally:
+        outcomes.unpersist()
+        records.unpersist()
+
+
+def _outcome_counts(outcomes: DataFrame) -> dict[str, int]:
+    F = _F()
+    row = outcomes.agg(
+        F.count("*").alias("transactions"),
+        F.count(F.when(F.col("outcome") == "ok", 1)).alias("committed"),
+        F.count(F.when(F.col("outcome") == "fail", 1)).alias("aborted"),
+        F.count(F.when(F.col("planned"), 1)).alias("planned_aborts"),
+        F.count(F.when(F.col("outcome") == "info", 1)).alias("unknown"),
+    ).collect()[0]
+    return {k: int(v) for k, v in row.asDict().items()}
+
+
+def _aborted_reads(reads: DataFrame, records: DataFrame) -> list[dict[str, Any]]:
+    """(group, msg_id, txn, partition, offset) of every read of an aborted transaction's
+    record, each record once per group."""
+    F = _F()
+    aborted = records.filter(F.col("outcome") == "fail").select("msg_id", "txn")
+    rows = (
+        reads.join(aborted, "msg_id")
+        .groupBy("group", "msg_id", "txn")
+        .agg(F.min("partition").alias("partition"), F.min("offset").alias("offset"))
+        .orderBy("group", "txn", "partition", "offset")
+    )
+    return [r.asDict() for r in rows.collect()]
+
+
+def _torn(reads: DataFrame, records: DataFrame, groups: list[str]) -> list[dict[str, Any]]:
+    """(group, txn, read, missed, missed_ids): committed transactions a group saw in part."""
+    F = _F()
+    spark = reads.sparkSession
+    committed = records.filter((F.col("outcome") == "ok") & F.col("offset").isNotNull())
+    group_names = spark.createDataFrame([(g,) for g in groups], "group string")
+    highest = reads.groupBy("group", "partition").agg(F.max("offset").alias("highest"))
+    got = reads.select("group", "msg_id").distinct().withColumn("got", F.lit(True))
+    each = (
+        committed.crossJoin(F.broadcast(group_names))
+        .join(got, ["group", "msg_id"], "left")
+        .join(highest, ["group", "partition"], "left")
+    )
+    read_past = F.col("highest").isNotNull() & (F.col("offset") <= F.col("highest"))
+    missed = F.col("got").isNull() & read_past
+    per_txn = each.groupBy("group", "txn").agg(
+        F.count(F.when(F.col("got"), 1)).alias("read"),
+        F.count(F.when(missed, 1)).alias("missed"),
+        F.sort_array(F.collect_list(F.when(missed, F.col("msg_id")))).alias("missed_ids"),
+    )
+    rows = per_txn.filter((F.col("read") > 0) & (F.col("missed") > 0)).orderBy("group", "txn")
+    return [r.asDict() for r in rows.collect()]
+
+
+def _write(ids_dir: Path, metric: str, rows: list[tuple[str, str]]) -> None:
+    by_group: dict[str, list[str]] = {}
+    for group, key in rows:
+        by_group.setdefault(group, []).append(key)
+    for group, keys in by_group.items():
+        path = ids_dir / group / f"{metric}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{k}\n" for k in keys))

@@ -1,0 +1,268 @@
+"""A transactional producer on confluent-kafka (librdkafka: the TV1 transaction protocol, on any
+cluster): records are sent in transactions of `size` records spread over every partition of the
+topic, and each transaction is committed or, with probability `abort_ratio`, aborted.
+
+The history says what a reader may see of each record, so a record's send ends only when its
+transaction does (every send line carries `value.txn`, the transaction's id):
+  ok    the commit returned: the record is committed at the partition and offset its delivery
+        report gave;
+  fail  the transaction was aborted: `abort_transaction` returned, or the producer never asked
+        for the commit (a transaction whose EndTxn(commit) was never sent can only be aborted,
+        by the coordinator's timeout or by the next instance's fencing);
+  info  the commit was asked and its outcome is unknown (a fatal error or the deadline while
+        committing): the transaction may have committed.
+Each transaction also has `f: txn` events: an invoke when it begins and one outcome, with the
+same type, its id, its records and, where the producer chose to abort, `planned: true`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from contract.history import PLANNED_ABORT, EventType, HistoryWriter, encode_body
+from systems.kafka.clients import ProducerConfig, producer_settings
+
+log = logging.getLogger("systems.kafka.transactions")
+
+TXN_CALL_TIMEOUT = (
+    10.0  # seconds a single init/commit/abort call may block before it is asked again
+)
+
+
+@dataclass(frozen=True)
+class TransactionConfig:
+    size: int = 10  # records per transaction
+    abort_ratio: float = 0.1  # the share of transactions the producer aborts on purpose
+    timeout_ms: int = 60000  # transaction.timeout.ms
+    transactional_id: str = ""  # default: the producer's id
+
+
+def transactional_settings(
+    cfg: ProducerConfig, txn: TransactionConfig, bootstrap: str
+) -> dict[str, Any]:
+    """The producer's settings with the transaction's own keys (idempotence is implied). A
+    record may not outlive its transaction, so the delivery timeout is the transaction's when
+    that is shorter (the scenario refuses a longer one it set itself)."""
+    settings = producer_settings(cfg, bootstrap)
+    return settings | {
+        "transactional.id": txn.transactional_id or cfg.process,
+        "transaction.timeout.ms": txn.timeout_ms,
+        "delivery.timeout.ms": min(int(settings["delivery.timeout.ms"]), txn.timeout_ms),
+        "enable.idempotence": True,
+    }
+
+
+def txn_id(process: str, number: int) -> str:
+    return f"{process}:t{number}"
+
+
+@dataclass
+class OpenTransaction:
+    """What one transaction sent, as its delivery reports come back."""
+
+    id: str
+    seqs: list[int] = field(default_factory=list)
+    # seq: (partition, offset) as its delivery report gave them
+    positions: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    errors: dict[int, str] = field(default_factory=dict)
+
+    def delivered(self, seq: int, err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            self.positions[seq] = (msg.partition(), msg.offset())
+        else:
+            self.errors[seq] = f"{err.name()}: {err.str()}"
+
+
+class Fatal(Exception):
+    """The producer cannot go on (fenced, or a fatal error): a new instance must take over."""
+
+
+def _kafka_error(e: KafkaException) -> KafkaError | None:
+    return e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+
+
+def _text(e: KafkaException) -> str:
+    err = _kafka_error(e)
+    return f"{err.name()}: {err.str()}" if err is not None else str(e)
+
+
+def _until_done(call: Callable[[float], None], deadline: float) -> None:
+    """Calls `call(timeout)` until it returns, asking again while its error is retriable (a
+    timeout, a coordinator moving) and the deadline allows; a fatal error raises Fatal, an
+    abortable one raises KafkaException for the caller to abort."""
+    while True:
+        try:
+            call(max(1.0, min(TXN_CALL_TIMEOUT, deadline - time.time())))
+            return
+        except KafkaException as e:
+            err = _kafka_error(e)
+            if err is None or err.fatal():
+                raise Fatal(_text(e)) from e
+            if err.txn_requires_abort():
+                raise
+            if not err.retriable() or time.time() >= deadline:
+                raise Fatal(f"{err.name()}: {err.str()}") from e
+            log.info("retrying after %s", err.name())
+
+
+class TransactionalProducer:
+    """One producer instance at a time; after a fatal error the next one's `init_transactions`
+    fences the old and aborts what it left open."""
+
+    def __init__(
+        self, cfg: ProducerConfig, txn: TransactionConfig, bootstrap: str, history: HistoryWriter
+    ) -> None:
+        self.cfg, self.txn, self.bootstrap, self.history = cfg, txn, bootstrap, history
+        self.rng = random.Random(cfg.process)
+        self.producer: Producer | None = None
+        self.partitions: list[int] = []
+        self.send = functools.partial(
+            history.write, f="send", stream=cfg.topic, producer=cfg.process
+        )
+
+    def start(self) -> None:
+        """A fresh instance, initialised (fencing any earlier one with the same id)."""
+        self.producer = Producer(transactional_settings(self.cfg, self.txn, self.bootstrap))
+        _until_done(self.producer.init_transactions, self.cfg.deadline)
+        if not self.partitions:
+            self.partitions = self._partitions()
+
+    def _partitions(self) -> list[int]:
+        assert self.producer is not None
+        while time.time() < self.cfg.deadline:
+            meta = self.producer.list_topics(self.cfg.topic, timeout=10).topics.get(self.cfg.topic)
+            if meta is not None and meta.error is None and meta.partitions:
+                return sorted(meta.partitions)
+            time.sleep(0.5)
+        raise Fatal(f"topic {self.cfg.topic} has no partitions in the brokers' metadata")
+
+    def run(self) -> None:
+        """Transactions until `count` records are sent or the deadline passes."""
+        seq, number = 0, 0
+        while seq < self.cfg.count and time.time() < self.cfg.deadline:
+            if self.producer is None:
+                try:
+                    self.start()
+                except Fatal as e:
+                    log.warning("cannot start a transactional producer: %s", e)
+                    self.producer = None
+                    time.sleep(1.0)
+                    continue
+            number += 1
+            size = min(self.txn.size, self.cfg.count - seq)
+            open_txn = OpenTransaction(txn_id(self.cfg.process, number))
+            outcome, error, planned = self._one(open_txn, range(seq + 1, seq + size + 1))
+            seq += len(open_txn.seqs)
+            self._record(open_txn, outcome, error, planned)
+        if self.producer is not None:
+            self.producer.flush(1.0)
+
+    def _one(self, t: OpenTransaction, seqs: range) -> tuple[EventType, str | None, bool]:
+        """Sends one transaction's records and ends it: its outcome, error and whether the
+        abort was the producer's choice."""
+        assert self.producer is not None
+        producer = self.producer
+        self.history.write("invoke", "txn", producer=self.cfg.process, value={"txn": t.id})
+        try:
+            producer.begin_transaction()
+            for seq in seqs:
+                self.send("invoke", seq=seq, value={"txn": t.id})
+                t.seqs.append(seq)
+                self._produce(t, seq)
+            planned = self.rng.random() < self.txn.abort_ratio
+            if planned:
+                # Written first, then aborted: a record purged before it left the client would
+                # test nothing of what readers may see.
+                producer.flush(max(0.0, min(TXN_CALL_TIMEOUT, self.cfg.deadline - time.time())))
+                return self._abort(t, PLANNED_ABORT, planned=True)
+        except KafkaException as e:  # begin or produce refused: nothing committed
+            return self._abort(t, _text(e), planned=False)
+        except Fatal as e:
+            return self._lost_instance("fail", str(e))
+        try:
+            _until_done(producer.commit_transaction, self.cfg.deadline)
+        except Fatal as e:
+            return self._lost_instance("info", str(e))
+        except KafkaException as e:  # the commit needs an abort (a record not delivered)
+            return self._abort(t, _text(e), planned=False)
+        return "ok", None, False
+
+    def _produce(self, t: OpenTransaction, seq: int) -> None:
+        assert self.producer is not None
+        partition = self.partitions[seq % len(self.partitions)]
+        while True:
+            try:
+                self.producer.produce(
+                    self.cfg.topic,
+                    value=encode_body(self.cfg.process, seq),
+                    partition=partition,
+                    on_delivery=functools.partial(t.delivered, seq),
+                )
+                self.producer.poll(0)
+                return
+            except BufferError:
+                self.producer.poll(0.1)
+                if time.time() >= self.cfg.deadline:
+                    raise Fatal("_QUEUE_FULL: local queue full at deadline") from None
+
+    def _abort(
+        self, t: OpenTransaction, error: str, planned: bool
+    ) -> tuple[EventType, str | None, bool]:
+        """Aborts the open transaction. Whether or not the abort returns, no commit was asked,
+        so the transaction can only end aborted."""
+        assert self.producer is not None
+        try:
+            _until_done(self.producer.abort_transaction, self.cfg.deadline)
+        except Fatal as e:
+            self._lost_instance("fail", str(e))
+        except KafkaException as e:
+            self._lost_instance("fail", _text(e))
+        return "fail", error, planned
+
+    def _lost_instance(self, outcome: EventType, error: str) -> tuple[EventType, str | None, bool]:
+        """The instance can no longer be used: the next transaction starts a new one."""
+        log.warning("transactional producer lost: %s", error)
+        if self.producer is not None:
+            self.producer.purge()
+            self.producer.flush(0)
+        self.producer = None
+        return outcome, error, False
+
+    def _record(
+        self, t: OpenTransaction, outcome: EventType, error: str | None, planned: bool
+    ) -> None:
+        """The transaction's outcome, then each record's send as its outcome says."""
+        value: dict[str, Any] = {"txn": t.id, "seqs": t.seqs}
+        if planned:
+            value["planned"] = True
+        self.history.write(outcome, "txn", producer=self.cfg.process, error=error, value=value)
+        for seq in t.seqs:
+            partition, offset = t.positions.get(seq, (None, None))
+            self.send(
+                outcome,
+                seq=seq,
+                partition=partition,
+                offset=offset,
+                error=_send_error(outcome, planned, t.errors.get(seq), error),
+                value={"txn": t.id},
+            )
+
+
+def _send_error(
+    outcome: EventType, planned: bool, delivery_error: str | None, txn_error: str | None
+) -> str | None:
+    """A record's error: none when committed; the planned abort's mark, whatever became of the
+    record's delivery (the checker counts those apart from refusals); else what refused it."""
+    if outcome == "ok":
+        return None
+    if planned:
+        return PLANNED_ABORT
+    return delivery_error or txn_error

@@ -1,0 +1,223 @@
+"""Transactional anomalies planted at known records: the checker finds exactly those."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checkers.read import read_history
+from checkers.spark import check_history
+from checkers.transactions import check_transactions
+from checkers.verdict import Counts, judge
+from contract.history import FIELDS, PLANNED_ABORT
+
+pytestmark = pytest.mark.spark
+TOPIC = "t"
+PARTITIONS = 3
+SIZE = 4  # records per transaction
+FEW_EXAMPLES = settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _event(process: str, type_: str, f: str, t: float, **kw: Any) -> dict[str, Any]:
+    e: dict[str, Any] = dict.fromkeys(FIELDS)
+    e.update(time=t, process=process, type=type_, f=f, system="kafka", stream=TOPIC, **kw)
+    return e
+
+
+def txn_history(
+    history: Path,
+    txns: int,
+    aborted: set[int],
+    unknown: set[int] = frozenset(),  # type: ignore[assignment]
+    read_aborted: set[int] = frozenset(),  # type: ignore[assignment]
+    torn: set[int] = frozenset(),  # type: ignore[assignment]
+) -> dict[str, Any]:
+    """Producer P runs transactions 1..txns of SIZE records, record i of a transaction in
+    partition i % PARTITIONS; each transaction's marker takes an offset in every partition it
+    wrote. Aborted ones are aborted on purpose; unknown ones end info (and committed: readers
+    see them). Reader C (read_committed) reads every committed record, plus the records of the
+    aborted transactions in `read_aborted`, less the first record of each transaction in `torn`;
+    reader U (read_uncommitted) reads everything. Returns what was planted."""
+    history.mkdir(parents=True)
+    p: list[dict[str, Any]] = []
+    c: list[dict[str, Any]] = [
+        _event("C", "ok", "open", 0, group="C", value={"isolation": "read_committed"})
+    ]
+    u: list[dict[str, Any]] = [
+        _event("U", "ok", "open", 0, group="U", value={"isolation": "read_uncommitted"})
+    ]
+    next_offset = dict.fromkeys(range(PARTITIONS), 0)
+    seq, t = 0, 1.0
+    planted: dict[str, Any] = {"aborted_reads": set(), "torn": set()}
+    for n in range(1, txns + 1):
+        tid = f"P:t{n}"
+        p.append(_event("P", "invoke", "txn", t, producer="P", value={"txn": tid}))
+        records = []
+        for i in range(SIZE):
+            seq += 1
+            partition = i % PARTITIONS
+            offset = next_offset[partition]
+            next_offset[partition] += 1
+            records.append((seq, partition, offset, i))
+            msg = {"producer": "P", "seq": seq, "msg_id": f"P:{seq}"}
+            p.append(_event("P", "invoke", "send", t, **msg, value={"txn": tid}))
+        for partition in {r[1] for r in records}:  # the marker
+            next_offset[partition] += 1
+        outcome = "fail" if n in aborted else "info" if n in unknown else "ok"
+        error = PLANNED_ABORT if n in aborted else "_TIMED_OUT: commit" if n in unknown else None
+        value = {"txn": tid, "seqs": [r[0] for r in records]} | (
+            {"planned": True} if n in aborted else {}
+        )
+        p.append(_event("P", outcome, "txn", t + 0.5, producer="P", error=error, value=value))
+        for s, partition, offset, i in records:
+            msg = {"producer": "P", "seq": s, "msg_id": f"P:{s}"}
+            p.append(
+                _event(
+                    "P",
+                    outcome,
+                    "send",
+                    t + 0.5,
+                    **msg,
+                    partition=partition,
+                    offset=offset,
+                    error=error,
+                    value={"txn": tid},
+                )
+            )
+            read = {**msg, "partition": partition, "offset": offset}
+            u.append(_event("U", "ok", "receive", t + 1, group="U", **read))
+            if n in aborted and n not in read_aborted:
+                continue
+            if n in torn and i == 0:
+                continue
+            c.append(_event("C", "ok", "receive", t + 1, group="C", **read))
+            if n in aborted:
+                planted["aborted_reads"].add(f"P:{s}")
+        if n in torn:
+            planted["torn"].add(tid)
+        t += 1.0
+    # C reads one committed transaction more at the end, so it read past every planted hole.
+    for name, rows in (("P", p), ("C", c), ("U", u)):
+        (history / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return planted
+
+
+def _ids(path: Path) -> set[str]:
+    return set(path.read_text().split()) if path.exists() else set()
+
+
+def test_a_clean_transactional_history_is_clean(spark: Any, tmp_path: Path) -> None:
+    txn_history(tmp_path / "history", 12, aborted={3, 7}, unknown={5})
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    t = result.transactions
+    assert t is not None
+    assert (t["transactions"], t["committed"], t["aborted"], t["unknown"]) == (12, 9, 2, 1)
+    assert t["planned_aborts"] == 2 and t["unknown_seen_committed"] == 1
+    assert t["groups"]["C"] == {
+        "isolation": "read_committed",
+        "aborted_reads": 0,
+        "aborted_read_txns": 0,
+        "torn": 0,
+    }
+    # U read the aborted records: read_uncommitted promises nothing about them.
+    assert t["groups"]["U"]["aborted_reads"] == 0
+    assert result.groups["C"]["lost"] == 0
+    # A planned abort is neither acknowledged nor refused.
+    assert result.sends["aborted"] == 2 * SIZE and result.sends["fail"] == 0
+    assert result.sends["info"] == SIZE
+    counts = Counts.of(result.groups, result.sends, transactions=t)
+    assert judge(counts, "safe").matched
+
+
+def test_a_history_without_transactions_has_no_section(spark: Any, tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    history.mkdir()
+    rows = [
+        _event("P", "invoke", "send", 1, producer="P", seq=1, msg_id="P:1"),
+        _event("P", "ok", "send", 2, producer="P", seq=1, msg_id="P:1", partition=0, offset=0),
+        _event(
+            "R",
+            "ok",
+            "receive",
+            3,
+            group="R",
+            producer="P",
+            seq=1,
+            msg_id="P:1",
+            partition=0,
+            offset=0,
+        ),
+    ]
+    (history / "P.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    (history / "R.jsonl").write_text(json.dumps(rows[2]) + "\n")
+    assert check_history(spark, history, tmp_path / "ids").transactions is None
+
+
+plants = st.integers(6, 16).flatmap(
+    lambda n: st.sets(st.integers(1, n - 1), max_size=n // 2).flatmap(
+        lambda aborted: st.tuples(
+            st.just(n),
+            st.just(aborted),
+            st.sets(st.sampled_from(sorted(aborted) or [0]), max_size=len(aborted)).map(
+                lambda s: s - {0}
+            ),
+            st.sets(st.integers(1, n - 1), max_size=n // 3).map(lambda s: s - aborted),
+        )
+    )
+)
+
+
+@FEW_EXAMPLES
+@given(plants)
+def test_planted_aborted_reads_and_torn_transactions_are_found_exactly(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, plant: Any
+) -> None:
+    txns, aborted, read_aborted, torn = plant
+    tmp = tmp_path_factory.mktemp("txn")
+    planted = txn_history(tmp / "history", txns, aborted, read_aborted=read_aborted, torn=torn)
+    t = check_transactions(read_history(spark, tmp / "history").events, tmp / "ids")
+    assert t is not None
+    c = t["groups"]["C"]
+    assert c["aborted_reads"] == len(planted["aborted_reads"])
+    assert c["aborted_read_txns"] == len(read_aborted)
+    assert c["torn"] == len(planted["torn"])
+    assert _ids(tmp / "ids" / "C" / "aborted_reads.txt") == planted["aborted_reads"]
+    assert _ids(tmp / "ids" / "C" / "torn.txt") == planted["torn"]
+    assert t["groups"]["U"]["aborted_reads"] == 0 and t["groups"]["U"]["torn"] == 0
+
+
+def test_the_verdict_names_what_read_committed_broke(spark: Any, tmp_path: Path) -> None:
+    planted = txn_history(tmp_path / "history", 8, {2, 5}, read_aborted={5}, torn={3, 6})
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    assert result.transactions is not None
+    # Each torn transaction's missing record is a committed record lost below what C read.
+    assert result.groups["C"]["lost"] == 2 and result.groups["C"]["unseen"] == 0
+    counts = Counts.of(result.groups, result.sends, transactions=result.transactions)
+    assert (counts.aborted_reads, counts.torn) == (len(planted["aborted_reads"]), 2)
+    verdict = judge(counts, "loss")
+    assert not verdict.matched and verdict.outcome == "anomalies"
+    assert verdict.reason == (
+        f"read_committed broken: {SIZE} records of aborted transactions read (aborted read), "
+        "2 committed transactions seen in part (torn)"
+    )
+
+
+def test_a_torn_transaction_is_one_read_past_not_one_never_reached(
+    spark: Any, tmp_path: Path
+) -> None:
+    """C stops before the last transaction's second record: the rest of it is unread, not torn."""
+    txn_history(tmp_path / "history", 4, aborted=set())
+    c_file = tmp_path / "history" / "C.jsonl"
+    rows = c_file.read_text().splitlines()
+    c_file.write_text("\n".join(rows[:-3]) + "\n")  # the last transaction's records 2..4
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    assert result.transactions is not None
+    assert result.transactions["groups"]["C"]["torn"] == 0
+    assert result.groups["C"]["unseen"] == 3

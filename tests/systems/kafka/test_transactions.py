@@ -1,0 +1,137 @@
+"""The transactional workload's schema, settings and coordinator targets (no cluster)."""
+
+from __future__ import annotations
+
+import pytest
+
+from contract.history import PLANNED_ABORT
+from systems.kafka.clients import ProducerConfig
+from systems.kafka.scenario import KafkaScenario
+from systems.kafka.targets import (
+    Metadata,
+    PartitionState,
+    TargetError,
+    coordinator_of,
+    coordinator_partition,
+    java_string_hash,
+)
+from systems.kafka.transactions import TransactionConfig, _send_error, transactional_settings
+from systems.registry import parse_scenario
+from systems.scenario import ScenarioError
+from tests.helpers import ROOT
+
+
+def scenario(producer: str, nemesis: str = "[]", readers: str = "[{id: r}]") -> str:
+    return f"""
+id: t
+expect: safe
+cluster: {{system: kafka, brokers: 3}}
+workload: {{producers: [{producer}], readers: {readers}}}
+nemesis: {nemesis}
+"""
+
+
+@pytest.mark.parametrize(
+    ("producer", "line"),
+    [
+        ("{id: P, count: 1, acks: '1', transaction: {}}", "needs acks: all"),
+        ("{id: P, count: 1, enable_idempotence: false, transaction: {}}", "is idempotent"),
+        ("{id: P, count: 1, max_in_flight: 6, transaction: {}}", "max_in_flight of 5"),
+        (
+            "{id: P, count: 1, delivery_timeout_ms: 90000, transaction: {timeout_ms: 60000}}",
+            "outlives the transaction",
+        ),
+        ("{id: P, count: 1, transaction: {abort_ratio: 1.5}}", "less than or equal to 1"),
+        (
+            "{id: P, count: 1, transaction: {}, config: {transaction.timeout.ms: 5}}",
+            "transaction.timeout.ms",
+        ),
+    ],
+)
+def test_a_transactional_producer_refuses_what_transactions_cannot_have(
+    producer: str, line: str
+) -> None:
+    with pytest.raises(ScenarioError, match=line):
+        parse_scenario(scenario(producer))
+
+
+def test_coordinator_targets_need_the_client_they_coordinate() -> None:
+    step = "[{at: 1, op: kill, target: transaction-coordinator}]"
+    with pytest.raises(
+        ScenarioError, match="transaction-coordinator needs a transactional producer"
+    ):
+        parse_scenario(scenario("{id: P, count: 1}", step))
+    step = "[{at: 1, op: isolate, target: group-coordinator}]"
+    with pytest.raises(ScenarioError, match="group-coordinator needs a reader in mode group"):
+        parse_scenario(scenario("{id: P, count: 1}", step))
+    ok = parse_scenario(
+        scenario(
+            "{id: P, count: 1, transaction: {transactional_id: shared}}",
+            step,
+            "[{id: g, mode: group}]",
+        )
+    )
+    assert isinstance(ok, KafkaScenario)
+    assert ok.workload.coordinated() == {
+        "transaction-coordinator": "shared",
+        "group-coordinator": "g",
+    }
+
+
+def test_transactional_settings_bound_a_record_by_its_transaction() -> None:
+    cfg = ProducerConfig("P1", "t", 10, deadline=0, delivery_timeout_ms=30000)
+    settings = transactional_settings(cfg, TransactionConfig(timeout_ms=10000), "b:9092")
+    assert settings["transactional.id"] == "P1"
+    assert settings["transaction.timeout.ms"] == 10000
+    assert settings["delivery.timeout.ms"] == 10000
+    assert settings["enable.idempotence"] is True
+    shared = transactional_settings(cfg, TransactionConfig(transactional_id="x"), "b:9092")
+    assert shared["transactional.id"] == "x" and shared["delivery.timeout.ms"] == 30000
+
+
+def test_a_records_error_says_why_it_is_not_committed() -> None:
+    assert _send_error("ok", False, "x", "y") is None
+    assert _send_error("fail", True, "_PURGE_QUEUE: purged", None) == PLANNED_ABORT
+    assert _send_error("fail", False, "_MSG_TIMED_OUT: t", "abort") == "_MSG_TIMED_OUT: t"
+    assert _send_error("info", False, None, "_FATAL: fenced") == "_FATAL: fenced"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("", 0), ("P1", 2529), ("hello world", 1794106052), ("polygenelubricants", -2147483648)],
+)
+def test_java_string_hash(text: str, expected: int) -> None:
+    assert java_string_hash(text) == expected
+
+
+def test_coordinator_partition_is_kafkas() -> None:
+    # Integer.MIN_VALUE has no absolute value: Kafka places it on partition 0.
+    assert coordinator_partition("polygenelubricants", 50) == 0
+    assert coordinator_partition("P1", 50) == 2529 % 50
+    assert coordinator_partition("hello world", 7) == 1794106052 % 7
+
+
+def test_the_coordinator_is_the_leader_of_the_ids_partition() -> None:
+    state = tuple(
+        PartitionState(
+            "__transaction_state", p, leader=1 + p % 3, replicas=(1, 2, 3), isr=(1, 2, 3)
+        )
+        for p in range(50)
+    )
+    md = Metadata({1: "kafka1", 2: "kafka2", 3: "kafka3"}, None, state)
+    partition = coordinator_partition("P1", 50)
+    assert coordinator_of(md, "transaction-coordinator", "P1") == [f"kafka{1 + partition % 3}"]
+    with pytest.raises(TargetError, match="__consumer_offsets does not exist yet"):
+        coordinator_of(md, "group-coordinator", "g")
+    leaderless = Metadata(
+        md.brokers,
+        None,
+        tuple(PartitionState(s.topic, s.partition, -1, s.replicas, ()) for s in state),
+    )
+    with pytest.raises(TargetError, match="has no leader"):
+        coordinator_of(leaderless, "transaction-coordinator", "P1")
+
+
+@pytest.mark.parametrize("name", ["T2", "T3", "T4", "kafka-mock-transactions"])
+def test_the_transactional_scenarios_validate(name: str) -> None:
+    parse_scenario((ROOT / f"scenarios/{name}.yaml").read_text())
