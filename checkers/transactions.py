@@ -82,7 +82,18 @@ def isolation_of_groups(events: DataFrame) -> dict[str, str]:
         F.coalesce("group", "stream").alias("group"),
         F.get_json_object("value", "$.isolation").alias("isolation"),
     )
+    said = said.filter(F.col("isolation").isNotNull())
     return {r["group"]: r["isolation"] for r in said.distinct().collect()}
+
+
+def producer_clients(events: DataFrame) -> dict[str, str]:
+    """Each transactional producer's client, as it said it (confluent-kafka or Kafka's Java
+    client, and their versions): the history says which one wrote it."""
+    F = _F()
+    said = events.filter((F.col("f") == "open") & F.col("producer").isNotNull()).select(
+        "producer", F.get_json_object("value", "$.client").alias("client")
+    )
+    return {r["producer"]: r["client"] for r in said.filter(F.col("client").isNotNull()).collect()}
 
 
 def check_transactions(events: DataFrame, ids_dir: Path) -> dict[str, Any] | None:
@@ -126,7 +137,8 @@ def check_transactions(events: DataFrame, ids_dir: Path) -> dict[str, Any] | Non
             samples["torn"] += [r] if len(samples["torn"]) < SAMPLES else []
         _write(ids_dir, "aborted_reads", [(r["group"], r["msg_id"]) for r in aborted])
         _write(ids_dir, "torn", [(r["group"], r["txn"]) for r in torn])
-        return summary | {"groups": groups, "samples": samples}
+        clients = producer_clients(events)
+        return summary | {"clients": clients, "groups": groups, "samples": samples}
     finally:
         outcomes.unpersist()
         records.unpersist()

@@ -444,6 +444,8 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
         f"{txns['aborted']} aborted of which {txns['planned_aborts']} planned, "
         f"{txns['unknown']} unknown, {txns['unknown_seen_committed']} of them seen committed)"
     ]
+    for producer, client in sorted((txns.get("clients") or {}).items()):
+        lines.append(f"transactions of {producer}: {client}")
     for name, g in sorted(txns["groups"].items()):
         lines.append(
             f"transactions in {name} ({g['isolation']}): aborted reads {g['aborted_reads']} "

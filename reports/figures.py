@@ -8,12 +8,15 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from checkers.messages import ABORTED
 from reports.run_data import RunData
 
-OUTCOME_SERIES = (  # history type -> how the report names it, and its colour
+OUTCOME_SERIES = (  # a send's outcome (timeline.json) -> how the report names it, and its colour
     ("ok", "acknowledged sends/s", "#2e7d32"),
     ("fail", "refused sends/s", "#c62828"),
     ("info", "unknown sends/s", "#ef6c00"),
+    # grey: the producer's own choice, neither a success nor the broker's refusal
+    (ABORTED, "aborted sends/s", "#9e9e9e"),
 )
 ANOMALY_COLOURS = {"lost": "#c62828", "duplicated": "#6a1b9a", "reordered": "#8d6e63"}
 BAND_COLOURS = ("#1565c0", "#00838f")  # alternate, so neighbouring steps stay apart

@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from checkers.transactions import TXN_METRICS
 from contract.manifest import Manifest
 from contract.rundir import SCHEDULE, RunDir
 from faults.registry import label_of
@@ -23,6 +24,9 @@ VERDICT_COLOURS = {
     None: "#757575",
 }
 REPORT_NAME = "report.html"
+# The one isolation level the transactions check judges (checkers.transactions).
+READ_COMMITTED = "read_committed"
+TXN_COUNTS = ("aborted_reads", "aborted_read_txns", "torn")
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("reports", "templates"),
@@ -117,10 +121,42 @@ def attribution_rows(verdict: dict[str, Any] | None, key: str) -> list[dict[str,
     return sorted(rows, key=lambda r: (r["metric"], r["group"], -r["count"]))
 
 
+def transactions_of(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The verdict's transactions section; None for a run without transactional producers."""
+    txns = (verdict or {}).get("transactions")
+    return txns if isinstance(txns, dict) else None
+
+
+def transaction_rows(txns: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per reader group: its isolation, what it read of aborted transactions, the committed ones
+    it saw in part, and the id files behind non-zero counts."""
+    rows = []
+    for group, counts in sorted(((txns or {}).get("groups") or {}).items()):
+        judged = counts.get("isolation") == READ_COMMITTED
+        # The checker never counts the other groups: their 0 would read as a clean bill.
+        shown = {k: counts.get(k, 0) if judged else None for k in TXN_COUNTS}
+        files = [f"ids/{group}/{k}.txt" for k in TXN_METRICS if shown[k]]
+        isolation = counts.get("isolation") or "?"
+        rows.append(
+            {"group": group, "isolation": isolation, "judged": judged, "files": files} | shown
+        )
+    return rows
+
+
+def aborted_read_samples(txns: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The checker's first aborted reads, each with where its group read it (partition@offset)."""
+    out = []
+    for s in ((txns or {}).get("samples") or {}).get("aborted_reads") or []:
+        where = "?" if s.get("partition") is None else f"{s['partition']}@{s.get('offset')}"
+        out.append(s | {"where": where})
+    return out
+
+
 def render_report(run: RunData) -> Path:
     """Builds RUN_DIR/report.html from the run's files; returns its path."""
     verdict = run.verdict
     figure = timeline_figure(run) if run.timeline else None
+    txns = transactions_of(verdict)
     page = TEMPLATES.get_template("report.html.j2").render(
         run=run,
         m=run.manifest,
@@ -145,6 +181,9 @@ def render_report(run: RunData) -> Path:
         ),
         spec_json=json.dumps(run.manifest.scenario_spec, indent=2),
         coverage=(verdict or {}).get("coverage") or {},
+        txns=txns,
+        txn_rows=transaction_rows(txns),
+        aborted_reads=aborted_read_samples(txns),
         shrink=run.shrink,
         schedule=RunDir(run.run_dir).schedule.is_file(),
     )

@@ -63,4 +63,6 @@ if ! docker compose version >/dev/null 2>&1; then
 fi
 bash compose/images/build_local_images.sh
 .venv/bin/python -m systems.kafka.configdefs --ensure
+# Kafka's Java client for the transactional workload, per local Kafka release (kept once built).
+.venv/bin/python -m systems.kafka.java_client
 echo "setup: done"

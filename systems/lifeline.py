@@ -28,6 +28,12 @@ def _set_parent_death_signal(signum: int) -> None:
         pass
 
 
+def die_with_parent() -> None:
+    """For a child process (subprocess's preexec_fn) that must end with the client that started
+    it: a Java client outlives no Python one."""
+    _set_parent_death_signal(signal.SIGTERM)
+
+
 def _end_if_orphaned(harness_pid: int) -> None:
     if os.getppid() != harness_pid:
         os.kill(os.getpid(), signal.SIGTERM)

@@ -340,6 +340,25 @@ READER_NOT_CAUGHT_UP = 3  # exit code: the drain did not reach every high-water 
 READER_NO_TOPIC = 4  # exit code: the topic never showed partitions
 
 
+def _transactional(
+    pcfg: ProducerConfig, transaction: dict[str, Any], bootstrap: str, history_dir: Path, work: Path
+) -> int:
+    """A transactional producer, on the client its scenario chose."""
+    # Imported here: the transactional producer builds on this module.
+    from systems.kafka.transactions import (
+        TransactionalProducer,
+        TransactionConfig,
+        run_java_producer,
+    )
+
+    txn = TransactionConfig(**transaction)
+    if txn.client == "java":
+        return run_java_producer(pcfg, txn, bootstrap, history_dir / f"{pcfg.process}.jsonl", work)
+    with HistoryWriter(history_dir, pcfg.process, "kafka") as history:
+        TransactionalProducer(pcfg, txn, bootstrap, history).run()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m systems.kafka.clients producer|reader CONFIG`: one client process of a run."""
     parser = argparse.ArgumentParser(prog="python -m systems.kafka.clients")
@@ -353,14 +372,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.role == "producer":
         transaction = data.pop("transaction", None)
         pcfg = ProducerConfig(**data)
+        if transaction is not None:
+            return _transactional(pcfg, transaction, bootstrap, history_dir, args.config.parent)
         with HistoryWriter(history_dir, pcfg.process, "kafka") as history:
-            if transaction is None:
-                run_producer(pcfg, bootstrap, history)
-            else:  # imported here: the transactional producer builds on this module
-                from systems.kafka.transactions import TransactionalProducer, TransactionConfig
-
-                txn = TransactionConfig(**transaction)
-                TransactionalProducer(pcfg, txn, bootstrap, history).run()
+            run_producer(pcfg, bootstrap, history)
         return 0
     rcfg = ReaderConfig(**data)
     drain = {"now": rcfg.final}

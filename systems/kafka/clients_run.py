@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Mapping
 
 from systems.kafka.clients import ProducerConfig, ReaderConfig, producer_settings, reader_settings
 from systems.kafka.configdefs import to_property
 from systems.kafka.scenario import FINAL_READER
-from systems.kafka.transactions import TransactionConfig, transactional_settings
+from systems.kafka.transactions import (
+    TransactionConfig,
+    java_properties,
+    transactional_settings,
+)
 from systems.run import ScenarioRun
+from systems.scenario import ScenarioError
 
 
 class KafkaClientsRun(ScenarioRun):
@@ -20,6 +26,13 @@ class KafkaClientsRun(ScenarioRun):
     @property
     def bootstrap_servers(self) -> str:
         raise NotImplementedError
+
+    def kafka_release(self) -> str:
+        """The cluster's Kafka release (4.4.0): the Java client's kafka-clients is the same."""
+        version = (self.manifest.images or {}).get("kafka", {}).get("version")
+        if not version:
+            raise ScenarioError("the java client needs the cluster's Kafka release, unknown here")
+        return str(version)
 
     def groups(self) -> list[str]:
         final = [FINAL_READER] if self.scenario.workload.final_read else []
@@ -44,6 +57,9 @@ class KafkaClientsRun(ScenarioRun):
             cfg = ProducerConfig(p.id, topic, deadline=0, **knobs)
             if p.transaction is None:
                 out[f"producer {p.id}"] = _shown(producer_settings(cfg, ""))
+            elif p.transaction.client == "java":
+                txn = TransactionConfig(**p.transaction.model_dump())
+                out[f"producer {p.id}"] = _shown(java_properties(cfg, txn, ""))
             else:
                 txn = TransactionConfig(**p.transaction.model_dump())
                 out[f"producer {p.id}"] = _shown(transactional_settings(cfg, txn, ""))
@@ -78,7 +94,10 @@ class KafkaClientsRun(ScenarioRun):
             )
             self._spawn("reader", r.id, config)
         for p in w.producers:
-            config = self._client_config(start + t.workload, **p.model_dump(exclude={"id"}))
+            knobs = p.model_dump(exclude={"id"})
+            if p.transaction is not None and p.transaction.client == "java":
+                knobs["transaction"]["java_version"] = self.kafka_release()
+            config = self._client_config(start + t.workload, **knobs)
             self._spawn("producer", p.id, config)
         return [p.id for p in w.producers]
 
@@ -102,6 +121,6 @@ class KafkaClientsRun(ScenarioRun):
         return self._wait_client(FINAL_READER, deadline)
 
 
-def _shown(settings: dict[str, object]) -> dict[str, str]:
+def _shown(settings: Mapping[str, object]) -> dict[str, str]:
     hidden = {"bootstrap.servers", "log_level", "debug"}
     return {k: to_property(v) for k, v in settings.items() if k not in hidden}  # type: ignore[arg-type]

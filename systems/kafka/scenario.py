@@ -41,6 +41,10 @@ class KafkaTransactionSpec(Strict):
     timeout_ms: Annotated[int, Field(ge=1000, le=900_000)] = 60000
     # default: the producer's id (two producers with one id fence each other: zombie fencing)
     transactional_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]*$")] = ""
+    # confluent-kafka (librdkafka: transaction protocol version 1 everywhere), or Kafka's own
+    # Java client of the release under test (version 2 on a 4.x cluster whose
+    # transaction.version is 2, KIP-890).
+    client: Literal["confluent-kafka", "java"] = "confluent-kafka"
 
 
 class KafkaProducerSpec(Strict):
@@ -67,6 +71,15 @@ class KafkaProducerSpec(Strict):
             raise ValueError("a transactional producer needs acks: all")
         if "enable_idempotence" in self.model_fields_set and not self.enable_idempotence:
             raise ValueError("a transactional producer is idempotent (enable_idempotence: true)")
+        if self.transaction.client == "java":
+            if self.config:
+                raise ValueError("config holds librdkafka keys: the java client takes none (yet)")
+            delivery = min(self.delivery_timeout_ms, self.transaction.timeout_ms)
+            if delivery < self.linger_ms + self.request_timeout_ms:
+                raise ValueError(
+                    f"the java client needs a delivery timeout ({delivery} ms, bounded by the "
+                    "transaction's) of at least linger_ms + request_timeout_ms"
+                )
         if self.max_in_flight > 5:
             raise ValueError("a transactional producer needs max_in_flight of 5 or fewer")
         timeout = self.transaction.timeout_ms

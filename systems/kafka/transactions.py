@@ -20,12 +20,15 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+import confluent_kafka
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, libversion
 
 from contract.history import PLANNED_ABORT, EventType, HistoryWriter, encode_body
 from systems.kafka.clients import ProducerConfig, producer_settings
@@ -43,6 +46,8 @@ class TransactionConfig:
     abort_ratio: float = 0.1  # the share of transactions the producer aborts on purpose
     timeout_ms: int = 60000  # transaction.timeout.ms
     transactional_id: str = ""  # default: the producer's id
+    client: str = "confluent-kafka"  # or "java": Kafka's own client (systems.kafka.java_client)
+    java_version: str = ""  # the java client's kafka-clients release: the cluster's
 
 
 def transactional_settings(
@@ -128,6 +133,15 @@ class TransactionalProducer:
             history.write, f="send", stream=cfg.topic, producer=cfg.process
         )
 
+    def announce(self) -> None:
+        """Which client wrote this history, once before the first transaction."""
+        client = f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {libversion()[0]})"
+        value = {
+            "client": client,
+            "transactional_id": self.txn.transactional_id or self.cfg.process,
+        }
+        self.history.write("ok", "open", producer=self.cfg.process, value=value)
+
     def start(self) -> None:
         """A fresh instance, initialised (fencing any earlier one with the same id)."""
         self.producer = Producer(transactional_settings(self.cfg, self.txn, self.bootstrap))
@@ -146,7 +160,9 @@ class TransactionalProducer:
 
     def run(self) -> None:
         """Transactions until `count` records are sent or the deadline passes."""
+        self.announce()
         seq, number = 0, 0
+        next_at = time.monotonic()
         while seq < self.cfg.count and time.time() < self.cfg.deadline:
             if self.producer is None:
                 try:
@@ -158,6 +174,9 @@ class TransactionalProducer:
                     continue
             number += 1
             size = min(self.txn.size, self.cfg.count - seq)
+            if self.cfg.rate > 0:  # the rate holds per transaction: its records go together
+                next_at = max(next_at, time.monotonic() - 1.0) + size / self.cfg.rate
+                time.sleep(max(0.0, next_at - time.monotonic()))
             open_txn = OpenTransaction(txn_id(self.cfg.process, number))
             outcome, error, planned = self._one(open_txn, range(seq + 1, seq + size + 1))
             seq += len(open_txn.seqs)
@@ -192,7 +211,7 @@ class TransactionalProducer:
         except Fatal as e:
             return self._lost_instance("info", str(e))
         except KafkaException as e:  # the commit needs an abort (a record not delivered)
-            return self._abort(t, _text(e), planned=False)
+            return self._abort(t, _text(e), planned=False, commit_asked=True)
         return "ok", None, False
 
     def _produce(self, t: OpenTransaction, seq: int) -> None:
@@ -214,17 +233,20 @@ class TransactionalProducer:
                     raise Fatal("_QUEUE_FULL: local queue full at deadline") from None
 
     def _abort(
-        self, t: OpenTransaction, error: str, planned: bool
+        self, t: OpenTransaction, error: str, planned: bool, commit_asked: bool = False
     ) -> tuple[EventType, str | None, bool]:
-        """Aborts the open transaction. Whether or not the abort returns, no commit was asked,
-        so the transaction can only end aborted."""
+        """Aborts the open transaction. A transaction whose commit was never asked can only end
+        aborted, whether or not the abort returns; one whose commit was asked and refused is
+        aborted only if the abort returns (else its outcome is unknown)."""
         assert self.producer is not None
         try:
             _until_done(self.producer.abort_transaction, self.cfg.deadline)
-        except Fatal as e:
-            self._lost_instance("fail", str(e))
-        except KafkaException as e:
-            self._lost_instance("fail", _text(e))
+        except (Fatal, KafkaException) as e:
+            why = _text(e) if isinstance(e, KafkaException) else str(e)
+            outcome: EventType = "info" if commit_asked else "fail"
+            return self._lost_instance(outcome, f"{error}; the abort failed: {why}")[:2] + (
+                planned,
+            )
         return "fail", error, planned
 
     def _lost_instance(self, outcome: EventType, error: str) -> tuple[EventType, str | None, bool]:
@@ -266,3 +288,66 @@ def _send_error(
     if planned:
         return PLANNED_ABORT
     return delivery_error or txn_error
+
+
+JAVA_SLACK = 60.0  # seconds past the deadline the Java client may take to end its last transaction
+
+
+def java_properties(cfg: ProducerConfig, txn: TransactionConfig, bootstrap: str) -> dict[str, str]:
+    """The Java producer's settings: the same knobs as the librdkafka producer's, in the Java
+    client's names (max.block.ms bounds each blocking call, as TXN_CALL_TIMEOUT does here)."""
+    settings = transactional_settings(cfg, txn, bootstrap)
+    keys = (
+        "bootstrap.servers",
+        "acks",
+        "enable.idempotence",
+        "retries",
+        "delivery.timeout.ms",
+        "request.timeout.ms",
+        "max.in.flight.requests.per.connection",
+        "linger.ms",
+        "compression.type",
+        "transactional.id",
+        "transaction.timeout.ms",
+    )
+    java = {
+        k: str(settings[k]).lower() if isinstance(settings[k], bool) else str(settings[k])
+        for k in keys
+    }
+    return java | {"max.block.ms": str(int(TXN_CALL_TIMEOUT * 1000))}
+
+
+def run_java_producer(
+    cfg: ProducerConfig, txn: TransactionConfig, bootstrap: str, history: Path, work: Path
+) -> int:
+    """Kafka's Java client as this producer: it writes `history` itself; its exit code."""
+    from systems.kafka.java_client import MAIN_CLASS, classpath, ensure
+    from systems.lifeline import die_with_parent
+
+    ensure(txn.java_version)
+    props = work / f"{cfg.process}.java.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in java_properties(cfg, txn, bootstrap).items()))
+    argv = [
+        "java",
+        "-cp",
+        classpath(txn.java_version),
+        MAIN_CLASS,
+        str(props),
+        str(history),
+        cfg.process,
+        cfg.topic,
+        str(cfg.count),
+        str(cfg.rate),
+        str(cfg.deadline),
+        str(txn.size),
+        str(txn.abort_ratio),
+        txn.java_version,
+    ]
+    timeout = max(1.0, cfg.deadline - time.time()) + JAVA_SLACK
+    try:
+        return subprocess.run(
+            argv, timeout=timeout, preexec_fn=die_with_parent, check=False
+        ).returncode
+    except subprocess.TimeoutExpired:
+        log.error("the java client did not end %.0f s after its deadline", JAVA_SLACK)
+        return 1

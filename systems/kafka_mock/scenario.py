@@ -56,3 +56,13 @@ class KafkaMockScenario(ScenarioBase):
     cluster: KafkaMockClusterSpec
     workload: KafkaWorkload
     nemesis: list[KafkaMockStep] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _librdkafka_only(self) -> KafkaMockScenario:
+        for p in self.workload.producers:
+            if p.transaction is not None and p.transaction.client == "java":
+                raise ValueError(
+                    f"producer {p.id}: the java client needs a real cluster (the mock serves "
+                    "librdkafka's protocol versions, not the Java client's)"
+                )
+        return self

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from checkers.run import check_run
+from reports.figures import timeline_figure
 from reports.index import render_index
 from reports.junit import matrix_case, suite
+from reports.run_data import load
 from reports.write import write_run_reports
 from tests.browser import render
 from tests.checkers.test_run import event, recv, send, write
@@ -109,6 +111,130 @@ def test_a_run_without_verdict_gets_a_report_and_a_junit_error(tmp_path: Path) -
     assert shown.verdict_text == "no verdict: cluster never came up"
     error = ET.parse(junit).getroot().find("testsuite/testcase/error")
     assert error is not None and error.get("message") == "cluster never came up"
+
+
+def checked_run(run_dir: Path, transactions: dict[str, Any] | None) -> Path:
+    """A checked transactional run as the report reads it: manifest and verdict.json only."""
+    run_dir.mkdir(parents=True)
+    manifest = {"scenario": "T2", "run_id": "t1", "tier": "real-cluster", "expect": "safe"}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    counts = {"acked": 400, "received": 400, "lost": 0, "duplicated": 0, "reordered": 0}
+    verdict = {
+        "outcome": "anomalies",
+        "matched": False,
+        "expect": "safe",
+        "reason": "read_committed broken",
+        "groups": {"committed": counts, "uncommitted": counts},
+        "sends": {"ok": 400, "fail": 0, "info": 10, "aborted": 56},
+        "transactions": transactions,
+    }
+    (run_dir / "verdict.json").write_text(json.dumps(verdict))
+    return run_dir
+
+
+def section(html: str, element: str, element_id: str) -> str:
+    found = re.search(rf'<{element} id="{element_id}">(.*?)</{element}>', html, re.S)
+    assert found is not None, f"no {element}#{element_id}"
+    return found.group(1)
+
+
+def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path: Path) -> None:
+    zero = {"aborted_reads": 0, "aborted_read_txns": 0, "torn": 0}
+    transactions = {
+        "transactions": 60,
+        "committed": 50,
+        "aborted": 8,
+        "planned_aborts": 7,
+        "unknown": 2,
+        "unknown_seen_committed": 1,
+        "groups": {
+            "committed": {
+                "isolation": "read_committed",
+                "aborted_reads": 2,
+                "aborted_read_txns": 1,
+                "torn": 1,
+            },
+            "uncommitted": {"isolation": "read_uncommitted"} | zero,
+        },
+        "samples": {
+            "aborted_reads": [
+                {
+                    "group": "committed",
+                    "msg_id": "P1:111",
+                    "txn": "P1:t12",
+                    "partition": 0,
+                    "offset": 47,
+                },
+                {
+                    "group": "committed",
+                    "msg_id": "P1:112",
+                    "txn": "P1:t12",
+                    "partition": 1,
+                    "offset": 9,
+                },
+            ],
+            "torn": [
+                {
+                    "group": "committed",
+                    "txn": "P1:t3",
+                    "read": 3,
+                    "missed": 1,
+                    "missed_ids": ["P1:9"],
+                }
+            ],
+        },
+    }
+    report, _ = write_run_reports(checked_run(tmp_path / "T2" / "t1", transactions))
+    html = report.read_text()
+    assert "<h2>Transactions</h2>" in html
+    assert section(html, "p", "transactions-summary").startswith(
+        "60 transactions: 50 committed, 8 aborted (7 of them planned by their producer), "
+        "2 of unknown outcome (1 of them seen committed by a read_committed reader)."
+    )
+    table = section(html, "table", "transactions")
+    assert (
+        '<td>committed</td><td>read_committed</td><td class="n">2</td><td class="n">1</td>'
+        '<td class="n">1</td>' in table
+    )
+    assert (
+        'href="ids/committed/aborted_reads.txt"' in table
+        and 'href="ids/committed/torn.txt"' in table
+    )
+    # The checker never counts a read_uncommitted group: its zeros are not a clean bill.
+    assert "<td>read_uncommitted</td>" + '<td class="n">-</td>' * 3 in table
+    assert "ids/uncommitted/" not in table
+    assert "read_uncommitted group is expected to read aborted records" in html
+    aborted = section(html, "ul", "transaction-aborted-reads")
+    assert aborted.count("<li>") == 2
+    assert (
+        "<code>P1:t12</code> (aborted): record <code>P1:111</code> at <code>0@47</code>" in aborted
+    )
+    torn = section(html, "ul", "transaction-torn")
+    assert "(committed): group committed read 3 of its records and missed 1" in torn
+    assert torn.count("<li>") == 1 and "<code>P1:t3</code>" in torn and "<code>P1:9</code>" in torn
+
+
+def test_report_of_a_run_without_transactions_has_no_such_section(tmp_path: Path) -> None:
+    run_dir = checked_run(tmp_path / "K4" / "r1", None)
+    report, _ = write_run_reports(run_dir)
+    assert "Transactions" not in report.read_text()
+    # A verdict from before the transactions check has no such key at all.
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    del verdict["transactions"]
+    (run_dir / "verdict.json").write_text(json.dumps(verdict))
+    report, _ = write_run_reports(run_dir)
+    assert "Transactions" not in report.read_text() and 'id="transaction' not in report.read_text()
+
+
+def test_the_timeline_draws_aborted_sends_only_when_there_are_some(tmp_path: Path) -> None:
+    run = load(checked_run(tmp_path / "T2" / "t1", None))
+    row = {"ok": 5, "fail": 0, "info": 0, "aborted": 0, "p50_ms": 3.0, "p99_ms": 9.0}
+    sends = [{"second": s} | row for s in range(3)]
+    run.timeline = {"run_start": 0.0, "sends": sends}
+    assert "aborted sends/s" not in {t.name for t in timeline_figure(run).data}
+    sends[1]["aborted"] = 4
+    drawn = {t.name: t for t in timeline_figure(run).data}
+    assert list(drawn["aborted sends/s"].y) == [0, 4, 0]
 
 
 def test_junit_passes_a_reproduced_claim_and_fails_the_rest() -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from compose.releases import setup_releases
 from contract.history import PLANNED_ABORT
+from systems.kafka import java_client
 from systems.kafka.clients import ProducerConfig
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka.targets import (
@@ -15,7 +17,12 @@ from systems.kafka.targets import (
     coordinator_partition,
     java_string_hash,
 )
-from systems.kafka.transactions import TransactionConfig, _send_error, transactional_settings
+from systems.kafka.transactions import (
+    TransactionConfig,
+    _send_error,
+    java_properties,
+    transactional_settings,
+)
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
 from tests.helpers import ROOT
@@ -135,3 +142,54 @@ def test_the_coordinator_is_the_leader_of_the_ids_partition() -> None:
 @pytest.mark.parametrize("name", ["T2", "T3", "T4", "kafka-mock-transactions"])
 def test_the_transactional_scenarios_validate(name: str) -> None:
     parse_scenario((ROOT / f"scenarios/{name}.yaml").read_text())
+
+
+def test_the_java_client_takes_the_same_knobs_in_its_own_names() -> None:
+    cfg = ProducerConfig("P1", "t", 10, deadline=0, request_timeout_ms=3000, linger_ms=7)
+    txn = TransactionConfig(timeout_ms=15000, client="java", java_version="4.4.0")
+    props = java_properties(cfg, txn, "b:9092")
+    assert props["bootstrap.servers"] == "b:9092"
+    assert props["transactional.id"] == "P1" and props["enable.idempotence"] == "true"
+    assert props["delivery.timeout.ms"] == "15000" and props["request.timeout.ms"] == "3000"
+    assert props["linger.ms"] == "7" and props["acks"] == "all"
+    assert "log_level" not in props and "debug" not in props
+
+
+@pytest.mark.parametrize(
+    ("producer", "line"),
+    [
+        (
+            "{id: P, count: 1, transaction: {client: java, timeout_ms: 10000}}",
+            "at least linger_ms \\+ request_timeout_ms",
+        ),
+        (
+            "{id: P, count: 1, request_timeout_ms: 3000, config: {linger.ms: 5},"
+            " transaction: {client: java}}",
+            "the java client takes none",
+        ),
+    ],
+)
+def test_the_java_client_refuses_what_it_cannot_take(producer: str, line: str) -> None:
+    with pytest.raises(ScenarioError, match=line):
+        parse_scenario(scenario(producer))
+
+
+def test_the_mock_tier_has_no_java_client() -> None:
+    text = """
+id: m
+expect: safe
+cluster: {system: kafka-mock}
+workload:
+  producers: [{id: P, count: 1, request_timeout_ms: 3000, transaction: {client: java}}]
+  readers: [{id: r}]
+"""
+    with pytest.raises(ScenarioError, match="the java client needs a real cluster"):
+        parse_scenario(text)
+
+
+def test_the_java_client_builds_for_each_release_setup_builds() -> None:
+    """make setup builds it; here it is found built (or built again, from Maven's cache)."""
+    for release in setup_releases("kafka"):
+        d = java_client.ensure(release)
+        assert (d / "classes" / f"{java_client.MAIN_CLASS}.class").exists()
+        assert any(p.name == f"kafka-clients-{release}.jar" for p in (d / "lib").iterdir())

@@ -1,0 +1,314 @@
+// A transactional producer on Kafka's own Java client (the release's kafka-clients), writing the
+// same history as systems/kafka/transactions.py: on a 4.x cluster whose transaction.version is 2
+// it speaks KIP-890's protocol (TV2), which librdkafka does not.
+//
+// Usage: java -cp CLASSPATH TransactionalProducer PROPERTIES HISTORY PROCESS TOPIC COUNT RATE
+//        DEADLINE SIZE ABORT_RATIO CLIENT_VERSION
+// PROPERTIES holds every producer setting (the harness writes it); DEADLINE is Unix seconds.
+//
+// A record's send ends with its transaction: ok committed (at its delivery's partition and offset),
+// fail aborted, info when the commit was asked and its outcome is unknown.
+
+import java.io.FileOutputStream;
+import java.io.FileReader;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.OutOfOrderSequenceException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public final class TransactionalProducer {
+    // Must equal contract.history.PLANNED_ABORT: the checker counts these apart from refusals.
+    static final String PLANNED_ABORT = "ABORTED: the producer aborted its transaction";
+
+    /** One JSON line per event, written whole with one write, as contract/history.py does. */
+    static final class History {
+        private final OutputStream out;
+        private final String process;
+        private final String topic;
+
+        History(String path, String process, String topic) throws IOException {
+            this.out = new FileOutputStream(path, true);
+            this.process = process;
+            this.topic = topic;
+        }
+
+        synchronized void write(String type, String f, Integer seq, Integer partition, Long offset,
+                                String error, String value) {
+            StringBuilder b = new StringBuilder(256);
+            Instant at = Instant.now();
+            b.append("{\"time\":").append(String.format(Locale.ROOT, "%d.%06d", at.getEpochSecond(),
+                    at.getNano() / 1000))
+                .append(",\"process\":").append(quote(process))
+                .append(",\"type\":").append(quote(type))
+                .append(",\"f\":").append(quote(f))
+                .append(",\"system\":\"kafka\",\"stream\":").append(quote(topic))
+                .append(",\"group\":null,\"producer\":").append(quote(process))
+                .append(",\"seq\":").append(seq)
+                .append(",\"msg_id\":").append(seq == null ? "null" : quote(process + ":" + seq))
+                .append(",\"partition\":").append(partition)
+                .append(",\"offset\":").append(offset)
+                .append(",\"node\":null,\"error\":").append(error == null ? "null" : quote(error))
+                .append(",\"value\":").append(value == null ? "null" : value)
+                .append(",\"redelivered\":null}\n");
+            try {
+                out.write(b.toString().getBytes(StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                throw new RuntimeException("history not written: " + e.getMessage(), e);
+            }
+        }
+
+        static String quote(String s) {
+            StringBuilder b = new StringBuilder(s.length() + 2).append('"');
+            for (char c : s.toCharArray()) {
+                if (c == '"' || c == '\\') {
+                    b.append('\\').append(c);
+                } else if (c < 0x20) {
+                    b.append(String.format("\\u%04x", (int) c));
+                } else {
+                    b.append(c);
+                }
+            }
+            return b.append('"').toString();
+        }
+    }
+
+    /** What one transaction sent, as its delivery callbacks come back. */
+    static final class Txn {
+        final String id;
+        final List<Integer> seqs = new ArrayList<>();
+        final Map<Integer, long[]> positions = new ConcurrentHashMap<>();
+        final Map<Integer, String> errors = new ConcurrentHashMap<>();
+
+        Txn(String id) {
+            this.id = id;
+        }
+    }
+
+    /** A transaction's end: its outcome, error, and whether the producer chose to abort. */
+    record End(String outcome, String error, boolean planned) {}
+
+    private final Properties props;
+    private final History history;
+    private final String process;
+    private final String topic;
+    private final int count;
+    private final double rate;
+    private final double deadline;
+    private final int size;
+    private final double abortRatio;
+    private final Random rng;
+    private final String clientVersion;
+    private KafkaProducer<byte[], byte[]> producer;
+    private List<Integer> partitions = List.of();
+
+    TransactionalProducer(String[] a) throws IOException {
+        props = new Properties();
+        try (FileReader r = new FileReader(a[0], StandardCharsets.UTF_8)) {
+            props.load(r);
+        }
+        process = a[2];
+        topic = a[3];
+        history = new History(a[1], process, topic);
+        count = Integer.parseInt(a[4]);
+        rate = Double.parseDouble(a[5]);
+        deadline = Double.parseDouble(a[6]);
+        size = Integer.parseInt(a[7]);
+        abortRatio = Double.parseDouble(a[8]);
+        rng = new Random(process.hashCode());
+        clientVersion = a[9];
+    }
+
+    static double now() {
+        return System.currentTimeMillis() / 1000.0;
+    }
+
+    /** The exception and its root cause: "Failed to construct kafka producer" says nothing alone. */
+    static String text(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String said = e.getClass().getSimpleName() + ": " + e.getMessage();
+        return root == e ? said : said + " (" + root.getClass().getSimpleName() + ": " + root.getMessage() + ")";
+    }
+
+    /** Fatal: the instance cannot go on (fenced, out of order, not authorised, too old). */
+    static boolean fatal(Exception e) {
+        return e instanceof ProducerFencedException || e instanceof OutOfOrderSequenceException
+            || e instanceof AuthorizationException || e instanceof UnsupportedVersionException;
+    }
+
+    void start() {
+        try {
+            producer = new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
+        } catch (KafkaException e) {  // its settings: no later attempt would do better
+            System.err.println("cannot construct the producer: " + text(e));
+            System.exit(2);
+        }
+        producer.initTransactions();
+        if (partitions.isEmpty()) {
+            List<Integer> found = new ArrayList<>();
+            for (PartitionInfo p : producer.partitionsFor(topic)) {
+                found.add(p.partition());
+            }
+            found.sort(null);
+            partitions = found;
+        }
+    }
+
+    void close() {
+        if (producer != null) {
+            try {
+                producer.close(Duration.ZERO);
+            } catch (RuntimeException e) {
+                // closing a broken instance: nothing to record
+            }
+            producer = null;
+        }
+    }
+
+    void run() throws InterruptedException {
+        String client = "java kafka-clients " + clientVersion;
+        history.write("ok", "open", null, null, null, null, "{\"client\":" + History.quote(client)
+            + ",\"transactional_id\":" + History.quote(props.getProperty("transactional.id")) + "}");
+        int seq = 0;
+        int number = 0;
+        double nextAt = now();
+        while (seq < count && now() < deadline) {
+            if (producer == null) {
+                try {
+                    start();
+                } catch (KafkaException e) {
+                    System.err.println("cannot start a transactional producer: " + text(e));
+                    close();
+                    Thread.sleep(1000);
+                    continue;
+                }
+            }
+            number++;
+            Txn t = new Txn(process + ":t" + number);
+            int n = Math.min(size, count - seq);
+            for (int i = 1; i <= n; i++) {
+                t.seqs.add(seq + i);
+            }
+            if (rate > 0) {
+                nextAt = Math.max(nextAt, now() - 1.0) + n / rate;
+                long wait = (long) ((nextAt - now()) * 1000);
+                if (wait > 0) {
+                    Thread.sleep(wait);
+                }
+            }
+            End end = one(t);
+            seq += t.seqs.size();
+            record(t, end);
+        }
+        close();
+    }
+
+    End one(Txn t) {
+        history.write("invoke", "txn", null, null, null, null, "{\"txn\":" + History.quote(t.id) + "}");
+        boolean commitAsked = false;
+        try {
+            producer.beginTransaction();
+            for (int seq : t.seqs) {
+                history.write("invoke", "send", seq, null, null, null, "{\"txn\":" + History.quote(t.id) + "}");
+                send(t, seq);
+            }
+            if (rng.nextDouble() < abortRatio) {
+                producer.flush();  // written first, then aborted: readers have records to skip
+                return abort(t, PLANNED_ABORT, true, false);
+            }
+            commitAsked = true;
+            while (true) {
+                try {
+                    producer.commitTransaction();
+                    return new End("ok", null, false);
+                } catch (TimeoutException e) {
+                    if (now() >= deadline) {
+                        close();
+                        return new End("info", text(e), false);
+                    }
+                }
+            }
+        } catch (KafkaException e) {
+            if (fatal(e)) {
+                close();
+                return new End(commitAsked ? "info" : "fail", text(e), false);
+            }
+            return abort(t, text(e), false, commitAsked);
+        }
+    }
+
+    void send(Txn t, int seq) {
+        int partition = partitions.get(seq % partitions.size());
+        byte[] body = ("{\"producer\":" + History.quote(process) + ",\"seq\":" + seq + "}")
+            .getBytes(StandardCharsets.UTF_8);
+        producer.send(new ProducerRecord<>(topic, partition, null, body), (md, err) -> {
+            if (err == null) {
+                t.positions.put(seq, new long[] {md.partition(), md.offset()});
+            } else {
+                t.errors.put(seq, text(err));
+            }
+        });
+    }
+
+    /** A transaction whose commit was never asked can only end aborted; one whose commit was
+     *  asked and refused is aborted only if the abort returns. */
+    End abort(Txn t, String error, boolean planned, boolean commitAsked) {
+        try {
+            producer.abortTransaction();
+            return new End("fail", error, planned);
+        } catch (KafkaException e) {
+            close();
+            String why = error + "; the abort failed: " + text(e);
+            return new End(commitAsked ? "info" : "fail", planned ? PLANNED_ABORT : why, planned);
+        }
+    }
+
+    void record(Txn t, End end) {
+        StringBuilder seqs = new StringBuilder();
+        for (int s : t.seqs) {
+            seqs.append(seqs.length() == 0 ? "" : ",").append(s);
+        }
+        String value = "{\"txn\":" + History.quote(t.id) + ",\"seqs\":[" + seqs + "]"
+            + (end.planned() ? ",\"planned\":true}" : "}");
+        history.write(end.outcome(), "txn", null, null, null, end.error(), value);
+        for (int seq : t.seqs) {
+            long[] at = t.positions.get(seq);
+            String error = null;
+            if (!end.outcome().equals("ok")) {
+                error = end.planned() ? PLANNED_ABORT : t.errors.getOrDefault(seq, end.error());
+            }
+            history.write(end.outcome(), "send", seq, at == null ? null : (int) at[0],
+                at == null ? null : at[1], error, "{\"txn\":" + History.quote(t.id) + "}");
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 10) {
+            System.err.println("usage: TransactionalProducer PROPERTIES HISTORY PROCESS TOPIC COUNT "
+                + "RATE DEADLINE SIZE ABORT_RATIO CLIENT_VERSION");
+            System.exit(2);
+        }
+        new TransactionalProducer(args).run();
+    }
+}
