@@ -39,6 +39,7 @@ class Base:
 MATRIX: tuple[Base, ...] = (
     Base("chaos/kafka-safe", "kraft"),
     Base("chaos/kafka-acks1", "kraft", unsafe=True),
+    Base("chaos/kafka-txn-isolation", "kraft"),
     Base("chaos/rabbitmq-quorum"),
     Base("chaos/rabbitmq-autoheal-mirrored", unsafe=True),
     Base("chaos/rabbitmq4-quorum"),

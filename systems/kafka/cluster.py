@@ -416,6 +416,24 @@ class KafkaCluster(ComposeCluster):
         m = re.match(r"kafka_[0-9.]+-(.+)\.jar$", jar)
         return m.group(1) if m else "unknown"
 
+    def set_feature(self, feature: str, level: int) -> None:
+        """Finalizes a feature at `level` (kafka-features upgrade, else downgrade: one of them
+        is a no-op refusal depending on where the level stands)."""
+        said = []
+        for how in ("upgrade", "downgrade"):
+            command = (
+                f"kafka-features.sh --bootstrap-server localhost:{INTERNAL_PORT} {how} "
+                f"--feature {feature}={level}"
+            )
+            try:
+                self.exec("kafka1", command, timeout=60)
+            except ComposeError as e:
+                said.append(str(e).strip().splitlines()[-1] if str(e).strip() else how)
+                continue
+            if self.feature_levels().get(feature) == str(level):
+                return
+        raise ComposeError(f"could not set {feature} to {level}: {'; '.join(said)}")
+
     def feature_levels(self) -> dict[str, str]:
         """The finalized feature levels (metadata.version; on 4.x also kraft.version,
         eligible.leader.replicas.version, ...), as `kafka-features describe` reports them: what

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from compose.cli import ComposeError
 from contract.history import WATCH_PROCESS, HistoryWriter
 from contract.wait import wait_until
 from nemesis.containers import Nemesis
@@ -126,6 +127,11 @@ class KafkaRun(KafkaClientsRun):
         cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected)
         self.manifest.cluster_network = f"{cluster.net_prefix}.0/24"
         self.manifest.images["kafka"]["version"] = cluster.kafka_version()
+        if c.transaction_version is not None:
+            try:
+                cluster.set_feature("transaction.version", c.transaction_version)
+            except ComposeError as e:
+                raise ScenarioError(str(e)) from None
         self.manifest.kafka_features = cluster.feature_levels()
         topic_config = c.topic_properties()
         admin.create_topic(

@@ -182,6 +182,10 @@ class KafkaClusterSpec(KafkaSettings):
     replica_assignment: list[list[int]] | None = None
     # Any topic-level config of the workload's topic.
     topic_config: dict[str, PropertyValue] = Field(default_factory=dict)
+    # Kafka 4.x: the transaction.version feature set once the cluster is up (0 and 1: the
+    # original protocol; 2: KIP-890's epoch bump per transaction, 4.x's default). Unset: the
+    # release's default.
+    transaction_version: Annotated[int, Field(ge=0, le=2)] | None = None
 
     @model_validator(mode="after")
     def _passthrough(self) -> KafkaClusterSpec:
@@ -301,6 +305,8 @@ class KafkaScenario(ScenarioBase):
         uses_848 = any(r.group_protocol == "consumer" for r in self.workload.readers)
         if uses_848 and version_tuple(line) < (4,):
             return f"{self.id}'s readers use the consumer group protocol (KIP-848): Kafka 4.0 on"
+        if self.cluster.transaction_version is not None and version_tuple(line) < (4,):
+            return f"{self.id} sets transaction_version, a feature of Kafka 4.0 on"
         return None
 
     @model_validator(mode="after")

@@ -139,7 +139,18 @@ def test_the_coordinator_is_the_leader_of_the_ids_partition() -> None:
         coordinator_of(leaderless, "transaction-coordinator", "P1")
 
 
-@pytest.mark.parametrize("name", ["T2", "T3", "T4", "kafka-mock-transactions"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "T2",
+        "T3",
+        "T4",
+        "T4-java",
+        "T4-java-tv1",
+        "chaos/kafka-txn-isolation",
+        "kafka-mock-transactions",
+    ],
+)
 def test_the_transactional_scenarios_validate(name: str) -> None:
     parse_scenario((ROOT / f"scenarios/{name}.yaml").read_text())
 
@@ -193,3 +204,12 @@ def test_the_java_client_builds_for_each_release_setup_builds() -> None:
         d = java_client.ensure(release)
         assert (d / "classes" / f"{java_client.MAIN_CLASS}.class").exists()
         assert any(p.name == f"kafka-clients-{release}.jar" for p in (d / "lib").iterdir())
+
+
+def test_transaction_version_is_a_kafka_4_feature() -> None:
+    s = parse_scenario((ROOT / "scenarios/T4-java-tv1.yaml").read_text())
+    assert isinstance(s, KafkaScenario) and s.cluster.transaction_version == 1
+    assert s.line_refusal("4.4") is None
+    assert (
+        s.line_refusal("3.9") == "T4-java-tv1 sets transaction_version, a feature of Kafka 4.0 on"
+    )
