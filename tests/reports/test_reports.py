@@ -147,6 +147,7 @@ def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path
         "planned_aborts": 7,
         "unknown": 2,
         "unknown_seen_committed": 1,
+        "clients": {"P1": "java kafka-clients 4.4.0"},
         "groups": {
             "committed": {
                 "isolation": "read_committed",
@@ -191,6 +192,7 @@ def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path
         "60 transactions: 50 committed, 8 aborted (7 of them planned by their producer), "
         "2 of unknown outcome (1 of them seen committed by a read_committed reader)."
     )
+    assert section(html, "p", "transactions-clients") == "Written by P1: java kafka-clients 4.4.0."
     table = section(html, "table", "transactions")
     assert (
         '<td>committed</td><td>read_committed</td><td class="n">2</td><td class="n">1</td>'
