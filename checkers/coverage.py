@@ -78,16 +78,22 @@ def coverage_of(
     requires: list[str],
     expect: str | None,
     run_start: float,
+    open_transactions: int | None = None,
 ) -> dict[str, Any]:
-    """The coverage section of verdict.json (see the module's docstring)."""
+    """The coverage section of verdict.json (see the module's docstring). With transactional
+    producers, `open_transactions` is how many transactions were open while a fault was in
+    effect: what a transactional claim tests is a fault meeting open transactions, whose
+    records are acknowledged only at their commit."""
     situations: Counter[str] = Counter(_watched_situations(states, facts))
     steps = _fault_steps(nemesis, states, facts, run_start, situations)
     situations.update(_down_situations(nemesis, facts))
+    if open_transactions:
+        situations["transaction-open-in-fault"] += open_transactions
     totals = {
         key: sum(w[key] for w in traffic) for key in ("acked", "sends", "delivered", "exposed")
     }
     missing = [s for s in requires if not situations.get(s)]
-    why = _vacuous_because(steps, totals, missing, expect)
+    why = _vacuous_because(steps, totals, missing, expect, open_transactions)
     return {
         "steps": steps,
         "situations": dict(sorted(situations.items())),
@@ -114,11 +120,18 @@ def with_coverage(j: Judgement, coverage: dict[str, Any]) -> Judgement:
 
 
 def _vacuous_because(
-    steps: list[dict[str, Any]], totals: dict[str, int], missing: list[str], expect: str | None
+    steps: list[dict[str, Any]],
+    totals: dict[str, int],
+    missing: list[str],
+    expect: str | None,
+    open_transactions: int | None = None,
 ) -> list[str]:
     why = []
     if steps:
-        if "unavailable" in (expect or "").split("+"):
+        if open_transactions is not None:
+            if not open_transactions:
+                why.append("no transaction was open while a fault was in effect")
+        elif "unavailable" in (expect or "").split("+"):
             if not totals["sends"]:
                 why.append("no send was attempted while a fault was in effect")
         elif not totals["acked"] and not totals["exposed"]:

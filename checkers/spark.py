@@ -22,7 +22,11 @@ from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
 from checkers.messages import message_table
 from checkers.read import HistoryError, read_history
-from checkers.transactions import check_transactions
+from checkers.transactions import (
+    check_transactions,
+    read_committed_processes,
+    without_aborted_records,
+)
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 from checkers.windows import fault_windows, overlap
 
@@ -133,13 +137,13 @@ def check_history(
             in_natural_order(_tag(unseen, "unseen")),
         ]
         counts = write_ids(ordered, METRIC_IDS, groups, ids_dir)
-        transactions = check_transactions(events, ids_dir)
         times = q.run_span(events).collect()[0].asDict()
         span = {"first": times["first"], "last": times["last"]}
         _within_a_day(events, span)
         control = [r.asDict() for r in q.control_events(events).collect()]
         nemesis = q.nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
+        transactions = check_transactions(events, ids_dir, windows)
         states = q.partition_states(control)
         return CheckResult(
             groups={g: counts[g] for g in groups},
@@ -151,7 +155,7 @@ def check_history(
             errors=_errors(events),
             placement=_placement(nemesis),
             log=_log_anomalies(positions, events),
-            readers=_reader_anomalies(receives, positions),
+            readers=_reader_anomalies(receives, positions, _committed_view(events, transactions)),
             attribution=attribute(spark, nemesis, span["first"] or 0.0, summary, flagged),
             producers=_producer_anomalies(events, summary),
             fault_windows=[{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in windows],
@@ -385,12 +389,33 @@ def _counts_by(df: Any, key: str) -> dict[str, int]:
     return {r[key]: r["count"] for r in df.groupBy(key).count().collect()}
 
 
-def _reader_anomalies(receives: Any, positions: Any) -> dict[str, dict[str, int]]:
-    """Every process that received anything, with 0 where it has no offsets (RabbitMQ)."""
+def _committed_view(events: Any, transactions: dict[str, Any] | None) -> tuple[set[str], Any]:
+    """With transactions: the read_committed readers, and the positions of the log they may
+    see (aborted records left out). Without: nobody, and no positions."""
+    if transactions is None:
+        return set(), None
+    return read_committed_processes(events), q.positions(without_aborted_records(events))
+
+
+def _reader_anomalies(
+    receives: Any, positions: Any, committed: tuple[set[str], Any] = (set(), None)
+) -> dict[str, dict[str, int]]:
+    """Every process that received anything, with 0 where it has no offsets (RabbitMQ). A
+    read_committed reader's skips are judged against the log less aborted records."""
+    from pyspark.sql import functions as F
+
     names = q.reader_processes(receives)
     pairs = q.consecutive_reads(receives).cache()  # two questions of one window
+    committed_readers, committed_positions = committed
     try:
-        skips = _counts_by(q.poll_skips(pairs, positions), "process")
+        if committed_readers:
+            mine = F.col("process").isin(sorted(committed_readers))
+            skipped = q.poll_skips(pairs.filter(~mine), positions).unionByName(
+                q.poll_skips(pairs.filter(mine), committed_positions)
+            )
+        else:
+            skipped = q.poll_skips(pairs, positions)
+        skips = _counts_by(skipped, "process")
         backwards = _counts_by(q.nonmonotonic_polls(pairs), "process")
     finally:
         pairs.unpersist()

@@ -9,8 +9,9 @@ isolation once (`f: open`). From those alone, per read_committed group g:
                   and missed another at an offset at or below the highest g read in that
                   record's partition (g read past it; one it never reached is not torn)
 Across the run: transactions committed, aborted (planned: the producer's choice), and of
-unknown outcome; and how many of the unknown ones some read_committed group saw (they
-committed). A committed record that a group read past and never received is the message
+unknown outcome; how many of the unknown ones some read_committed group saw (they committed);
+and how many were open while a fault was in effect (the coverage's measure of a transactional
+run). A committed record that a group read past and never received is the message
 table's `lost`; this module adds the transaction-level view.
 """
 
@@ -86,6 +87,29 @@ def isolation_of_groups(events: DataFrame) -> dict[str, str]:
     return {r["group"]: r["isolation"] for r in said.distinct().collect()}
 
 
+def read_committed_processes(events: DataFrame) -> set[str]:
+    """The reader processes that said they read committed."""
+    F = _F()
+    said = events.filter(
+        (F.col("f") == "open") & (F.get_json_object("value", "$.isolation") == "read_committed")
+    )
+    return {r["process"] for r in said.select("process").distinct().collect()}
+
+
+def without_aborted_records(events: DataFrame) -> DataFrame:
+    """The events less every send and receive of an aborted transaction's record: the log as
+    a read_committed reader may see it (its skips over aborted records are no skips)."""
+    F = _F()
+    aborted = (
+        events.filter(
+            (F.col("f") == "send") & (F.col("type") == "fail") & _txn_of(F.col("value")).isNotNull()
+        )
+        .select("msg_id")
+        .distinct()
+    )
+    return events.join(F.broadcast(aborted), "msg_id", "left_anti")
+
+
 def producer_clients(events: DataFrame) -> dict[str, str]:
     """Each transactional producer's client, as it said it (confluent-kafka or Kafka's Java
     client, and their versions): the history says which one wrote it."""
@@ -96,7 +120,9 @@ def producer_clients(events: DataFrame) -> dict[str, str]:
     return {r["producer"]: r["client"] for r in said.filter(F.col("client").isNotNull()).collect()}
 
 
-def check_transactions(events: DataFrame, ids_dir: Path) -> dict[str, Any] | None:
+def check_transactions(
+    events: DataFrame, ids_dir: Path, windows: list[tuple[float, float]] | None = None
+) -> dict[str, Any] | None:
     """The transactions section of the verdict, or None for a history without transactions.
     The ids behind each count go to ids/<group>/aborted_reads.txt (msg_ids) and torn.txt
     (transaction ids)."""
@@ -116,6 +142,7 @@ def check_transactions(events: DataFrame, ids_dir: Path) -> dict[str, Any] | Non
         aborted = _aborted_reads(reads, records)
         torn = _torn(reads, records, committed_groups)
         summary = _outcome_counts(outcomes)
+        summary["open_in_faults"] = _open_in_faults(events, windows or [])
         seen = reads.select("msg_id").distinct().join(records, "msg_id")
         summary["unknown_seen_committed"] = (
             seen.filter(F.col("outcome") == "info").select("txn").distinct().count()
@@ -142,6 +169,27 @@ def check_transactions(events: DataFrame, ids_dir: Path) -> dict[str, Any] | Non
     finally:
         outcomes.unpersist()
         records.unpersist()
+
+
+def _open_in_faults(events: DataFrame, windows: list[tuple[float, float]]) -> int:
+    """How many transactions were open (from their begin to their end, or to the end of the
+    history for one that never ended) while a fault was in effect."""
+    if not windows:
+        return 0
+    F = _F()
+    txns = (
+        events.filter(F.col("f") == "txn")
+        .groupBy(_txn_of(F.col("value")).alias("txn"))
+        .agg(
+            F.min("time").alias("begin"),
+            F.max(F.when(F.col("type") != "invoke", F.col("time"))).alias("end"),
+        )
+    )
+    end = F.coalesce(F.col("end"), F.lit(float("inf")))
+    overlaps = F.lit(False)
+    for start, stop in windows:
+        overlaps = overlaps | ((F.col("begin") < F.lit(stop)) & (end > F.lit(start)))
+    return int(txns.filter(overlaps).count())
 
 
 def _outcome_counts(outcomes: DataFrame) -> dict[str, int]:

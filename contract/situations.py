@@ -16,6 +16,7 @@ SITUATIONS: dict[str, str] = {
     "isr-below-min-isr": "a partition's ISR was below min.insync.replicas",
     "controller-faulted": "the controller or the control-plane quorum was faulted",
     "coordinator-faulted": "a transaction or group coordinator was faulted",
+    "transaction-open-in-fault": "a transaction was open while a fault was in effect",
     "majority-down": "more than half of the brokers were down at once",
     "network-partitioned": "nodes were cut apart from each other",
     "clients-cut": "clients were cut from a node",
