@@ -135,7 +135,7 @@ class TransactionalProducer:
 
     def announce(self) -> None:
         """Which client wrote this history, once before the first transaction."""
-        client = f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {libversion()[0]})"
+        client = f"confluent-kafka {confluent_kafka.version()} (librdkafka {libversion()[0]})"
         value = {
             "client": client,
             "transactional_id": self.txn.transactional_id or self.cfg.process,
