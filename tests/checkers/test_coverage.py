@@ -169,3 +169,19 @@ def test_elections_and_heals_are_not_fault_steps_but_keep_the_numbering() -> Non
     c = coverage_of(nemesis, WATCH, traffic(acked=1), KAFKA, [], "safe", 0.0)
     assert [s["step"] for s in c["steps"]] == ["2. start-partition cut-clients kafka1 at +6.0 s"]
     assert c["situations"]["clients-cut"] == 1
+
+
+def test_a_transactional_run_is_judged_by_the_transactions_open_in_its_faults() -> None:
+    """Records are acknowledged only at their commit: a fault that stalls every commit carried
+    no acknowledgement, yet it met open transactions, which is what the claim is about."""
+    nemesis = [
+        ev(10, "info", "resolve", op="isolate", roles={"target": "transaction-coordinator"}),
+        ev(10, "invoke", "start-partition", op="isolate", nodes=["kafka2"]),
+    ]
+    required = ["coordinator-faulted", "transaction-open-in-fault"]
+    c = coverage_of(nemesis, WATCH, traffic(), KAFKA, required, "safe", 0.0, open_transactions=4)
+    assert not c["vacuous"], c["why_vacuous"]
+    assert c["situations"]["coordinator-faulted"] == 1
+    assert c["situations"]["transaction-open-in-fault"] == 4
+    none_open = coverage_of(nemesis, WATCH, traffic(acked=9), KAFKA, [], "safe", 0.0, 0)
+    assert none_open["why_vacuous"] == ["no transaction was open while a fault was in effect"]

@@ -182,8 +182,10 @@ def test_planted_aborted_reads_and_torn_transactions_are_found_exactly(
     txns, aborted, read_aborted, torn = plant
     tmp = tmp_path_factory.mktemp("txn")
     planted = txn_history(tmp / "history", txns, aborted, read_aborted=read_aborted, torn=torn)
-    t = check_transactions(read_history(spark, tmp / "history").events, tmp / "ids")
+    events = read_history(spark, tmp / "history").events
+    t = check_transactions(events, tmp / "ids", windows=[(2.2, 3.1)])
     assert t is not None
+    assert t["open_in_faults"] == 2  # transaction 2 (+2 to +2.5) and 3 (+3 to +3.5)
     c = t["groups"]["C"]
     assert c["aborted_reads"] == len(planted["aborted_reads"])
     assert c["aborted_read_txns"] == len(read_aborted)
