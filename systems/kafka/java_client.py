@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from compose.releases import setup_releases
 from contract.cache import cache_root
 
 SOURCE = Path(__file__).parent / "java" / "TransactionalProducer.java"
@@ -99,8 +100,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m systems.kafka.java_client")
     parser.add_argument("releases", nargs="*", help="Kafka releases (default: the local images')")
     args = parser.parse_args(argv)
-    from compose.releases import setup_releases
-
     releases = args.releases or list(setup_releases("kafka"))
     try:
         for release in releases:
