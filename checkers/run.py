@@ -20,6 +20,7 @@ from checkers.verdict import (
     placement_mismatches,
     summary_lines,
     with_client_expectations,
+    with_producers_ended,
     with_sync_windows,
 )
 from contract.manifest import Manifest, ManifestError, read_manifest
@@ -119,7 +120,7 @@ def judgement_of(result: Any, manifest: Manifest, expect: str | None) -> Judgeme
         result.transactions,
     )
     return with_client_expectations(
-        judge(counts, expect),
+        with_producers_ended(judge(counts, expect), manifest.producer_exit_codes),
         missing_errors(manifest.scenario_spec.get("expect_errors") or [], result.errors),
         placement_mismatches(result.placement),
     )

@@ -341,6 +341,19 @@ def placement_mismatches(placement: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def with_producers_ended(j: Judgement, exit_codes: dict[str, int] | None) -> Judgement:
+    """A pass that says nothing went wrong is inconclusive when a producer ended with an error
+    (an exit code above 0: a crash; one the harness killed at its deadline had sent what it
+    could): what it never sent was never tested (a loss found stands)."""
+    failed = {name: code for name, code in sorted((exit_codes or {}).items()) if code > 0}
+    if not failed or not j.matched or j.outcome not in ("safe", "no-duplicates", "unavailable"):
+        return j
+    said = ", ".join(f"{name} exited {code}" for name, code in failed.items())
+    return Judgement(
+        "inconclusive", False, f"{said} (see logs/): it would have been {j.outcome}: {j.reason}"
+    )
+
+
 def with_client_expectations(j: Judgement, missing: list[str], placement: list[str]) -> Judgement:
     """A matching judgement stays one only if the clients saw what the claim says they see."""
     problems = missing + placement

@@ -72,6 +72,8 @@ class Manifest(BaseModel):
     drain_complete: bool = True
     drain_rounds: int | None = None
     consumer_exit_codes: dict[str, int] | None = None
+    # Each producer's exit code: one that ended with an error sent less than the scenario asked.
+    producer_exit_codes: dict[str, int] | None = None
     queues_after_drain: dict[str, Any] | None = None
     # RabbitMQ's own log of its mirrored queues (recoveries, mirrors added, syncs)
     mirrored_queues: dict[str, Any] | None = None

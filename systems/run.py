@@ -256,8 +256,10 @@ class ScenarioRun:
             _sleep_until(start + step.at)
             self._step(i, step)
             self.manifest.nemesis_steps_done += 1
-        for name in producers:
-            self._wait_client(name, start + self.scenario.timeouts.workload + 30)
+        deadline = start + self.scenario.timeouts.workload + 30
+        self.manifest.producer_exit_codes = {
+            name: self._wait_client(name, deadline) for name in producers
+        }
 
     def _step(self, i: int, step: Any) -> None:
         """One nemesis step. A scripted step that fails ends the run: the scenario asked for

@@ -253,8 +253,11 @@ class TransactionalProducer:
         """The instance can no longer be used: the next transaction starts a new one."""
         log.warning("transactional producer lost: %s", error)
         if self.producer is not None:
-            self.producer.purge()
-            self.producer.flush(0)
+            try:  # a fenced or failed instance may refuse even these: it is dropped either way
+                self.producer.purge()
+                self.producer.flush(0)
+            except KafkaException as e:
+                log.info("dropping the instance: %s", _text(e))
         self.producer = None
         return outcome, error, False
 

@@ -100,3 +100,17 @@ def test_a_message_lost_in_two_groups_is_counted_once() -> None:
     assert j.matched and j.reason == "reproduced: 3 acknowledged messages lost in final"
     j = judged({"reader": final, "final": final | {"lost": 4}}, {"ok": 10}, "safe")
     assert not j.matched and j.reason == "refuted: 4 acknowledged messages lost (final 4, reader 3)"
+
+
+def test_a_producer_that_crashed_makes_a_pass_inconclusive() -> None:
+    from checkers.verdict import Judgement, with_producers_ended
+
+    safe = Judgement("safe", True, "no acknowledged message lost (300 acknowledged)")
+    j = with_producers_ended(safe, {"P1": 1, "P2": 0})
+    assert (j.outcome, j.matched) == ("inconclusive", False)
+    assert j.reason.startswith("P1 exited 1 (see logs/): it would have been safe")
+    # killed by the harness at its deadline (a signal), or all well: the pass stands
+    assert with_producers_ended(safe, {"P1": -9, "P2": 0}) == safe
+    assert with_producers_ended(safe, None) == safe
+    loss = Judgement("loss", False, "refuted: 3 acknowledged messages lost")
+    assert with_producers_ended(loss, {"P1": 1}) == loss
