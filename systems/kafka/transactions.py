@@ -86,6 +86,13 @@ class OpenTransaction:
             self.errors[seq] = f"{err.name()}: {err.str()}"
 
 
+def _client_failure(e: Exception) -> str:
+    """Why an instance is given up. confluent-kafka raises SystemError out of a poll, flush or
+    commit when a callback ran while a fatal error (fencing) was being raised: the instance is
+    as unusable as after a fatal error."""
+    return str(e) if isinstance(e, Fatal) else f"the client failed: {e}"
+
+
 class Fatal(Exception):
     """The producer cannot go on (fenced, or a fatal error): a new instance must take over."""
 
@@ -167,7 +174,7 @@ class TransactionalProducer:
             if self.producer is None:
                 try:
                     self.start()
-                except Fatal as e:
+                except (Fatal, SystemError) as e:
                     log.warning("cannot start a transactional producer: %s", e)
                     self.producer = None
                     time.sleep(1.0)
@@ -204,12 +211,12 @@ class TransactionalProducer:
                 return self._abort(t, PLANNED_ABORT, planned=True)
         except KafkaException as e:  # begin or produce refused: nothing committed
             return self._abort(t, _text(e), planned=False)
-        except Fatal as e:
-            return self._lost_instance("fail", str(e))
+        except (Fatal, SystemError) as e:
+            return self._lost_instance("fail", _client_failure(e))
         try:
             _until_done(producer.commit_transaction, self.cfg.deadline)
-        except Fatal as e:
-            return self._lost_instance("info", str(e))
+        except (Fatal, SystemError) as e:
+            return self._lost_instance("info", _client_failure(e))
         except KafkaException as e:  # the commit needs an abort (a record not delivered)
             return self._abort(t, _text(e), planned=False, commit_asked=True)
         return "ok", None, False
@@ -241,8 +248,8 @@ class TransactionalProducer:
         assert self.producer is not None
         try:
             _until_done(self.producer.abort_transaction, self.cfg.deadline)
-        except (Fatal, KafkaException) as e:
-            why = _text(e) if isinstance(e, KafkaException) else str(e)
+        except (Fatal, KafkaException, SystemError) as e:
+            why = _text(e) if isinstance(e, KafkaException) else _client_failure(e)
             outcome: EventType = "info" if commit_asked else "fail"
             return self._lost_instance(outcome, f"{error}; the abort failed: {why}")[:2] + (
                 planned,
@@ -256,8 +263,8 @@ class TransactionalProducer:
             try:  # a fenced or failed instance may refuse even these: it is dropped either way
                 self.producer.purge()
                 self.producer.flush(0)
-            except KafkaException as e:
-                log.info("dropping the instance: %s", _text(e))
+            except (KafkaException, SystemError) as e:
+                log.info("dropping the instance: %s", e)
         self.producer = None
         return outcome, error, False
 
