@@ -251,12 +251,12 @@ class TransactionalProducer:
         except (Fatal, KafkaException, SystemError) as e:
             why = _text(e) if isinstance(e, KafkaException) else _client_failure(e)
             outcome: EventType = "info" if commit_asked else "fail"
-            return self._lost_instance(outcome, f"{error}; the abort failed: {why}")[:2] + (
-                planned,
-            )
+            return self._lost_instance(outcome, f"{error}; the abort failed: {why}", planned)
         return "fail", error, planned
 
-    def _lost_instance(self, outcome: EventType, error: str) -> tuple[EventType, str | None, bool]:
+    def _lost_instance(
+        self, outcome: EventType, error: str, planned: bool = False
+    ) -> tuple[EventType, str | None, bool]:
         """The instance can no longer be used: the next transaction starts a new one."""
         log.warning("transactional producer lost: %s", error)
         if self.producer is not None:
@@ -266,7 +266,7 @@ class TransactionalProducer:
             except (KafkaException, SystemError) as e:
                 log.info("dropping the instance: %s", e)
         self.producer = None
-        return outcome, error, False
+        return outcome, error, planned
 
     def _record(
         self, t: OpenTransaction, outcome: EventType, error: str | None, planned: bool
