@@ -67,7 +67,7 @@ heal:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports chaos harness
+	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports chaos harness workloads
 
 format:
 	$(VENV)/bin/ruff format .

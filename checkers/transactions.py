@@ -1,6 +1,6 @@
 """Transactions: what each read_committed group saw of the transactional producers' writes.
 
-A transactional producer (systems.kafka.transactions) ends every record's send with its
+A transactional producer (workloads.kafka.transactions) ends every record's send with its
 transaction's outcome and names the transaction in the send's `value.txn`; each reader says its
 isolation once (`f: open`). From those alone, per read_committed group g:
   aborted_reads   records of an aborted transaction that g received (Adya's G1a, aborted read:
@@ -8,17 +8,21 @@ isolation once (`f: open`). From those alone, per read_committed group g:
   torn            committed transactions g saw part of: g received at least one of its records,
                   and missed another at an offset at or below the highest g read in that
                   record's partition (g read past it; one it never reached is not torn)
-Across the run: transactions committed, aborted (planned: the producer's choice), and of
-unknown outcome; how many of the unknown ones some read_committed group saw (they committed);
-and how many were open while a fault was in effect (the coverage's measure of a transactional
-run). A committed record that a group read past and never received is the message
-table's `lost`; this module adds the transaction-level view.
+A copier's (the exactly-once copy's) transactions count among them; its copies of aborted
+transactions read are aborted reads too (found by position, checkers.eos), and the verdict's
+section holds the copy's own account under `copy`. Across the run: transactions committed,
+aborted (planned: the producer's choice), and of unknown outcome; how many of the unknown ones
+some read_committed group saw (they committed); and how many were open while a fault was in
+effect (the coverage's measure of a transactional run). A committed record that a group read
+past and never received is the message table's `lost`; this module adds the transaction-level view.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+from checkers.eos import aborted_copies_read, check_copy
 
 DataFrame = Any
 SAMPLES = 10  # per anomaly, in verdict.json; the ids files hold all
@@ -136,10 +140,16 @@ def check_transactions(
     try:
         reads = (
             events.filter((F.col("f") == "receive") & (F.col("type") == "ok"))
-            .select(F.coalesce("group", "stream").alias("group"), "msg_id", "partition", "offset")
+            .select(
+                F.coalesce("group", "stream").alias("group"),
+                "msg_id",
+                "stream",
+                "partition",
+                "offset",
+            )
             .filter(F.col("group").isin(committed_groups))
         ).cache()
-        aborted = _aborted_reads(reads, records)
+        aborted = _aborted_reads(reads, records) + aborted_copies_read(reads, events)
         torn = _torn(reads, records, committed_groups)
         summary = _outcome_counts(outcomes)
         summary["open_in_faults"] = _open_in_faults(events, windows or [])
@@ -165,7 +175,9 @@ def check_transactions(
         _write(ids_dir, "aborted_reads", [(r["group"], r["msg_id"]) for r in aborted])
         _write(ids_dir, "torn", [(r["group"], r["txn"]) for r in torn])
         clients = producer_clients(events)
-        return summary | {"clients": clients, "groups": groups, "samples": samples}
+        copy = check_copy(events, ids_dir)
+        section = summary | {"clients": clients, "groups": groups, "samples": samples}
+        return section | ({"copy": copy} if copy is not None else {})
     finally:
         outcomes.unpersist()
         records.unpersist()
@@ -224,12 +236,13 @@ def _torn(reads: DataFrame, records: DataFrame, groups: list[str]) -> list[dict[
     spark = reads.sparkSession
     committed = records.filter((F.col("outcome") == "ok") & F.col("offset").isNotNull())
     group_names = spark.createDataFrame([(g,) for g in groups], "group string")
-    highest = reads.groupBy("group", "partition").agg(F.max("offset").alias("highest"))
+    # Per stream: a group reading the copy's output has read nothing of the input's partitions.
+    highest = reads.groupBy("group", "stream", "partition").agg(F.max("offset").alias("highest"))
     got = reads.select("group", "msg_id").distinct().withColumn("got", F.lit(True))
     each = (
         committed.crossJoin(F.broadcast(group_names))
         .join(got, ["group", "msg_id"], "left")
-        .join(highest, ["group", "partition"], "left")
+        .join(highest, ["group", "stream", "partition"], "left")
     )
     read_past = F.col("highest").isNotNull() & (F.col("offset") <= F.col("highest"))
     missed = F.col("got").isNull() & read_past

@@ -466,6 +466,15 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
         )
     for metric, samples in sorted((txns.get("samples") or {}).items()):
         lines += [f"  {metric}: {s}" for s in samples[:3]]
+    if copy := txns.get("copy"):
+        c = copy["copies"]
+        lines.append(
+            f"exactly-once copy: {c['committed']} copies committed, {c['aborted']} aborted, "
+            f"{c['unknown']} unknown; input records copied twice {copy['copied_twice']}, "
+            f"never copied {copy['never_copied']}"
+        )
+        for metric, samples in sorted(copy["samples"].items()):
+            lines += [f"  {metric}: {s}" for s in samples[:3]]
     return lines
 
 

@@ -1,8 +1,8 @@
 """The processes of runs whose harness is gone, found in /proc and stopped.
 
-A client ends by itself within a second of its harness (systems.lifeline); this finds what
+A client ends by itself within a second of its harness (workloads.lifeline); this finds what
 did not: a client stuck where no signal is taken, or one of a harness older than the tie. A
-client is `python -m systems.<system>.clients ROLE RUN_DIR/logs/<process>.config.json`, and its
+client is `python -m workloads.<system>.clients ROLE RUN_DIR/logs/<process>.config.json`, and its
 run's manifest names the harness that started it: a client whose parent is not that harness
 is an orphan. The checker's JVM ends when its Python driver does, unless it is busy shutting
 down; one whose parent is no Python process any more is an orphan too. A process of a live
@@ -21,7 +21,7 @@ from pathlib import Path
 from contract.manifest import ManifestError, read_manifest
 
 PROC = Path("/proc")
-_CLIENT_MODULE = re.compile(r"systems\.\w+\.clients")
+_CLIENT_MODULE = re.compile(r"workloads\.\w+\.clients")
 # The checker's driver JVM is started with our log4j configuration (checkers.spark).
 _CHECKER_JVM = re.compile(r"-Dlog4j2\.configurationFile=file:\S*/checkers/log4j2\.properties")
 STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL

@@ -64,5 +64,5 @@ fi
 bash compose/images/build_local_images.sh
 .venv/bin/python -m systems.kafka.configdefs --ensure
 # Kafka's Java client for the transactional workload, per local Kafka release (kept once built).
-.venv/bin/python -m systems.kafka.java_client
+.venv/bin/python -m workloads.kafka.java_client
 echo "setup: done"

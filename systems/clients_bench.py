@@ -64,7 +64,7 @@ def _timed_ours(send_all: Callable[[], None], history_dir: Path) -> Figures:
 def _kafka(kind: str, target: dict[str, Any], count: int, history_dir: Path) -> Figures:
     from confluent_kafka import KafkaError, Message, Producer
 
-    from systems.kafka.clients import ProducerConfig, producer_settings, run_producer
+    from workloads.kafka.clients import ProducerConfig, producer_settings, run_producer
 
     cfg = ProducerConfig(process="P1", topic=TOPIC, count=count, deadline=time.time() + 300)
     bootstrap = target["bootstrap_servers"]
@@ -100,7 +100,7 @@ def _kafka(kind: str, target: dict[str, Any], count: int, history_dir: Path) -> 
 
 def _rabbitmq(kind: str, target: dict[str, Any], count: int, history_dir: Path) -> Figures:
     from contract.topology import Endpoint
-    from systems.rabbitmq.clients import Publisher, PublisherConfig
+    from workloads.rabbitmq.clients import Publisher, PublisherConfig
 
     cfg = PublisherConfig(
         process="P1",
@@ -127,7 +127,7 @@ def _bare_pika(cfg: Any) -> int:
     import pika
     from pika.adapters.select_connection import SelectConnection
 
-    from systems.rabbitmq.clients import params
+    from workloads.rabbitmq.clients import params
 
     state = {"next": 1, "tag": 0, "confirmed": 0, "acked": 0}
     channel: Any = None
@@ -209,8 +209,8 @@ def kafka_cluster(workdir: Path) -> Iterator[dict[str, Any]]:
 def rabbitmq_cluster(workdir: Path) -> Iterator[dict[str, Any]]:
     import docker
 
-    from systems.rabbitmq.clients import declare_topology
     from systems.rabbitmq.cluster import ClusterConfig, RabbitMQCluster, choose_image
+    from workloads.rabbitmq.clients import declare_topology
 
     image = choose_image(None, docker.from_env())
     cluster = RabbitMQCluster(

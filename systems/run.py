@@ -30,9 +30,9 @@ from contract.manifest import Manifest
 from contract.rundir import make_run_dir, new_run_id
 from nemesis.containers import NemesisError
 from systems.kafka.targets import TargetError
-from systems.lifeline import HARNESS_PID_ENV
 from systems.rabbitmq.cluster import LOCAL_IMAGE
 from systems.scenario import scenario_data, to_yaml
+from workloads.lifeline import HARNESS_PID_ENV
 
 SCHEDULE_HEADER = ["A generated schedule (harness chaos); replay it with: harness run <this file>"]
 
@@ -294,7 +294,7 @@ class ScenarioRun:
             stderr=subprocess.STDOUT,
             cwd=Path(__file__).resolve().parent.parent,
             # Ctrl-C in a terminal reaches the harness alone, which stops clients in order;
-            # a harness killed outright takes them with it (systems.lifeline).
+            # a harness killed outright takes them with it (workloads.lifeline).
             start_new_session=True,
             env={**os.environ, HARNESS_PID_ENV: str(os.getpid())},
         )

@@ -109,13 +109,16 @@ class KafkaAdmin:
         assignment: list[list[int]] | None,
         config: dict[str, str],
         timeout: float,
+        name: str | None = None,
     ) -> None:
-        new = new_topic(self.topic, partitions, replication_factor, assignment, config)
+        """The workload's topic (or `name`, another topic of the workload, made alike)."""
+        topic = name or self.topic
+        new = new_topic(topic, partitions, replication_factor, assignment, config)
         try:
-            future = self.admin.create_topics([new], request_timeout=timeout)[self.topic]
+            future = self.admin.create_topics([new], request_timeout=timeout)[topic]
             future.result(timeout=timeout)
         except Exception as e:  # noqa: BLE001 - KafkaException, ValueError: one line
-            raise ComposeError(f"cannot create topic {self.topic}: {e}") from None
+            raise ComposeError(f"cannot create topic {topic}: {e}") from None
 
     def _elect_via(
         self, node: str, election: str, partitions: list[int], wait: float

@@ -5,23 +5,30 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
 
-from systems.kafka.clients import ProducerConfig, ReaderConfig, producer_settings, reader_settings
 from systems.kafka.configdefs import to_property
-from systems.kafka.scenario import FINAL_READER
-from systems.kafka.transactions import (
+from systems.kafka.scenario import FINAL_READER, output_topic
+from systems.run import ScenarioRun
+from systems.scenario import ScenarioError
+from workloads.kafka.clients import ProducerConfig, ReaderConfig, producer_settings, reader_settings
+from workloads.kafka.copier import (
+    CopierConfig,
+    copier_consumer_settings,
+    copier_producer_settings,
+)
+from workloads.kafka.transactions import (
     TransactionConfig,
     java_properties,
     transactional_settings,
 )
-from systems.run import ScenarioRun
-from systems.scenario import ScenarioError
 
 
 class KafkaClientsRun(ScenarioRun):
-    """A run whose clients are systems.kafka.clients producers and readers."""
+    """A run whose clients are workloads.kafka.clients producers and readers."""
 
-    client_module = "systems.kafka.clients"
+    client_module = "workloads.kafka.clients"
 
     @property
     def bootstrap_servers(self) -> str:
@@ -46,6 +53,21 @@ class KafkaClientsRun(ScenarioRun):
             "deadline": deadline,
             **settings,
         }
+
+    def topic_of_reader(self, side: str) -> str:
+        """The topic a reader reads: the workload's, or the exactly-once copy's output."""
+        topic = self.scenario.cluster.topic
+        return output_topic(topic) if side == "output" else topic
+
+    def topics(self) -> list[str]:
+        """Every topic the workload writes: its own, and the copy's output when it copies."""
+        topic = self.scenario.cluster.topic
+        return [topic, output_topic(topic)] if self.scenario.workload.copiers else [topic]
+
+    def _copier_config(self, deadline: float, spec: Any) -> CopierConfig:
+        topic = self.scenario.cluster.topic
+        knobs = spec.model_dump(exclude={"id"})
+        return CopierConfig(spec.id, topic, output_topic(topic), deadline=deadline, **knobs)
 
     def client_settings(self) -> dict[str, dict[str, str]]:
         """Each producer's and reader's configuration as the client is given it (where the
@@ -76,6 +98,10 @@ class KafkaClientsRun(ScenarioRun):
                 config=r.config,
             )
             out[f"reader {r.id}"] = _shown(reader_settings(rcfg, ""))
+        for c in w.copiers:
+            ccfg = self._copier_config(0, c)
+            out[f"copier {c.id} producer"] = _shown(copier_producer_settings(ccfg, ""))
+            out[f"copier {c.id} consumer"] = _shown(copier_consumer_settings(ccfg, ""))
         return out
 
     def _start_clients(self, start: float) -> list[str]:
@@ -92,7 +118,11 @@ class KafkaClientsRun(ScenarioRun):
                 isolation=r.isolation,
                 config=r.config,
             )
+            config["topic"] = self.topic_of_reader(r.topic)
             self._spawn("reader", r.id, config)
+        for c in w.copiers:
+            copier = asdict(self._copier_config(read_deadline, c))
+            self._spawn("copier", c.id, {"bootstrap_servers": self.bootstrap_servers, **copier})
         for p in w.producers:
             knobs = p.model_dump(exclude={"id"})
             if p.transaction is not None and p.transaction.client == "java":
@@ -102,13 +132,17 @@ class KafkaClientsRun(ScenarioRun):
         return [p.id for p in w.producers]
 
     def _drain(self) -> None:
-        """Readers read every partition up to its high-water mark, then exit 0; then the final
-        read, a fresh reader from the first offset to the high-water marks."""
-        readers = [r.id for r in self.scenario.workload.readers]
-        for name in readers:
-            self.clients[name].send_signal(signal.SIGUSR1)
-        deadline = time.time() + self.scenario.workload.drain_timeout + 30
-        codes = {name: self._wait_client(name, deadline) for name in readers}
+        """Copiers copy what is left of the input, then exit 0; then readers read every
+        partition up to its high-water mark, then exit 0 (a reader of the copy's output drained
+        before the copiers would read less than they copy); then the final read, a fresh reader
+        from the first offset to the high-water marks."""
+        w = self.scenario.workload
+        codes: dict[str, int] = {}
+        for stage in ([c.id for c in w.copiers], [r.id for r in w.readers]):
+            for name in stage:
+                self.clients[name].send_signal(signal.SIGUSR1)
+            deadline = time.time() + w.drain_timeout + 30
+            codes |= {name: self._wait_client(name, deadline) for name in stage}
         if self.scenario.workload.final_read:
             codes[FINAL_READER] = self._final_read()
         self.manifest.consumer_exit_codes = codes
@@ -117,6 +151,7 @@ class KafkaClientsRun(ScenarioRun):
     def _final_read(self) -> int:
         deadline = time.time() + self.scenario.workload.drain_timeout + 30
         config = self._client_config(deadline - 10, group=FINAL_READER, final=True)
+        config["topic"] = self.topics()[-1]  # with a copy, its output: what the copy promises
         self._spawn("reader", FINAL_READER, config)
         return self._wait_client(FINAL_READER, deadline)
 

@@ -22,7 +22,7 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -31,6 +31,7 @@ from typing import Literal, get_args
 from compose.releases import RELEASE_PATTERN, line_of, on_spec, releases_named_in, version_key
 from contract.cache import cache_root, write_whole
 from systems.scenario import ScenarioError
+from workloads.kafka.properties import PropertyScalar, to_property
 
 Kind = Literal["broker", "topic"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -50,7 +51,6 @@ _EXTRACT_SCRIPT = (
     f"&& echo {_TOPIC_MARK} "
     '&& java -cp "libs/*" org.apache.kafka.storage.internals.log.LogConfig'
 )
-PropertyScalar = str | int | float | bool
 
 
 class KafkaConfigDefsError(ScenarioError):
@@ -345,17 +345,6 @@ def owned_refusal(key: str, kind: Kind = "broker") -> str | None:
 
 
 # ---- checking a key and its value ----------------------------------------------------------------
-
-
-def to_property(value: PropertyScalar | Sequence[PropertyScalar]) -> str:
-    """A YAML value as written into server.properties or a topic's config."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float):
-        return str(value)
-    return ",".join(to_property(v) for v in value)
 
 
 _JAVA_INTS = {"short": 15, "int": 31, "long": 63}

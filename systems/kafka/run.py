@@ -134,9 +134,15 @@ class KafkaRun(KafkaClientsRun):
                 raise ScenarioError(str(e)) from None
         self.manifest.kafka_features = cluster.feature_levels()
         topic_config = c.topic_properties()
-        admin.create_topic(
-            c.partitions, c.replication_factor, c.replica_assignment, topic_config, t.cluster_up
-        )
+        for topic in self.topics():
+            admin.create_topic(
+                c.partitions,
+                c.replication_factor,
+                c.replica_assignment,
+                topic_config,
+                t.cluster_up,
+                name=topic,
+            )
         if not wait_until(admin.fully_in_sync, t.cluster_up, interval=1):
             raise ScenarioError(f"topic {c.topic} never had a leader and full ISR everywhere")
         self.manifest.topic_config = topic_config

@@ -97,8 +97,40 @@ class KafkaProducerSpec(Strict):
         return self
 
 
+class KafkaCopierSpec(Strict):
+    """An exactly-once copier (workloads.kafka.copier, confluent-kafka: the TV1 protocol): it
+    reads the input topic read_committed in consumer group `group` and copies each record into
+    the same partition of the output topic (`<topic>-copy`), `size` records per transaction
+    committed with their input offsets. Copiers sharing a group share the input's partitions."""
+
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    group: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "copy"
+    size: Annotated[int, Field(ge=1, le=10_000)] = 50
+    abort_ratio: Annotated[float, Field(ge=0, le=1)] = 0.0
+    timeout_ms: Annotated[int, Field(ge=1000, le=900_000)] = 60000
+    transactional_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]*$")] = ""
+    delivery_timeout_ms: Annotated[int, Field(ge=1)] = 30000
+    request_timeout_ms: Annotated[int, Field(ge=1)] = 10000
+
+    @model_validator(mode="after")
+    def _records_outlive_no_transaction(self) -> KafkaCopierSpec:
+        if self.delivery_timeout_ms > self.timeout_ms:
+            raise ValueError(
+                f"copier {self.id}: delivery_timeout_ms {self.delivery_timeout_ms} outlives "
+                f"the transaction (timeout_ms {self.timeout_ms})"
+            )
+        return self
+
+
+def output_topic(topic: str) -> str:
+    """The exactly-once copy's output topic: the input's name with `-copy`."""
+    return f"{topic}-copy"
+
+
 class KafkaReaderSpec(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    # input: the workload's topic; output: the exactly-once copy's output topic (<topic>-copy)
+    topic: Literal["input", "output"] = "input"
     # assign: every partition from the earliest offset, nothing committed. group: a consumer
     # group member (rebalances), committing offsets synchronously every `commit_every` records;
     # every commit's outcome goes to the history (f: commit).
@@ -139,6 +171,9 @@ FINAL_READER = "final"  # the group of the final read (a reader id no scenario m
 class KafkaWorkload(Strict):
     producers: Annotated[list[KafkaProducerSpec], Field(min_length=1)]
     readers: Annotated[list[KafkaReaderSpec], Field(min_length=1)]
+    # The exactly-once copy from the topic to <topic>-copy; with copiers, the final read reads
+    # the output topic (what the copy promises: every acknowledged input record there once).
+    copiers: list[KafkaCopierSpec] = Field(default_factory=list)
     drain_timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
     # After the drain, a fresh reader reads the whole log from its first offset: what a reader
     # saw during a fault (a stale leader's writes, truncated later) is no proof the log kept it.
@@ -151,10 +186,27 @@ class KafkaWorkload(Strict):
         for p in self.producers:
             if p.transaction is not None:
                 out.setdefault("transaction-coordinator", p.transaction.transactional_id or p.id)
+        for c in self.copiers:
+            out.setdefault("transaction-coordinator", c.transactional_id or c.id)
         for r in self.readers:
             if r.mode == "group":
                 out.setdefault("group-coordinator", r.id)
+        for c in self.copiers:
+            out.setdefault("group-coordinator", c.group)
         return out
+
+    @model_validator(mode="after")
+    def _copy_is_whole(self) -> KafkaWorkload:
+        if any(r.topic == "output" for r in self.readers) and not self.copiers:
+            raise ValueError("a reader of the output topic needs copiers")
+        ids = [p.id for p in self.producers] + [r.id for r in self.readers]
+        ids += [c.id for c in self.copiers]
+        if len(ids) != len(set(ids)):
+            raise ValueError("producers, readers and copiers each need an id of their own")
+        reader_groups = {r.id for r in self.readers if r.mode == "group"}
+        if clash := reader_groups & {c.group for c in self.copiers}:
+            raise ValueError(f"group {sorted(clash)[0]} is both a reader's and the copiers'")
+        return self
 
     @model_validator(mode="after")
     def _final_reader_id_is_reserved(self) -> KafkaWorkload:

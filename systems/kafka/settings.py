@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from systems.kafka.config import KafkaClusterConfig, PropertyValue
-from systems.kafka.configdefs import check_setting, owned_refusal, to_property
+from systems.kafka.configdefs import check_setting, owned_refusal
+from workloads.kafka.properties import properties
 
 # YAML scalars a property may take; a list is written comma-joined (a list-typed property).
 Value = PropertyValue
@@ -72,8 +73,8 @@ def typed_conflict(
     """One line when a passthrough map sets a property whose typed knob is set explicitly."""
     chosen = set(set_fields)
     for key in keys:
-        for knob, properties in typed.items():
-            if key in properties and knob in chosen:
+        for knob, names in typed.items():
+            if key in names and knob in chosen:
                 return (
                     f"{where} sets {key}, which {knob} sets too: keep one (the typed knob, or "
                     f"the key alone)"
@@ -93,11 +94,6 @@ def owned_client_key(where: str, keys: Iterable[str]) -> str | None:
         if key in OWNED_CLIENT:
             return f'{where}: "{key}" is set by the harness ({OWNED_CLIENT[key]})'
     return None
-
-
-def properties(values: Mapping[str, Value]) -> dict[str, str]:
-    """A passthrough map as the strings Kafka reads."""
-    return {key: to_property(value) for key, value in values.items()}
 
 
 def release_refusal(

@@ -38,7 +38,8 @@ class KafkaMockRun(KafkaClientsRun):
     def _cluster_up(self) -> None:
         c = self.scenario.cluster
         self.cluster = MockKafkaCluster(c.brokers)
-        self.cluster.create_topic(c.topic, c.partitions, c.replication_factor)
+        for topic in self.topics():
+            self.cluster.create_topic(topic, c.partitions, c.replication_factor)
         self.manifest.images = {
             "kafka": {"name": "librdkafka mock cluster", "version": confluent_kafka.libversion()[0]}
         }

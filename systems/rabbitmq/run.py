@@ -18,7 +18,6 @@ from contract.wait import wait_until
 from nemesis.containers import Nemesis
 from systems.rabbitmq import confschema
 from systems.rabbitmq.broker_log import mirror_story
-from systems.rabbitmq.clients import DeclareRefused, declare_topology
 from systems.rabbitmq.cluster import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
 from systems.rabbitmq.nemesis import QueueTargets, apply_step
 from systems.rabbitmq.scenario import RABBITMQ_NODES, Consumer, NemesisStep, RabbitMQScenario
@@ -32,6 +31,7 @@ from systems.rabbitmq.settings import (
 )
 from systems.run import PhaseProgress, RunOptions, ScenarioRun
 from systems.scenario import ScenarioError
+from workloads.rabbitmq.clients import DeclareRefused, declare_topology
 
 log = logging.getLogger("harness")
 
@@ -62,7 +62,7 @@ def stream_positions(history_dir: Path, groups: set[str]) -> dict[str, int]:
 class RabbitMQRun(ScenarioRun):
     scenario: RabbitMQScenario
     nemesis: Nemesis | None
-    client_module = "systems.rabbitmq.clients"
+    client_module = "workloads.rabbitmq.clients"
     tier = "real-cluster"
 
     def __init__(

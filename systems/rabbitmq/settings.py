@@ -24,7 +24,7 @@ from pydantic import BeforeValidator
 
 from compose.releases import setup_releases, version_key
 from systems.rabbitmq import confschema
-from systems.rabbitmq.clients import CONNECTION_DEFAULTS, declare_arguments
+from workloads.rabbitmq.clients import CONNECTION_DEFAULTS, declare_arguments
 
 if TYPE_CHECKING:
     from systems.rabbitmq.scenario import Policy, RabbitMQClusterSpec, RabbitMQScenario

@@ -37,10 +37,12 @@ def test_clients_are_told_from_other_processes_and_orphans_from_live_runs(tmp_pa
     run_dir = _run_dir(tmp_path, harness_pid=100)
     config = str(run_dir / "logs" / "P1.config.json")
     py = sys.executable
-    _fake_proc(proc, 101, 100, [py, "-m", "systems.kafka.clients", "producer", config], tmp_path)
-    _fake_proc(proc, 102, 1, [py, "-m", "systems.kafka.clients", "reader", config], tmp_path)
+    _fake_proc(proc, 101, 100, [py, "-m", "workloads.kafka.clients", "producer", config], tmp_path)
+    _fake_proc(proc, 102, 1, [py, "-m", "workloads.kafka.clients", "reader", config], tmp_path)
     relative = "results/K4/run-1/logs/C1.config.json"
-    _fake_proc(proc, 103, 1, [py, "-m", "systems.rabbitmq.clients", "consumer", relative], tmp_path)
+    _fake_proc(
+        proc, 103, 1, [py, "-m", "workloads.rabbitmq.clients", "consumer", relative], tmp_path
+    )
     _fake_proc(proc, 104, 1, [py, "-m", "harness.cli", "run", "K4"], tmp_path)
     _fake_proc(proc, 105, 1, ["sleep", "10"], tmp_path)
     (proc / "self").mkdir()
@@ -55,7 +57,7 @@ def test_a_client_of_a_run_without_a_manifest_is_an_orphan(tmp_path: Path) -> No
     proc = tmp_path / "proc"
     config = str(tmp_path / "elsewhere" / "P1.config.json")
     _fake_proc(
-        proc, 7, 6, [sys.executable, "-m", "systems.kafka.clients", "producer", config], tmp_path
+        proc, 7, 6, [sys.executable, "-m", "workloads.kafka.clients", "producer", config], tmp_path
     )
     (only,) = orphan_clients(proc)
     assert only.run_dir is None and only.process == "P1"
@@ -79,15 +81,15 @@ def test_heal_stops_a_real_orphan_and_says_so(tmp_path: Path) -> None:
     run_dir = _run_dir(tmp_path, harness_pid=None)
     config = run_dir / "logs" / "P9.config.json"
     config.write_text("{}")
-    stubborn = tmp_path / "systems" / "stub" / "clients.py"
+    stubborn = tmp_path / "workloads" / "stub" / "clients.py"
     stubborn.parent.mkdir(parents=True)
     stubborn.write_text(
         "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)\n"
     )
-    for d in (tmp_path / "systems", stubborn.parent):
+    for d in (tmp_path / "workloads", stubborn.parent):
         (d / "__init__.py").write_text("")
     client = subprocess.Popen(
-        [sys.executable, "-m", "systems.stub.clients", "producer", str(config)],
+        [sys.executable, "-m", "workloads.stub.clients", "producer", str(config)],
         cwd=tmp_path,
         start_new_session=True,
     )

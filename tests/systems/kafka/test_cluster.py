@@ -409,7 +409,7 @@ class FakeReaderConsumer:
 def test_reader_waits_for_the_topic_and_never_calls_nothing_caught_up() -> None:
     import time
 
-    from systems.kafka.clients import TopicNotFound, _caught_up, partitions_of
+    from workloads.kafka.clients import TopicNotFound, _caught_up, partitions_of
 
     assert partitions_of(FakeReaderConsumer(2), "t", time.time() + 10) == [0]  # type: ignore[arg-type]
     with pytest.raises(TopicNotFound):

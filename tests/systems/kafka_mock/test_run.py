@@ -16,7 +16,8 @@ from confluent_kafka import KafkaError
 
 from checkers.run import check_run
 from contract.history import HistoryWriter
-from systems.kafka.clients import (
+from systems.kafka_mock.cluster import TIER, MockKafkaCluster
+from workloads.kafka.clients import (
     ProducerConfig,
     ReaderConfig,
     delivery_outcome,
@@ -24,7 +25,6 @@ from systems.kafka.clients import (
     read_all,
     run_producer,
 )
-from systems.kafka_mock.cluster import TIER, MockKafkaCluster
 
 
 @pytest.mark.parametrize(

@@ -22,8 +22,8 @@ from contract.wait import wait_until
 from harness.cleanup import heal_everything
 from nemesis import network
 from nemesis.containers import Nemesis
-from systems.rabbitmq.clients import CONNECTION_ERRORS
 from systems.rabbitmq.cluster import ClusterConfig, RabbitMQCluster
+from workloads.rabbitmq.clients import CONNECTION_ERRORS
 
 pytestmark = pytest.mark.cluster
 NODES = ("rabbit1", "rabbit2", "rabbit3")
@@ -210,7 +210,7 @@ def test_harness_heal_removes_leftover_rules(cluster: RabbitMQCluster, nemesis: 
 
 def test_publisher_outcomes_and_consumer_history(cluster: RabbitMQCluster, tmp_path: Path) -> None:
     """Confirmed -> ok; returned unroutable -> fail; each delivery logged before its ack."""
-    from systems.rabbitmq.clients import (
+    from workloads.rabbitmq.clients import (
         Consumer,
         ConsumerConfig,
         Publisher,

@@ -14,7 +14,6 @@ import pytest
 
 from contract.topology import Endpoint
 from systems.rabbitmq import confschema
-from systems.rabbitmq.clients import declare_arguments, params
 from systems.rabbitmq.cluster import (
     ClusterConfig,
     RabbitMQCluster,
@@ -26,6 +25,7 @@ from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.rabbitmq.settings import effective_policies, rendered, settings_of
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
+from workloads.rabbitmq.clients import declare_arguments, params
 
 
 @pytest.fixture(autouse=True)

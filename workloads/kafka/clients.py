@@ -37,10 +37,10 @@ from confluent_kafka import (
 )
 
 from contract.history import EventType, HistoryWriter, decode_body, encode_body
-from systems.kafka.settings import properties
-from systems.lifeline import tie_to_harness
+from workloads.kafka.properties import properties
+from workloads.lifeline import tie_to_harness
 
-log = logging.getLogger("systems.kafka.clients")
+log = logging.getLogger("workloads.kafka.clients")
 
 # Refused before the record left the client: nothing can have been written.
 _LOCAL_NOT_SENT = frozenset(
@@ -345,7 +345,7 @@ def _transactional(
 ) -> int:
     """A transactional producer, on the client its scenario chose."""
     # Imported here: the transactional producer builds on this module.
-    from systems.kafka.transactions import (
+    from workloads.kafka.transactions import (
         TransactionalProducer,
         TransactionConfig,
         run_java_producer,
@@ -359,10 +359,24 @@ def _transactional(
     return 0
 
 
+def _copier(data: dict[str, Any], bootstrap: str, history_dir: Path) -> int:
+    """An exactly-once copier: it drains when signalled (SIGUSR1), as a reader does."""
+    # Imported here: the copier builds on this module.
+    from workloads.kafka.copier import Copier, CopierConfig
+
+    cfg = CopierConfig(**data)
+    drain = {"now": False}
+    signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))
+    with HistoryWriter(history_dir, cfg.process, "kafka") as history:
+        drained = Copier(cfg, bootstrap, history, lambda: drain["now"]).run()
+    return 0 if drained else READER_NOT_CAUGHT_UP
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m systems.kafka.clients producer|reader CONFIG`: one client process of a run."""
-    parser = argparse.ArgumentParser(prog="python -m systems.kafka.clients")
-    parser.add_argument("role", choices=["producer", "reader"])
+    """`python -m workloads.kafka.clients producer|reader|copier CONFIG`: one client process of a
+    run."""
+    parser = argparse.ArgumentParser(prog="python -m workloads.kafka.clients")
+    parser.add_argument("role", choices=["producer", "reader", "copier"])
     parser.add_argument("config", type=Path)
     args = parser.parse_args(argv)
     tie_to_harness()
@@ -377,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         with HistoryWriter(history_dir, pcfg.process, "kafka") as history:
             run_producer(pcfg, bootstrap, history)
         return 0
+    if args.role == "copier":
+        return _copier(data, bootstrap, history_dir)
     rcfg = ReaderConfig(**data)
     drain = {"now": rcfg.final}
     signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))

@@ -1,6 +1,6 @@
 """RabbitMQ clients: confirming publishers and acking consumers that write the history.
 
-Each client runs as its own process (`python -m systems.rabbitmq.clients publisher|consumer
+Each client runs as its own process (`python -m workloads.rabbitmq.clients publisher|consumer
 CONFIG`), so that one killed mid-run loses nothing it had already logged and a slow consumer
 cannot stall a publisher. Every client stops by itself: at its message count, its drain's quiet
 period, or its deadline."""
@@ -28,9 +28,9 @@ from tenacity import Retrying, retry_if_result, wait_exponential
 
 from contract.history import HistoryWriter, decode_body, encode_body
 from contract.topology import Endpoint
-from systems.lifeline import tie_to_harness
+from workloads.lifeline import tie_to_harness
 
-log = logging.getLogger("systems.rabbitmq.clients")
+log = logging.getLogger("workloads.rabbitmq.clients")
 
 HEARTBEAT = 5  # seconds; a dead TCP connection is noticed within two of these
 # pika's ConnectionParameters every client connects with unless its scenario says otherwise:
@@ -482,7 +482,7 @@ def _load(cls: type, path: Path) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m systems.rabbitmq.clients")
+    parser = argparse.ArgumentParser(prog="python -m workloads.rabbitmq.clients")
     parser.add_argument("role", choices=["publisher", "consumer"])
     parser.add_argument("config", type=Path)
     args = parser.parse_args(argv)

@@ -97,7 +97,7 @@ def _run(argv: list[str], failure: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m systems.kafka.java_client")
+    parser = argparse.ArgumentParser(prog="python -m workloads.kafka.java_client")
     parser.add_argument("releases", nargs="*", help="Kafka releases (default: the local images')")
     args = parser.parse_args(argv)
     releases = args.releases or list(setup_releases("kafka"))

@@ -1,5 +1,5 @@
 // A transactional producer on Kafka's own Java client (the release's kafka-clients), writing the
-// same history as systems/kafka/transactions.py: on a 4.x cluster whose transaction.version is 2
+// same history as workloads/kafka/transactions.py: on a 4.x cluster whose transaction.version is 2
 // it speaks KIP-890's protocol (TV2), which librdkafka does not.
 //
 // Usage: java -cp CLASSPATH TransactionalProducer PROPERTIES HISTORY PROCESS TOPIC COUNT RATE

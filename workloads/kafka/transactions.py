@@ -31,9 +31,9 @@ import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, libversion
 
 from contract.history import PLANNED_ABORT, EventType, HistoryWriter, encode_body
-from systems.kafka.clients import ProducerConfig, producer_settings
+from workloads.kafka.clients import ProducerConfig, producer_settings
 
-log = logging.getLogger("systems.kafka.transactions")
+log = logging.getLogger("workloads.kafka.transactions")
 
 TXN_CALL_TIMEOUT = (
     10.0  # seconds a single init/commit/abort call may block before it is asked again
@@ -46,7 +46,7 @@ class TransactionConfig:
     abort_ratio: float = 0.1  # the share of transactions the producer aborts on purpose
     timeout_ms: int = 60000  # transaction.timeout.ms
     transactional_id: str = ""  # default: the producer's id
-    client: str = "confluent-kafka"  # or "java": Kafka's own client (systems.kafka.java_client)
+    client: str = "confluent-kafka"  # or "java": Kafka's own client (workloads.kafka.java_client)
     java_version: str = ""  # the java client's kafka-clients release: the cluster's
 
 
@@ -86,7 +86,7 @@ class OpenTransaction:
             self.errors[seq] = f"{err.name()}: {err.str()}"
 
 
-def _client_failure(e: Exception) -> str:
+def client_failure(e: Exception) -> str:
     """Why an instance is given up. confluent-kafka raises SystemError out of a poll, flush or
     commit when a callback ran while a fatal error (fencing) was being raised: the instance is
     as unusable as after a fatal error."""
@@ -101,12 +101,12 @@ def _kafka_error(e: KafkaException) -> KafkaError | None:
     return e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
 
 
-def _text(e: KafkaException) -> str:
+def error_text(e: KafkaException) -> str:
     err = _kafka_error(e)
     return f"{err.name()}: {err.str()}" if err is not None else str(e)
 
 
-def _until_done(call: Callable[[float], None], deadline: float) -> None:
+def until_done(call: Callable[[float], None], deadline: float) -> None:
     """Calls `call(timeout)` until it returns, asking again while its error is retriable (a
     timeout, a coordinator moving) and the deadline allows; a fatal error raises Fatal, an
     abortable one raises KafkaException for the caller to abort."""
@@ -117,7 +117,7 @@ def _until_done(call: Callable[[float], None], deadline: float) -> None:
         except KafkaException as e:
             err = _kafka_error(e)
             if err is None or err.fatal():
-                raise Fatal(_text(e)) from e
+                raise Fatal(error_text(e)) from e
             if err.txn_requires_abort():
                 raise
             if not err.retriable() or time.time() >= deadline:
@@ -152,7 +152,7 @@ class TransactionalProducer:
     def start(self) -> None:
         """A fresh instance, initialised (fencing any earlier one with the same id)."""
         self.producer = Producer(transactional_settings(self.cfg, self.txn, self.bootstrap))
-        _until_done(self.producer.init_transactions, self.cfg.deadline)
+        until_done(self.producer.init_transactions, self.cfg.deadline)
         if not self.partitions:
             self.partitions = self._partitions()
 
@@ -210,15 +210,15 @@ class TransactionalProducer:
                 producer.flush(max(0.0, min(TXN_CALL_TIMEOUT, self.cfg.deadline - time.time())))
                 return self._abort(t, PLANNED_ABORT, planned=True)
         except KafkaException as e:  # begin or produce refused: nothing committed
-            return self._abort(t, _text(e), planned=False)
+            return self._abort(t, error_text(e), planned=False)
         except (Fatal, SystemError) as e:
-            return self._lost_instance("fail", _client_failure(e))
+            return self._lost_instance("fail", client_failure(e))
         try:
-            _until_done(producer.commit_transaction, self.cfg.deadline)
+            until_done(producer.commit_transaction, self.cfg.deadline)
         except (Fatal, SystemError) as e:
-            return self._lost_instance("info", _client_failure(e))
+            return self._lost_instance("info", client_failure(e))
         except KafkaException as e:  # the commit needs an abort (a record not delivered)
-            return self._abort(t, _text(e), planned=False, commit_asked=True)
+            return self._abort(t, error_text(e), planned=False, commit_asked=True)
         return "ok", None, False
 
     def _produce(self, t: OpenTransaction, seq: int) -> None:
@@ -247,9 +247,9 @@ class TransactionalProducer:
         aborted only if the abort returns (else its outcome is unknown)."""
         assert self.producer is not None
         try:
-            _until_done(self.producer.abort_transaction, self.cfg.deadline)
+            until_done(self.producer.abort_transaction, self.cfg.deadline)
         except (Fatal, KafkaException, SystemError) as e:
-            why = _text(e) if isinstance(e, KafkaException) else _client_failure(e)
+            why = error_text(e) if isinstance(e, KafkaException) else client_failure(e)
             outcome: EventType = "info" if commit_asked else "fail"
             return self._lost_instance(outcome, f"{error}; the abort failed: {why}", planned)
         return "fail", error, planned
@@ -331,8 +331,8 @@ def run_java_producer(
     cfg: ProducerConfig, txn: TransactionConfig, bootstrap: str, history: Path, work: Path
 ) -> int:
     """Kafka's Java client as this producer: it writes `history` itself; its exit code."""
-    from systems.kafka.java_client import MAIN_CLASS, classpath, ensure
-    from systems.lifeline import die_with_parent
+    from workloads.kafka.java_client import MAIN_CLASS, classpath, ensure
+    from workloads.lifeline import die_with_parent
 
     ensure(txn.java_version)
     props = work / f"{cfg.process}.java.properties"

@@ -31,7 +31,7 @@ HARNESS = textwrap.dedent(
     """
 )
 CLIENT = (
-    "from systems.lifeline import tie_to_harness; import time; tie_to_harness(); time.sleep(120)"
+    "from workloads.lifeline import tie_to_harness; import time; tie_to_harness(); time.sleep(120)"
 )
 
 
@@ -91,7 +91,7 @@ def test_the_watcher_alone_ends_a_client_without_a_parent_death_signal() -> None
 
 def test_a_client_started_by_hand_is_left_alone() -> None:
     env = {k: v for k, v in os.environ.items() if k != "BJ_HARNESS_PID"}
-    code = "from systems.lifeline import tie_to_harness; tie_to_harness(); print('alive')"
+    code = "from workloads.lifeline import tie_to_harness; tie_to_harness(); print('alive')"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=30
     )

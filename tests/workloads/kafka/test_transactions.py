@@ -6,8 +6,6 @@ import pytest
 
 from compose.releases import setup_releases
 from contract.history import PLANNED_ABORT
-from systems.kafka import java_client
-from systems.kafka.clients import ProducerConfig
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka.targets import (
     Metadata,
@@ -17,15 +15,17 @@ from systems.kafka.targets import (
     coordinator_partition,
     java_string_hash,
 )
-from systems.kafka.transactions import (
+from systems.registry import parse_scenario
+from systems.scenario import ScenarioError
+from tests.helpers import ROOT
+from workloads.kafka import java_client
+from workloads.kafka.clients import ProducerConfig
+from workloads.kafka.transactions import (
     TransactionConfig,
     _send_error,
     java_properties,
     transactional_settings,
 )
-from systems.registry import parse_scenario
-from systems.scenario import ScenarioError
-from tests.helpers import ROOT
 
 
 def scenario(producer: str, nemesis: str = "[]", readers: str = "[{id: r}]") -> str:

@@ -1,0 +1,323 @@
+"""The exactly-once copy (consume-transform-produce) on confluent-kafka: copiers in one consumer
+group read the input topic read_committed and copy each record, body unchanged, into the same
+partition of the output topic, in transactions that also commit the input offsets they consumed
+(`send_offsets_to_transaction`). This is the shape of Kafka's own TransactionalMessageCopier and
+of every exactly-once stream processor: if it holds, the output holds each input record once.
+
+The history says, for each copier transaction, what it copied and how it ended:
+  f: txn   an invoke when the transaction begins and one outcome (ok committed, fail aborted,
+           info unknown), `value.txn` its id, as a transactional producer's;
+  f: copy  at the transaction's end, one event per record copied, of the transaction's outcome:
+           `producer`/`seq` the input record's identity (its body), `stream`/`partition`/
+           `offset` where the copy was written in the output topic, and `value.from` where the
+           record was read in the input topic.
+After an abort the copier rejoins its group, to start again from the last committed offsets:
+its aborted copies are written again by a later transaction.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+    libversion,
+)
+
+from contract.history import PLANNED_ABORT, EventType, HistoryWriter, decode_body
+from workloads.kafka.clients import ProducerConfig, client_diagnostics
+from workloads.kafka.transactions import (
+    TXN_CALL_TIMEOUT,
+    Fatal,
+    TransactionConfig,
+    client_failure,
+    error_text,
+    transactional_settings,
+    until_done,
+)
+
+log = logging.getLogger("workloads.kafka.copier")
+
+IDLE_WITHOUT_PARTITIONS = 10.0  # seconds a drained copier with no partition waits for some
+
+
+@dataclass(frozen=True)
+class CopierConfig:
+    process: str
+    input_topic: str
+    output_topic: str
+    group: str  # the consumer group every copier of the copy shares
+    deadline: float  # Unix time: the copier stops here, drained or not
+    size: int = 50  # records per transaction, at most
+    abort_ratio: float = 0.0  # the share of transactions the copier aborts on purpose
+    timeout_ms: int = 60000  # transaction.timeout.ms
+    transactional_id: str = ""  # default: the copier's id
+    delivery_timeout_ms: int = 30000
+    request_timeout_ms: int = 10000
+
+
+def copier_producer_settings(cfg: CopierConfig, bootstrap: str) -> dict[str, Any]:
+    """The copier's producer: a transactional producer's settings (acks all, idempotent)."""
+    pcfg = ProducerConfig(
+        cfg.process,
+        cfg.output_topic,
+        count=0,
+        deadline=cfg.deadline,
+        enable_idempotence=True,
+        delivery_timeout_ms=cfg.delivery_timeout_ms,
+        request_timeout_ms=cfg.request_timeout_ms,
+    )
+    txn = TransactionConfig(timeout_ms=cfg.timeout_ms, transactional_id=cfg.transactional_id)
+    return transactional_settings(pcfg, txn, bootstrap)
+
+
+def copier_consumer_settings(cfg: CopierConfig, bootstrap: str) -> dict[str, Any]:
+    """The copier's consumer: a group member that reads committed records only and commits
+    nothing itself (its offsets go with its transactions)."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": cfg.group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+        "session.timeout.ms": 10000,
+        "log_level": 3,
+    } | client_diagnostics()
+
+
+def consumed_offsets(msgs: list[Message]) -> list[TopicPartition]:
+    """The offsets a transaction commits for what it copied: per input partition, the one after
+    the last record copied."""
+    after: dict[tuple[str, int], int] = {}
+    for m in msgs:
+        key = (m.topic() or "", m.partition() or 0)
+        after[key] = max(after.get(key, 0), (m.offset() or 0) + 1)
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(after.items())]
+
+
+@dataclass
+class CopyTransaction:
+    """What one copier transaction copied, as its delivery reports come back."""
+
+    id: str
+    msgs: list[Message]
+    positions: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+
+    def delivered(self, i: int, err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            self.positions[i] = (msg.partition(), msg.offset())
+
+
+class Copier:
+    """One copier: a consumer and one transactional producer instance at a time."""
+
+    def __init__(
+        self,
+        cfg: CopierConfig,
+        bootstrap: str,
+        history: HistoryWriter,
+        draining: Callable[[], bool],
+    ) -> None:
+        self.cfg, self.bootstrap, self.history, self.draining = cfg, bootstrap, history, draining
+        self.rng = random.Random(cfg.process)
+        self.producer: Producer | None = None
+        self.consumer: Consumer | None = None
+        self.number = 0
+
+    def run(self) -> bool:
+        """Copies until drained (asked to drain, and nothing left in its partitions) or the
+        deadline; whether it drained."""
+        client = f"confluent-kafka {confluent_kafka.version()} (librdkafka {libversion()[0]})"
+        value = {
+            "client": client,
+            "transactional_id": self.cfg.transactional_id or self.cfg.process,
+            "copy": {"group": self.cfg.group, "input": self.cfg.input_topic},
+        }
+        self.history.write("ok", "open", producer=self.cfg.process, value=value)
+        idle_since = time.monotonic()
+        try:
+            while time.time() < self.cfg.deadline:
+                if not self._ready():
+                    time.sleep(1.0)
+                    continue
+                assert self.consumer is not None
+                msgs = [
+                    m
+                    for m in self.consumer.consume(self.cfg.size, timeout=0.5)
+                    if m.error() is None
+                ]
+                if msgs:
+                    idle_since = time.monotonic()
+                    self._copy(msgs)
+                elif self.draining() and self._drained(time.monotonic() - idle_since):
+                    return True
+            return False
+        finally:
+            self._close()
+
+    def _ready(self) -> bool:
+        """A producer initialised (fencing an earlier instance of the same id) and a consumer
+        in the group; False while either cannot be had yet."""
+        try:
+            if self.producer is None:
+                producer = Producer(copier_producer_settings(self.cfg, self.bootstrap))
+                until_done(producer.init_transactions, self.cfg.deadline)
+                self.producer = producer
+        except (Fatal, KafkaException, SystemError) as e:
+            log.warning("cannot start a transactional producer: %s", e)
+            return False
+        if self.consumer is None:
+            self.consumer = Consumer(copier_consumer_settings(self.cfg, self.bootstrap))
+            self.consumer.subscribe([self.cfg.input_topic])
+        return True
+
+    def _drained(self, idle: float) -> bool:
+        """Every assigned partition read to its end (a read_committed position passes the
+        markers), or no partition assigned for a while (more copiers than partitions)."""
+        assert self.consumer is not None
+        assigned = self.consumer.assignment()
+        if not assigned:
+            return idle >= IDLE_WITHOUT_PARTITIONS
+        try:
+            positions = self.consumer.position(assigned)
+            for tp in positions:
+                _, high = self.consumer.get_watermark_offsets(tp, timeout=5)
+                if high < 0 or tp.offset < high:
+                    return False
+        except KafkaException:
+            return False
+        return True
+
+    def _copy(self, msgs: list[Message]) -> None:
+        self.number += 1
+        t = CopyTransaction(f"{self.cfg.process}:t{self.number}", msgs)
+        self.history.write("invoke", "txn", producer=self.cfg.process, value={"txn": t.id})
+        outcome, error, planned = self._one(t)
+        value: dict[str, Any] = {"txn": t.id, "copies": len(msgs)}
+        if planned:
+            value["planned"] = True
+        self.history.write(outcome, "txn", producer=self.cfg.process, error=error, value=value)
+        for i, m in enumerate(msgs):
+            self._record_copy(t, i, m, outcome, PLANNED_ABORT if planned else error)
+        if outcome != "ok":
+            self._rejoin()
+
+    def _record_copy(
+        self, t: CopyTransaction, i: int, m: Message, outcome: EventType, error: str | None
+    ) -> None:
+        producer, seq = decode_body(m.value() or b"")
+        partition, offset = t.positions.get(i, (None, None))
+        source = {"stream": m.topic(), "partition": m.partition(), "offset": m.offset()}
+        self.history.write(
+            outcome,
+            "copy",
+            stream=self.cfg.output_topic,
+            producer=producer,
+            seq=seq,
+            partition=partition,
+            offset=offset,
+            error=None if outcome == "ok" else error,
+            value={"txn": t.id, "from": source},
+        )
+
+    def _one(self, t: CopyTransaction) -> tuple[EventType, str | None, bool]:
+        """Copies one batch in one transaction with its input offsets, and ends it."""
+        assert self.producer is not None and self.consumer is not None
+        producer, consumer = self.producer, self.consumer
+        try:
+            producer.begin_transaction()
+            for i, m in enumerate(t.msgs):
+                self._produce(t, i, m)
+            if self.rng.random() < self.cfg.abort_ratio:
+                producer.flush(max(0.0, min(TXN_CALL_TIMEOUT, self.cfg.deadline - time.time())))
+                return self._abort(PLANNED_ABORT, planned=True)
+            offsets = consumed_offsets(t.msgs)
+            metadata = consumer.consumer_group_metadata()
+            until_done(
+                lambda timeout: producer.send_offsets_to_transaction(offsets, metadata, timeout),
+                self.cfg.deadline,
+            )
+        except KafkaException as e:  # refused before the commit was asked: abort
+            return self._abort(error_text(e), planned=False)
+        except (Fatal, SystemError) as e:
+            return self._lost_instance("fail", client_failure(e))
+        try:
+            until_done(producer.commit_transaction, self.cfg.deadline)
+        except (Fatal, SystemError) as e:
+            return self._lost_instance("info", client_failure(e))
+        except KafkaException as e:
+            return self._abort(error_text(e), planned=False, commit_asked=True)
+        return "ok", None, False
+
+    def _produce(self, t: CopyTransaction, i: int, m: Message) -> None:
+        assert self.producer is not None
+        while True:
+            try:
+                self.producer.produce(
+                    self.cfg.output_topic,
+                    value=m.value(),
+                    key=m.key(),
+                    partition=m.partition() or 0,  # a consumed record always has one
+                    on_delivery=functools.partial(t.delivered, i),
+                )
+                self.producer.poll(0)
+                return
+            except BufferError:
+                self.producer.poll(0.1)
+                if time.time() >= self.cfg.deadline:
+                    raise Fatal("_QUEUE_FULL: local queue full at deadline") from None
+
+    def _abort(
+        self, error: str, planned: bool, commit_asked: bool = False
+    ) -> tuple[EventType, str | None, bool]:
+        """As the transactional producer's abort: a transaction whose commit was never asked
+        ends aborted whatever the abort returns; one whose commit was asked, only if it
+        returns."""
+        assert self.producer is not None
+        try:
+            until_done(self.producer.abort_transaction, self.cfg.deadline)
+        except (Fatal, KafkaException, SystemError) as e:
+            why = error_text(e) if isinstance(e, KafkaException) else client_failure(e)
+            outcome: EventType = "info" if commit_asked else "fail"
+            return self._lost_instance(outcome, f"{error}; the abort failed: {why}", planned)
+        return "fail", error, planned
+
+    def _lost_instance(
+        self, outcome: EventType, error: str, planned: bool = False
+    ) -> tuple[EventType, str | None, bool]:
+        log.warning("transactional producer lost: %s", error)
+        if self.producer is not None:
+            try:
+                self.producer.purge()
+                self.producer.flush(0)
+            except (KafkaException, SystemError) as e:
+                log.info("dropping the instance: %s", e)
+        self.producer = None
+        return outcome, error, planned
+
+    def _rejoin(self) -> None:
+        """After a transaction that did not commit, the consumer's position is past records
+        whose copies were not committed: a new member starts from the committed offsets."""
+        if self.consumer is not None:
+            try:
+                self.consumer.close()
+            except (KafkaException, RuntimeError) as e:
+                log.info("closing the consumer: %s", e)
+        self.consumer = None
+
+    def _close(self) -> None:
+        self._rejoin()
+        if self.producer is not None:
+            self.producer.flush(1.0)
