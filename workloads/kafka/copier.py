@@ -191,10 +191,15 @@ class Copier:
         if not assigned:
             return idle >= IDLE_WITHOUT_PARTITIONS
         try:
+            # A partition this member has consumed nothing of since it was assigned (it took it
+            # over from a copier that left, already copied to its end) has no position yet:
+            # its group's committed offset says how far the copy went.
             positions = self.consumer.position(assigned)
+            committed = self.consumer.committed(assigned, timeout=10)
+            at = {(tp.topic, tp.partition): tp.offset for tp in committed}
             for tp in positions:
                 _, high = self.consumer.get_watermark_offsets(tp, timeout=5)
-                if high < 0 or tp.offset < high:
+                if high < 0 or max(tp.offset, at.get((tp.topic, tp.partition), -1)) < high:
                     return False
         except KafkaException:
             return False
