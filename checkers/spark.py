@@ -17,6 +17,7 @@ from typing import Any
 from checkers import queries as q
 from checkers import timeline
 from checkers.attribution import attribute
+from checkers.cycles import check_cycles
 from checkers.frames import small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
@@ -144,6 +145,8 @@ def check_history(
         nemesis = q.nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
         transactions = check_transactions(events, ids_dir, windows)
+        if transactions is not None:
+            transactions["cycles"] = check_cycles(events, ids_dir)
         states = q.partition_states(control)
         return CheckResult(
             groups={g: counts[g] for g in groups},

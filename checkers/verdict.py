@@ -466,6 +466,14 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
         )
     for metric, samples in sorted((txns.get("samples") or {}).items()):
         lines += [f"  {metric}: {s}" for s in samples[:3]]
+    if cycles := txns.get("cycles"):
+        lines.append(
+            f"dependency cycles: G0 (write cycles) {cycles['G0']}, G1c (cyclic information "
+            f"flow) {cycles['G1c']}, over {cycles['transactions']} committed transactions "
+            f"({cycles['edges']['ww']} ww, {cycles['edges']['wr']} wr edges)"
+        )
+        for c in cycles["samples"][:3]:
+            lines.append(f"  {c['kind']}: {' -> '.join(c['transactions'])}")
     if copy := txns.get("copy"):
         c = copy["copies"]
         lines.append(

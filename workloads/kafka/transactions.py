@@ -21,6 +21,7 @@ import functools
 import logging
 import random
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,13 +107,49 @@ def error_text(e: KafkaException) -> str:
     return f"{err.name()}: {err.str()}" if err is not None else str(e)
 
 
+class Hung(Fatal):
+    """A call blocked well past its own timeout: the instance is abandoned as it is (librdkafka
+    can block in send_offsets_to_transaction after the group coordinator died, its open issues
+    5456 and 5511), and a new one fences it."""
+
+
+HUNG_GRACE = 30.0  # seconds past a call's own timeout before it counts as hung
+
+
+def within(call: Callable[[float], None], timeout: float) -> None:
+    """`call(timeout)`, in a thread of its own so that a call that never returns is noticed:
+    Hung when it is still running HUNG_GRACE seconds past its timeout (its thread is left
+    behind, blocked, with the instance it belongs to)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call(timeout)
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread as it is
+            outcome.append(e)
+
+    worker = threading.Thread(target=run, name="txn-call", daemon=True)
+    worker.start()
+    worker.join(timeout + HUNG_GRACE)
+    if not outcome:
+        name = getattr(call, "__name__", "a transaction call")
+        raise Hung(
+            f"CLIENT_HUNG: {name} still blocked {timeout + HUNG_GRACE:.0f} s after it was "
+            f"called with a timeout of {timeout:.0f} s"
+        )
+    if outcome[0] is not None:
+        raise outcome[0]
+
+
 def until_done(call: Callable[[float], None], deadline: float) -> None:
     """Calls `call(timeout)` until it returns, asking again while its error is retriable (a
-    timeout, a coordinator moving) and the deadline allows; a fatal error raises Fatal, an
-    abortable one raises KafkaException for the caller to abort."""
+    timeout, a coordinator moving) and the deadline allows; a fatal error raises Fatal (Hung
+    for a call that never returned), an abortable one raises KafkaException for the caller to
+    abort."""
     while True:
         try:
-            call(max(1.0, min(TXN_CALL_TIMEOUT, deadline - time.time())))
+            within(call, max(1.0, min(TXN_CALL_TIMEOUT, deadline - time.time())))
             return
         except KafkaException as e:
             err = _kafka_error(e)
@@ -259,7 +296,7 @@ class TransactionalProducer:
     ) -> tuple[EventType, str | None, bool]:
         """The instance can no longer be used: the next transaction starts a new one."""
         log.warning("transactional producer lost: %s", error)
-        if self.producer is not None:
+        if self.producer is not None and not error.startswith("CLIENT_HUNG"):
             try:  # a fenced or failed instance may refuse even these: it is dropped either way
                 self.producer.purge()
                 self.producer.flush(0)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
+from confluent_kafka import KafkaException
 
 from compose.releases import setup_releases
 from contract.history import PLANNED_ABORT
@@ -18,7 +22,7 @@ from systems.kafka.targets import (
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
 from tests.helpers import ROOT
-from workloads.kafka import java_client
+from workloads.kafka import java_client, transactions
 from workloads.kafka.clients import ProducerConfig
 from workloads.kafka.transactions import (
     TransactionConfig,
@@ -213,3 +217,23 @@ def test_transaction_version_is_a_kafka_4_feature() -> None:
     assert (
         s.line_refusal("3.9") == "T4-java-tv1 sets transaction_version, a feature of Kafka 4.0 on"
     )
+
+
+def test_a_call_blocked_past_its_timeout_is_hung_and_left_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # librdkafka's send_offsets_to_transaction can block for ever once the group coordinator
+    # died: the copier must notice, give the instance up and go on, not block with it.
+    monkeypatch.setattr(transactions, "HUNG_GRACE", 0.2)
+    release = threading.Event()
+    started = time.monotonic()
+    with pytest.raises(transactions.Hung, match="CLIENT_HUNG"):
+        transactions.within(lambda timeout: release.wait(30), 0.1)
+    assert time.monotonic() - started < 5
+    release.set()
+
+
+def test_a_call_within_its_time_returns_or_raises_its_own_error() -> None:
+    transactions.within(lambda timeout: None, 1.0)
+    with pytest.raises(KafkaException):
+        transactions.within(lambda timeout: (_ for _ in ()).throw(KafkaException()), 1.0)
