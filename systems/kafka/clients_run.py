@@ -14,8 +14,11 @@ from systems.run import ScenarioRun
 from systems.scenario import ScenarioError
 from workloads.kafka.clients import ProducerConfig, ReaderConfig, producer_settings, reader_settings
 from workloads.kafka.copier import (
+    JAVA_CONSUMER_PREFIX,
+    JAVA_PRODUCER_PREFIX,
     CopierConfig,
     copier_consumer_settings,
+    copier_java_properties,
     copier_producer_settings,
 )
 from workloads.kafka.transactions import (
@@ -100,6 +103,15 @@ class KafkaClientsRun(ScenarioRun):
             out[f"reader {r.id}"] = _shown(reader_settings(rcfg, ""))
         for c in w.copiers:
             ccfg = self._copier_config(0, c)
+            if c.client == "java":
+                java = copier_java_properties(ccfg, "")
+                for side, prefix in (
+                    ("producer", JAVA_PRODUCER_PREFIX),
+                    ("consumer", JAVA_CONSUMER_PREFIX),
+                ):
+                    shown = {k[len(prefix) :]: v for k, v in java.items() if k.startswith(prefix)}
+                    out[f"copier {c.id} {side}"] = _shown(shown)
+                continue
             out[f"copier {c.id} producer"] = _shown(copier_producer_settings(ccfg, ""))
             out[f"copier {c.id} consumer"] = _shown(copier_consumer_settings(ccfg, ""))
         return out
@@ -122,6 +134,8 @@ class KafkaClientsRun(ScenarioRun):
             self._spawn("reader", r.id, config)
         for c in w.copiers:
             copier = asdict(self._copier_config(read_deadline, c))
+            if c.client == "java":
+                copier["java_version"] = self.kafka_release()
             self._spawn("copier", c.id, {"bootstrap_servers": self.bootstrap_servers, **copier})
         for p in w.producers:
             knobs = p.model_dump(exclude={"id"})

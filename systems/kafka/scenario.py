@@ -98,10 +98,10 @@ class KafkaProducerSpec(Strict):
 
 
 class KafkaCopierSpec(Strict):
-    """An exactly-once copier (workloads.kafka.copier, confluent-kafka: the TV1 protocol): it
-    reads the input topic read_committed in consumer group `group` and copies each record into
-    the same partition of the output topic (`<topic>-copy`), `size` records per transaction
-    committed with their input offsets. Copiers sharing a group share the input's partitions."""
+    """An exactly-once copier (workloads.kafka.copier): it reads the input topic read_committed
+    in consumer group `group` and copies each record into the same partition of the output topic
+    (`<topic>-copy`), `size` records per transaction committed with their input offsets. Copiers
+    sharing a group share the input's partitions."""
 
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
     group: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "copy"
@@ -111,6 +111,10 @@ class KafkaCopierSpec(Strict):
     transactional_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]*$")] = ""
     delivery_timeout_ms: Annotated[int, Field(ge=1)] = 30000
     request_timeout_ms: Annotated[int, Field(ge=1)] = 10000
+    # confluent-kafka (librdkafka: transaction protocol version 1 everywhere), or Kafka's own
+    # Java client of the release under test (workloads/kafka/java/TransactionalCopier.java:
+    # version 2 on a 4.x cluster whose transaction.version is 2, KIP-890).
+    client: Literal["confluent-kafka", "java"] = "confluent-kafka"
 
     @model_validator(mode="after")
     def _records_outlive_no_transaction(self) -> KafkaCopierSpec:
@@ -118,6 +122,13 @@ class KafkaCopierSpec(Strict):
             raise ValueError(
                 f"copier {self.id}: delivery_timeout_ms {self.delivery_timeout_ms} outlives "
                 f"the transaction (timeout_ms {self.timeout_ms})"
+            )
+        # The Java producer refuses a delivery timeout under linger.ms + request.timeout.ms
+        # (the copier's linger.ms: the producer's default, 5).
+        if self.client == "java" and self.delivery_timeout_ms < 5 + self.request_timeout_ms:
+            raise ValueError(
+                f"copier {self.id}: the java client needs delivery_timeout_ms of at least "
+                "request_timeout_ms + 5 (linger.ms)"
             )
         return self
 

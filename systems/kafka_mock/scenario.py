@@ -65,4 +65,10 @@ class KafkaMockScenario(ScenarioBase):
                     f"producer {p.id}: the java client needs a real cluster (the mock serves "
                     "librdkafka's protocol versions, not the Java client's)"
                 )
+        for c in self.workload.copiers:
+            if c.client == "java":
+                raise ValueError(
+                    f"copier {c.id}: the java client needs a real cluster (the mock serves "
+                    "librdkafka's protocol versions, not the Java client's)"
+                )
         return self

@@ -359,14 +359,18 @@ def _transactional(
     return 0
 
 
-def _copier(data: dict[str, Any], bootstrap: str, history_dir: Path) -> int:
-    """An exactly-once copier: it drains when signalled (SIGUSR1), as a reader does."""
+def _copier(data: dict[str, Any], bootstrap: str, history_dir: Path, work: Path) -> int:
+    """An exactly-once copier, on the client its scenario chose: it drains when signalled
+    (SIGUSR1), as a reader does; a Java copier is passed the signal on (run_java_copier)."""
     # Imported here: the copier builds on this module.
-    from workloads.kafka.copier import Copier, CopierConfig
+    from workloads.kafka.copier import Copier, CopierConfig, run_java_copier
 
     cfg = CopierConfig(**data)
     drain = {"now": False}
     signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))
+    if cfg.client == "java":
+        history_path = history_dir / f"{cfg.process}.jsonl"
+        return run_java_copier(cfg, bootstrap, history_path, work, lambda: drain["now"])
     with HistoryWriter(history_dir, cfg.process, "kafka") as history:
         drained = Copier(cfg, bootstrap, history, lambda: drain["now"]).run()
     return 0 if drained else READER_NOT_CAUGHT_UP
@@ -392,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             run_producer(pcfg, bootstrap, history)
         return 0
     if args.role == "copier":
-        return _copier(data, bootstrap, history_dir)
+        return _copier(data, bootstrap, history_dir, args.config.parent)
     rcfg = ReaderConfig(**data)
     drain = {"now": rcfg.final}
     signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))

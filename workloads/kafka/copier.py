@@ -13,6 +13,13 @@ The history says, for each copier transaction, what it copied and how it ended:
            record was read in the input topic.
 After an abort the copier rejoins its group, to start again from the last committed offsets:
 its aborted copies are written again by a later transaction.
+
+With `client: java` the copier is Kafka's own Java client of the cluster's release
+(workloads/kafka/java/TransactionalCopier.java, which writes the same history): on a 4.x cluster
+whose transaction.version is 2 it speaks KIP-890's transaction protocol (TV2). After an abort it
+stays in its group and seeks back to the group's committed offsets (as Kafka's own
+TransactionalMessageCopier does). It is drained as this one is, by SIGUSR1: the Python process
+that runs it passes the signal on.
 """
 
 from __future__ import annotations
@@ -20,9 +27,12 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import signal
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
@@ -39,11 +49,14 @@ from confluent_kafka import (
 from contract.history import PLANNED_ABORT, EventType, HistoryWriter, decode_body
 from workloads.kafka.clients import ProducerConfig, client_diagnostics
 from workloads.kafka.transactions import (
+    JAVA_SLACK,
     TXN_CALL_TIMEOUT,
     Fatal,
     TransactionConfig,
     client_failure,
+    drop_instance,
     error_text,
+    java_properties,
     transactional_settings,
     until_done,
 )
@@ -66,10 +79,12 @@ class CopierConfig:
     transactional_id: str = ""  # default: the copier's id
     delivery_timeout_ms: int = 30000
     request_timeout_ms: int = 10000
+    client: str = "confluent-kafka"  # or "java": Kafka's own client (workloads.kafka.java_client)
+    java_version: str = ""  # the java client's kafka-clients release: the cluster's
 
 
-def copier_producer_settings(cfg: CopierConfig, bootstrap: str) -> dict[str, Any]:
-    """The copier's producer: a transactional producer's settings (acks all, idempotent)."""
+def _as_producer(cfg: CopierConfig) -> tuple[ProducerConfig, TransactionConfig]:
+    """The copier's producer as a transactional producer's configuration."""
     pcfg = ProducerConfig(
         cfg.process,
         cfg.output_topic,
@@ -79,8 +94,20 @@ def copier_producer_settings(cfg: CopierConfig, bootstrap: str) -> dict[str, Any
         delivery_timeout_ms=cfg.delivery_timeout_ms,
         request_timeout_ms=cfg.request_timeout_ms,
     )
-    txn = TransactionConfig(timeout_ms=cfg.timeout_ms, transactional_id=cfg.transactional_id)
-    return transactional_settings(pcfg, txn, bootstrap)
+    txn = TransactionConfig(
+        size=cfg.size,
+        abort_ratio=cfg.abort_ratio,
+        timeout_ms=cfg.timeout_ms,
+        transactional_id=cfg.transactional_id,
+        client=cfg.client,
+        java_version=cfg.java_version,
+    )
+    return pcfg, txn
+
+
+def copier_producer_settings(cfg: CopierConfig, bootstrap: str) -> dict[str, Any]:
+    """The copier's producer: a transactional producer's settings (acks all, idempotent)."""
+    return transactional_settings(*_as_producer(cfg), bootstrap)
 
 
 def copier_consumer_settings(cfg: CopierConfig, bootstrap: str) -> dict[str, Any]:
@@ -95,6 +122,31 @@ def copier_consumer_settings(cfg: CopierConfig, bootstrap: str) -> dict[str, Any
         "session.timeout.ms": 10000,
         "log_level": 3,
     } | client_diagnostics()
+
+
+JAVA_PRODUCER_PREFIX = "producer."
+JAVA_CONSUMER_PREFIX = "consumer."
+_LIBRDKAFKA_ONLY = frozenset({"log_level", "debug"})
+
+
+def copier_java_properties(cfg: CopierConfig, bootstrap: str) -> dict[str, str]:
+    """The Java copier's settings, one properties file for both of its clients: the producer's
+    (`producer.` + the Java transactional producer's, workloads.kafka.transactions) and the
+    consumer's (`consumer.` + the same keys as the librdkafka copier's). A poll returns at most
+    one transaction's records; every blocking call is bounded (max.block.ms, and the consumer's
+    default.api.timeout.ms for a call given no timeout of its own)."""
+    producer = java_properties(*_as_producer(cfg), bootstrap)
+    consumer = {
+        k: str(v).lower() if isinstance(v, bool) else str(v)
+        for k, v in copier_consumer_settings(cfg, bootstrap).items()
+        if k not in _LIBRDKAFKA_ONLY
+    } | {
+        "max.poll.records": str(cfg.size),
+        "default.api.timeout.ms": str(int(TXN_CALL_TIMEOUT * 1000)),
+    }
+    return {JAVA_PRODUCER_PREFIX + k: v for k, v in producer.items()} | {
+        JAVA_CONSUMER_PREFIX + k: v for k, v in consumer.items()
+    }
 
 
 def consumed_offsets(msgs: list[Message]) -> list[TopicPartition]:
@@ -302,13 +354,7 @@ class Copier:
     def _lost_instance(
         self, outcome: EventType, error: str, planned: bool = False
     ) -> tuple[EventType, str | None, bool]:
-        log.warning("transactional producer lost: %s", error)
-        if self.producer is not None:
-            try:
-                self.producer.purge()
-                self.producer.flush(0)
-            except (KafkaException, SystemError) as e:
-                log.info("dropping the instance: %s", e)
+        drop_instance(self.producer, error)
         self.producer = None
         return outcome, error, planned
 
@@ -326,3 +372,78 @@ class Copier:
         self._rejoin()
         if self.producer is not None:
             self.producer.flush(1.0)
+
+
+JAVA_CANNOT_START = 2  # exit code: the Java client could not be built or started
+DRAIN_RESEND = 5.0  # seconds between two SIGUSR1 to a Java copier asked to drain, until it ends
+
+
+def _java_child() -> None:
+    """The Java copier's preexec: it ends with this process, and a SIGUSR1 that comes before the
+    JVM has installed its handler is ignored rather than fatal (it is sent again)."""
+    from workloads.lifeline import die_with_parent
+
+    die_with_parent()
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
+def run_java_copier(
+    cfg: CopierConfig,
+    bootstrap: str,
+    history_path: Path,
+    work_dir: Path,
+    draining: Callable[[], bool] = lambda: False,
+) -> int:
+    """Kafka's Java client as this copier: it writes `history_path` itself; its exit code (0
+    drained, 3 the deadline first, as the librdkafka copier's). Once `draining()` says so it is
+    sent SIGUSR1 (the drain), again every DRAIN_RESEND seconds until it ends."""
+    from workloads.kafka.java_client import COPIER_CLASS, JavaClientError, classpath, ensure
+
+    if not cfg.java_version:
+        log.error("the java copier needs its kafka-clients release (java_version)")
+        return JAVA_CANNOT_START
+    try:
+        ensure(cfg.java_version)
+    except JavaClientError as e:
+        log.error("%s", e)
+        return JAVA_CANNOT_START
+    history_path.parent.mkdir(parents=True, exist_ok=True)
+    props = work_dir / f"{cfg.process}.java.properties"
+    props.write_text(
+        "".join(f"{k}={v}\n" for k, v in copier_java_properties(cfg, bootstrap).items())
+    )
+    argv = [
+        "java",
+        "-cp",
+        classpath(cfg.java_version),
+        COPIER_CLASS,
+        str(props),
+        str(history_path),
+        cfg.process,
+        cfg.input_topic,
+        cfg.output_topic,
+        str(cfg.deadline),
+        str(cfg.size),
+        str(cfg.abort_ratio),
+        cfg.java_version,
+    ]
+    give_up = time.monotonic() + max(1.0, cfg.deadline - time.time()) + JAVA_SLACK
+    proc = subprocess.Popen(argv, preexec_fn=_java_child)
+    signalled = float("-inf")
+    try:
+        while True:
+            try:
+                return proc.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if draining() and now - signalled >= DRAIN_RESEND:
+                proc.send_signal(signal.SIGUSR1)
+                signalled = now
+            if now >= give_up:
+                log.error("the java copier did not end %.0f s after its deadline", JAVA_SLACK)
+                return 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

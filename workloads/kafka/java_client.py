@@ -13,14 +13,16 @@ import argparse
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from compose.releases import setup_releases
 from contract.cache import cache_root
 
-SOURCE = Path(__file__).parent / "java" / "TransactionalProducer.java"
+SOURCES = tuple(sorted((Path(__file__).parent / "java").glob("*.java")))
 POM = Path(__file__).parent / "java" / "pom.xml"
-MAIN_CLASS = "TransactionalProducer"
+MAIN_CLASS = "TransactionalProducer"  # the transactional producer's main class
+COPIER_CLASS = "TransactionalCopier"  # the exactly-once copier's
 BUILD_TIMEOUT = 600.0  # seconds: Maven's first download of a release's jars
 
 
@@ -38,8 +40,13 @@ def classpath(version: str) -> str:
 
 
 def built(version: str) -> bool:
-    classes = client_dir(version) / "classes" / f"{MAIN_CLASS}.class"
-    return classes.exists() and classes.stat().st_mtime >= SOURCE.stat().st_mtime
+    """Every source's class compiled, and none older than its source."""
+    classes = client_dir(version) / "classes"
+    for source in SOURCES:
+        compiled = classes / f"{source.stem}.class"
+        if not compiled.exists() or compiled.stat().st_mtime < source.stat().st_mtime:
+            return False
+    return True
 
 
 def ensure(version: str) -> Path:
@@ -50,9 +57,28 @@ def ensure(version: str) -> Path:
         if shutil.which(tool) is None:
             raise JavaClientError(f"the Java client needs {tool} (make setup installs it)")
     d = client_dir(version)
-    staging = d.with_name(f".{version}.building")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    d.parent.mkdir(parents=True, exist_ok=True)
+    # A staging directory of this build's own: two clients of one run may build at once.
+    staging = Path(tempfile.mkdtemp(prefix=f".{version}.building-", dir=d.parent))
+    staging.chmod(0o755)  # mkdtemp's is 0700; the cache's directories are not private
+    try:
+        _build(version, staging)
+        if built(version):  # another build finished first
+            return d
+        shutil.rmtree(d, ignore_errors=True)
+        try:
+            staging.rename(d)
+        except OSError:
+            if not built(version):  # not a build that finished in between: a real failure
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return d
+
+
+def _build(version: str, staging: Path) -> None:
+    """Maven's copy of the release's jars into staging/lib, javac's classes into
+    staging/classes."""
     _run(
         [
             "mvn",
@@ -75,13 +101,10 @@ def ensure(version: str) -> Path:
             f"{staging / 'lib'}/*",
             "-d",
             str(staging / "classes"),
-            str(SOURCE),
+            *map(str, SOURCES),
         ],
         "javac could not compile the Java client",
     )
-    shutil.rmtree(d, ignore_errors=True)
-    staging.rename(d)
-    return d
 
 
 def _run(argv: list[str], failure: str) -> None:

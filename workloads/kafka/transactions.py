@@ -162,6 +162,20 @@ def until_done(call: Callable[[float], None], deadline: float) -> None:
             log.info("retrying after %s", err.name())
 
 
+def drop_instance(producer: Producer | None, error: str) -> None:
+    """Gives a transactional producer instance up: what it still holds is purged, unless a call
+    of it hung (a hung instance is left as it is: its blocked call may hold what a purge
+    needs)."""
+    log.warning("transactional producer lost: %s", error)
+    if producer is None or error.startswith("CLIENT_HUNG"):
+        return
+    try:  # a fenced or failed instance may refuse even these: it is dropped either way
+        producer.purge()
+        producer.flush(0)
+    except (KafkaException, SystemError) as e:
+        log.info("dropping the instance: %s", e)
+
+
 class TransactionalProducer:
     """One producer instance at a time; after a fatal error the next one's `init_transactions`
     fences the old and aborts what it left open."""
@@ -295,13 +309,7 @@ class TransactionalProducer:
         self, outcome: EventType, error: str, planned: bool = False
     ) -> tuple[EventType, str | None, bool]:
         """The instance can no longer be used: the next transaction starts a new one."""
-        log.warning("transactional producer lost: %s", error)
-        if self.producer is not None and not error.startswith("CLIENT_HUNG"):
-            try:  # a fenced or failed instance may refuse even these: it is dropped either way
-                self.producer.purge()
-                self.producer.flush(0)
-            except (KafkaException, SystemError) as e:
-                log.info("dropping the instance: %s", e)
+        drop_instance(self.producer, error)
         self.producer = None
         return outcome, error, planned
 

@@ -517,7 +517,7 @@ def recorded_drain(final_exit: int) -> tuple[Any, list[Any]]:
     log: list[Any] = []
     run = object.__new__(Recorded)
     workload = SimpleNamespace(
-        readers=[SimpleNamespace(id="r")], drain_timeout=5.0, final_read=True
+        readers=[SimpleNamespace(id="r")], copiers=[], drain_timeout=5.0, final_read=True
     )
     run.scenario = SimpleNamespace(workload=workload, cluster=SimpleNamespace(topic="t"))
     run.manifest = Manifest()

@@ -8,17 +8,14 @@
 //
 // A record's send ends with its transaction: ok committed (at its delivery's partition and offset),
 // fail aborted, info when the commit was asked and its outcome is unknown.
+// History.java writes its history; TransactionalCopier.java shares its error helpers.
 
-import java.io.FileOutputStream;
 import java.io.FileReader;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Random;
@@ -38,58 +35,6 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class TransactionalProducer {
     // Must equal contract.history.PLANNED_ABORT: the checker counts these apart from refusals.
     static final String PLANNED_ABORT = "ABORTED: the producer aborted its transaction";
-
-    /** One JSON line per event, written whole with one write, as contract/history.py does. */
-    static final class History {
-        private final OutputStream out;
-        private final String process;
-        private final String topic;
-
-        History(String path, String process, String topic) throws IOException {
-            this.out = new FileOutputStream(path, true);
-            this.process = process;
-            this.topic = topic;
-        }
-
-        synchronized void write(String type, String f, Integer seq, Integer partition, Long offset,
-                                String error, String value) {
-            StringBuilder b = new StringBuilder(256);
-            Instant at = Instant.now();
-            b.append("{\"time\":").append(String.format(Locale.ROOT, "%d.%06d", at.getEpochSecond(),
-                    at.getNano() / 1000))
-                .append(",\"process\":").append(quote(process))
-                .append(",\"type\":").append(quote(type))
-                .append(",\"f\":").append(quote(f))
-                .append(",\"system\":\"kafka\",\"stream\":").append(quote(topic))
-                .append(",\"group\":null,\"producer\":").append(quote(process))
-                .append(",\"seq\":").append(seq)
-                .append(",\"msg_id\":").append(seq == null ? "null" : quote(process + ":" + seq))
-                .append(",\"partition\":").append(partition)
-                .append(",\"offset\":").append(offset)
-                .append(",\"node\":null,\"error\":").append(error == null ? "null" : quote(error))
-                .append(",\"value\":").append(value == null ? "null" : value)
-                .append(",\"redelivered\":null}\n");
-            try {
-                out.write(b.toString().getBytes(StandardCharsets.UTF_8));
-            } catch (IOException e) {
-                throw new RuntimeException("history not written: " + e.getMessage(), e);
-            }
-        }
-
-        static String quote(String s) {
-            StringBuilder b = new StringBuilder(s.length() + 2).append('"');
-            for (char c : s.toCharArray()) {
-                if (c == '"' || c == '\\') {
-                    b.append('\\').append(c);
-                } else if (c < 0x20) {
-                    b.append(String.format("\\u%04x", (int) c));
-                } else {
-                    b.append(c);
-                }
-            }
-            return b.append('"').toString();
-        }
-    }
 
     /** What one transaction sent, as its delivery callbacks come back. */
     static final class Txn {
@@ -127,7 +72,7 @@ public final class TransactionalProducer {
         }
         process = a[2];
         topic = a[3];
-        history = new History(a[1], process, topic);
+        history = new History(a[1], process);
         count = Integer.parseInt(a[4]);
         rate = Double.parseDouble(a[5]);
         deadline = Double.parseDouble(a[6]);
@@ -135,6 +80,12 @@ public final class TransactionalProducer {
         abortRatio = Double.parseDouble(a[8]);
         rng = new Random(process.hashCode());
         clientVersion = a[9];
+    }
+
+    /** An event of this producer's, in its topic (History.java writes it). */
+    void write(String type, String f, Integer seq, Integer partition, Long offset, String error,
+               String value) {
+        history.write(type, f, topic, process, seq, partition, offset, error, value);
     }
 
     static double now() {
@@ -188,7 +139,7 @@ public final class TransactionalProducer {
 
     void run() throws InterruptedException {
         String client = "java kafka-clients " + clientVersion;
-        history.write("ok", "open", null, null, null, null, "{\"client\":" + History.quote(client)
+        write("ok", "open", null, null, null, null, "{\"client\":" + History.quote(client)
             + ",\"transactional_id\":" + History.quote(props.getProperty("transactional.id")) + "}");
         int seq = 0;
         int number = 0;
@@ -225,12 +176,12 @@ public final class TransactionalProducer {
     }
 
     End one(Txn t) {
-        history.write("invoke", "txn", null, null, null, null, "{\"txn\":" + History.quote(t.id) + "}");
+        write("invoke", "txn", null, null, null, null, "{\"txn\":" + History.quote(t.id) + "}");
         boolean commitAsked = false;
         try {
             producer.beginTransaction();
             for (int seq : t.seqs) {
-                history.write("invoke", "send", seq, null, null, null, "{\"txn\":" + History.quote(t.id) + "}");
+                write("invoke", "send", seq, null, null, null, "{\"txn\":" + History.quote(t.id) + "}");
                 send(t, seq);
             }
             if (rng.nextDouble() < abortRatio) {
@@ -291,14 +242,14 @@ public final class TransactionalProducer {
         }
         String value = "{\"txn\":" + History.quote(t.id) + ",\"seqs\":[" + seqs + "]"
             + (end.planned() ? ",\"planned\":true}" : "}");
-        history.write(end.outcome(), "txn", null, null, null, end.error(), value);
+        write(end.outcome(), "txn", null, null, null, end.error(), value);
         for (int seq : t.seqs) {
             long[] at = t.positions.get(seq);
             String error = null;
             if (!end.outcome().equals("ok")) {
                 error = end.planned() ? PLANNED_ABORT : t.errors.getOrDefault(seq, end.error());
             }
-            history.write(end.outcome(), "send", seq, at == null ? null : (int) at[0],
+            write(end.outcome(), "send", seq, at == null ? null : (int) at[0],
                 at == null ? null : at[1], error, "{\"txn\":" + History.quote(t.id) + "}");
         }
     }
