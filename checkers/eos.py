@@ -3,12 +3,18 @@ the input's producers had acknowledged and what read_committed readers of the ou
 
 A copier ends every copy with its transaction's outcome (`f: copy`: the input record's msg_id,
 where its copy was written in the output, where it was read in the input). From those:
-  copies          committed, aborted and unknown copies
+  copies          committed, aborted and unknown copies (and the unknown transactions a
+                  read_committed group read a copy of: they committed)
   copied_twice    input records (by the position they were read at) copied by two committed
                   transactions or more: by the copiers' own account, the output holds them
                   twice (the message table's duplicates say whether a reader found both)
   never_copied    acknowledged input records no committed transaction copied (a loss on the
                   output is one of these, or a committed copy the output lost)
+  input_duplicates
+                  input records the copiers read at two input offsets or more: the input's
+                  producer wrote them twice. The copy owes each input record one copy, so the
+                  output holding them twice is not the copy's duplicate: the verdict's
+                  duplicate count leaves those out (`output_duplicates_from_input`) and says so
   aborted_copies_read
                   per read_committed group: copies of aborted transactions it read, found by
                   their position in the output (a record copied again later has the same
@@ -74,10 +80,22 @@ def aborted_copies_read(reads: DataFrame, events: DataFrame) -> list[dict[str, A
     return [r.asDict() for r in rows.collect()]
 
 
-def check_copy(events: DataFrame, ids_dir: Path) -> dict[str, Any] | None:
+def seen_committed(done: DataFrame, reads: DataFrame) -> DataFrame:
+    """(txn): copier transactions of unknown outcome that a read_committed group read a copy
+    of, at the position the copy was written: they committed."""
+    F = _F()
+    unknown = done.filter((F.col("outcome") == "info") & F.col("offset").isNotNull())
+    positions = reads.select("stream", "partition", "offset").distinct()
+    return unknown.join(positions, ["stream", "partition", "offset"]).select("txn").distinct()
+
+
+def check_copy(events: DataFrame, ids_dir: Path, reads: DataFrame) -> dict[str, Any] | None:
     """The copy's part of the verdict's transactions section, or None for a run without
-    copiers; ids to ids/copied_twice.txt and ids/never_copied.txt (msg_ids: the ids folder's
-    top, beside the groups' folders)."""
+    copiers. A copy counts as committed when its transaction committed, or ended unknown and a
+    read_committed group (`reads`: group, msg_id, stream, partition, offset) read one of its
+    copies: that transaction committed, and its input offsets with it. Ids go to
+    ids/copied_twice.txt and ids/never_copied.txt (msg_ids: the ids folder's top, beside the
+    groups' folders)."""
     if not has_copies(events):
         return None
     F = _F()
@@ -88,7 +106,15 @@ def check_copy(events: DataFrame, ids_dir: Path) -> dict[str, Any] | None:
             F.count(F.when(F.col("outcome") == "fail", 1)).alias("aborted"),
             F.count(F.when(F.col("outcome") == "info", 1)).alias("unknown"),
         ).collect()[0]
-        committed = done.filter(F.col("outcome") == "ok")
+        seen_txns = seen_committed(done, reads).collect()
+        seen = F.broadcast(
+            done.sparkSession.createDataFrame(
+                [(r["txn"], True) for r in seen_txns], "txn string, seen boolean"
+            )
+        )
+        committed = done.join(seen, "txn", "left").filter(
+            (F.col("outcome") == "ok") | F.col("seen").isNotNull()
+        )
         twice = (
             committed.groupBy("from_stream", "from_partition", "from_offset")
             .agg(
@@ -111,16 +137,46 @@ def check_copy(events: DataFrame, ids_dir: Path) -> dict[str, Any] | None:
         )
         never = acked.join(committed.select("msg_id"), "msg_id", "left_anti").orderBy("msg_id")
         never_ids = [r["msg_id"] for r in never.collect()]
+        doubled, from_input = _input_duplicates(committed)
         _write(ids_dir, "copied_twice", [r["msg_id"] for r in twice_rows])
         _write(ids_dir, "never_copied", never_ids)
+        _write(ids_dir, "input_duplicates", doubled)
         return {
             "copies": {k: int(v) for k, v in counts.asDict().items()},
+            "unknown_seen_committed": len(seen_txns),
             "copied_twice": len(twice_rows),
             "never_copied": len(never_ids),
-            "samples": {"copied_twice": twice_rows[:SAMPLES], "never_copied": never_ids[:SAMPLES]},
+            "input_duplicates": len(doubled),
+            "output_duplicates_from_input": from_input,
+            "samples": {
+                "copied_twice": twice_rows[:SAMPLES],
+                "never_copied": never_ids[:SAMPLES],
+                "input_duplicates": doubled[:SAMPLES],
+            },
         }
     finally:
         done.unpersist()
+
+
+def _input_duplicates(committed: DataFrame) -> tuple[list[str], int]:
+    """The msg_ids the copiers read at two input positions or more (the input's producer wrote
+    them twice), and how many of them the output holds at no more positions than the input
+    did: copied once per input record, as the copy promises, they are the input's duplicates in
+    the output, not the copy's."""
+    F = _F()
+    per_message = committed.groupBy("msg_id").agg(
+        F.countDistinct("from_stream", "from_partition", "from_offset").alias("inputs"),
+        F.countDistinct("stream", "partition", "offset").alias("outputs"),
+    )
+    doubled = per_message.filter(F.col("inputs") >= 2).cache()
+    try:
+        ids = [r["msg_id"] for r in doubled.orderBy("msg_id").collect()]
+        explained = doubled.filter(
+            (F.col("outputs") >= 2) & (F.col("outputs") <= F.col("inputs"))
+        ).count()
+    finally:
+        doubled.unpersist()
+    return ids, int(explained)
 
 
 def _write(ids_dir: Path, metric: str, ids: list[str]) -> None:

@@ -175,7 +175,9 @@ def check_transactions(
         _write(ids_dir, "aborted_reads", [(r["group"], r["msg_id"]) for r in aborted])
         _write(ids_dir, "torn", [(r["group"], r["txn"]) for r in torn])
         clients = producer_clients(events)
-        copy = check_copy(events, ids_dir)
+        copy = check_copy(events, ids_dir, reads)
+        if copy is not None:
+            summary["unknown_seen_committed"] += copy["unknown_seen_committed"]
         section = summary | {"clients": clients, "groups": groups, "samples": samples}
         return section | ({"copy": copy} if copy is not None else {})
     finally:

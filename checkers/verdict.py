@@ -49,6 +49,9 @@ class Counts:
     # aborted transactions read, and committed transactions seen in part.
     aborted_reads: int = 0
     torn: int = 0
+    # An exactly-once copy's output duplicates that its input already held (checkers.eos):
+    # left out of `duplicated`, said beside the verdict.
+    duplicated_from_input: int = 0
 
     @classmethod
     def of(
@@ -64,6 +67,15 @@ class Counts:
         lost, where = _lost_in(groups)
         txn_groups = (transactions or {}).get("groups", {}).values()
         duplicated, how = _duplicates_of(groups, log)
+        # An exactly-once copy owes each input record one copy: a record its producer wrote
+        # twice is in the output twice by the input's doing (checkers.eos).
+        copy = (transactions or {}).get("copy") or {}
+        from_input = (
+            copy.get("output_duplicates_from_input", 0) if log and log.get("positions") else 0
+        )
+        duplicated = max(0, duplicated - from_input)
+        if from_input:
+            how += f" (besides {from_input} the input's producer wrote twice, copied once each)"
         return cls(
             acked=sends.get("ok", 0),
             refused=sends.get("fail", 0) + sends.get("info", 0),
@@ -80,6 +92,7 @@ class Counts:
             drain_complete=drain_complete,
             aborted_reads=sum(g["aborted_reads"] for g in txn_groups),
             torn=sum(g["torn"] for g in txn_groups),
+            duplicated_from_input=from_input,
         )
 
 
@@ -242,7 +255,13 @@ def _no_duplicates(c: Counts) -> Judgement:
         return Judgement(
             "duplicates", False, f"refuted: {c.duplicated} messages {c.duplicated_how}"
         )
-    return Judgement("safe", True, f"no loss, no duplicate ({c.acked} acknowledged)")
+    besides = (
+        f"; {c.duplicated_from_input} records the input's producer wrote twice are in the "
+        "output twice, copied once each"
+        if c.duplicated_from_input
+        else ""
+    )
+    return Judgement("safe", True, f"no loss, no duplicate ({c.acked} acknowledged){besides}")
 
 
 # One judge per expectation word (contract.expectations.EXPECTATIONS).
@@ -479,7 +498,8 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"exactly-once copy: {c['committed']} copies committed, {c['aborted']} aborted, "
             f"{c['unknown']} unknown; input records copied twice {copy['copied_twice']}, "
-            f"never copied {copy['never_copied']}"
+            f"never copied {copy['never_copied']}, written twice by their producer "
+            f"{copy['input_duplicates']}"
         )
         for metric, samples in sorted(copy["samples"].items()):
             lines += [f"  {metric}: {s}" for s in samples[:3]]

@@ -47,7 +47,12 @@ from confluent_kafka import (
 )
 
 from contract.history import PLANNED_ABORT, EventType, HistoryWriter, decode_body
-from workloads.kafka.clients import ProducerConfig, client_diagnostics
+from workloads.kafka.clients import (
+    ProducerConfig,
+    TopicNotFound,
+    client_diagnostics,
+    partitions_of,
+)
 from workloads.kafka.transactions import (
     JAVA_SLACK,
     TXN_CALL_TIMEOUT,
@@ -62,8 +67,6 @@ from workloads.kafka.transactions import (
 )
 
 log = logging.getLogger("workloads.kafka.copier")
-
-IDLE_WITHOUT_PARTITIONS = 10.0  # seconds a drained copier with no partition waits for some
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,6 @@ class Copier:
             "copy": {"group": self.cfg.group, "input": self.cfg.input_topic},
         }
         self.history.write("ok", "open", producer=self.cfg.process, value=value)
-        idle_since = time.monotonic()
         try:
             while time.time() < self.cfg.deadline:
                 if not self._ready():
@@ -211,9 +213,8 @@ class Copier:
                     if m.error() is None
                 ]
                 if msgs:
-                    idle_since = time.monotonic()
                     self._copy(msgs)
-                elif self.draining() and self._drained(time.monotonic() - idle_since):
+                elif self.draining() and self._drained():
                     return True
             return False
         finally:
@@ -235,25 +236,25 @@ class Copier:
             self.consumer.subscribe([self.cfg.input_topic])
         return True
 
-    def _drained(self, idle: float) -> bool:
-        """Every assigned partition read to its end (a read_committed position passes the
-        markers), or no partition assigned for a while (more copiers than partitions)."""
+    def _drained(self) -> bool:
+        """The copy is done: every partition of the input copied to its end, as the group's
+        committed offsets say (they move only with committed transactions), or, for a partition
+        this copier holds, as its own position says (a read_committed position passes the
+        markers and aborted records no copy commits past). Judged over every input partition,
+        not only the assigned ones: a copier must not leave while a partition nobody holds at
+        the moment is still to copy."""
         assert self.consumer is not None
-        assigned = self.consumer.assignment()
-        if not assigned:
-            return idle >= IDLE_WITHOUT_PARTITIONS
         try:
-            # A partition this member has consumed nothing of since it was assigned (it took it
-            # over from a copier that left, already copied to its end) has no position yet:
-            # its group's committed offset says how far the copy went.
-            positions = self.consumer.position(assigned)
-            committed = self.consumer.committed(assigned, timeout=10)
-            at = {(tp.topic, tp.partition): tp.offset for tp in committed}
-            for tp in positions:
+            partitions = partitions_of(self.consumer, self.cfg.input_topic, time.time() + 10)
+            every = [TopicPartition(self.cfg.input_topic, p) for p in partitions]
+            committed = {tp.partition: tp.offset for tp in self.consumer.committed(every, 10)}
+            held = self.consumer.position(self.consumer.assignment())
+            at = {tp.partition: max(tp.offset, committed.get(tp.partition, -1)) for tp in held}
+            for tp in every:
                 _, high = self.consumer.get_watermark_offsets(tp, timeout=5)
-                if high < 0 or max(tp.offset, at.get((tp.topic, tp.partition), -1)) < high:
+                if high < 0 or at.get(tp.partition, committed.get(tp.partition, -1)) < high:
                     return False
-        except KafkaException:
+        except (KafkaException, TopicNotFound):
             return False
         return True
 

@@ -125,3 +125,29 @@ def test_the_mocks_unfiltered_aborted_records_are_aborted_reads(
     assert verdict["outcome"] == "anomalies" and "aborted read" in verdict["reason"]
     # A planned abort is neither an acknowledgement nor a refusal.
     assert verdict["sends"]["aborted"] == len(aborted_records) and verdict["sends"]["fail"] == 0
+
+
+@pytest.mark.spark
+def test_the_exactly_once_copy_puts_every_record_in_the_output_once(
+    spark: object, tmp_path: Path
+) -> None:
+    result, run_dir = run_harness("scenarios/kafka-mock-eos.yaml", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["outcome"] == "safe" and verdict["matched"], verdict["reason"]
+    for group in ("copied", "final"):
+        g = verdict["groups"][group]
+        assert (g["acked"], g["received"], g["lost"], g["duplicated"]) == (600, 600, 0, 0)
+    copy = verdict["transactions"]["copy"]
+    assert copy["copies"]["committed"] == 600
+    assert (copy["copied_twice"], copy["never_copied"]) == (0, 0)
+    assert verdict["log"]["duplicate_offsets"] == 0
+    assert verdict["transactions"]["cycles"]["G0"] == 0
+    # Each copy from the input partition into the same output partition, where the output
+    # readers read it.
+    copies = [e for e in _history(run_dir, "C1") if e["f"] == "copy" and e["type"] == "ok"]
+    assert len(copies) == 600
+    assert all(e["value"]["from"]["partition"] == e["partition"] for e in copies)
+    assert {e["stream"] for e in copies} == {"jepsen-copy"}
+    reads = [e for e in _history(run_dir, "copied") if e["f"] == "receive"]
+    assert {e["stream"] for e in reads} == {"jepsen-copy"}

@@ -19,8 +19,8 @@
 // copies those records again.
 //
 // Drain: SIGUSR1 asks the copier to stop once every assigned partition has been read to its end
-// offset (under read_committed, the last stable offset), or once it has had no partition for
-// 10 s. Exit 0 drained, 3 when the deadline came first, 2 when a client cannot be constructed.
+// offset (under read_committed, the last stable offset) over every input partition, as the
+// group's committed offsets (or its own position) say. Exit 0 drained, 3 when the deadline came first, 2 when a client cannot be constructed.
 
 import java.io.FileReader;
 import java.io.IOException;
@@ -30,6 +30,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -46,13 +47,13 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class TransactionalCopier {
-    static final double IDLE_WITHOUT_PARTITIONS = 10.0;  // seconds, as copier.py's
     static final Duration POLL = Duration.ofMillis(500);
     static final Duration COMMITTED_TIMEOUT = Duration.ofSeconds(10);
     static final Duration OFFSETS_TIMEOUT = Duration.ofSeconds(5);
@@ -137,7 +138,6 @@ public final class TransactionalCopier {
             + ",\"copy\":{\"group\":" + History.quoteOrNull(consumerProps.getProperty("group.id"))
             + ",\"input\":" + History.quote(input) + "}}";
         history.write("ok", "open", null, process, null, null, null, null, value);
-        double idleSince = now();
         try {
             while (now() < deadline) {
                 if (!ready()) {
@@ -154,7 +154,6 @@ public final class TransactionalCopier {
                     continue;
                 }
                 if (!polled.isEmpty()) {
-                    idleSince = now();
                     List<ConsumerRecord<byte[], byte[]>> all = new ArrayList<>(polled.count());
                     polled.forEach(all::add);
                     for (int i = 0; i < all.size(); i += size) {
@@ -162,7 +161,7 @@ public final class TransactionalCopier {
                             break;  // what follows is read again from the committed offsets
                         }
                     }
-                } else if (draining && drained(now() - idleSince)) {
+                } else if (draining && drained()) {
                     return true;
                 }
             }
@@ -237,25 +236,29 @@ public final class TransactionalCopier {
         }
     }
 
-    /** Every assigned partition read to its end offset (under read_committed, the last stable
-     *  offset), or no partition assigned for a while (more copiers than partitions). */
-    boolean drained(double idle) {
-        Set<TopicPartition> assigned = consumer.assignment();
-        if (assigned.isEmpty()) {
-            return idle >= IDLE_WITHOUT_PARTITIONS;
-        }
+    /** The copy is done: every partition of the input copied to its end offset (under
+     *  read_committed, the last stable offset), as the group's committed offsets say, or, for a
+     *  partition this copier holds, its own position. Judged over every input partition, not
+     *  only the assigned ones: a copier must not leave while a partition nobody holds at the
+     *  moment is still to copy. */
+    boolean drained() {
         try {
-            // A partition this member has consumed nothing of since it was assigned (it took it
-            // over from a copier that left, already copied to its end): its group's committed
-            // offset says how far the copy went.
-            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assigned,
+            Set<TopicPartition> every = new HashSet<>();
+            for (PartitionInfo p : consumer.partitionsFor(input, OFFSETS_TIMEOUT)) {
+                every.add(new TopicPartition(input, p.partition()));
+            }
+            if (every.isEmpty()) {
+                return false;
+            }
+            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(every,
                 COMMITTED_TIMEOUT);
-            Map<TopicPartition, Long> end = consumer.endOffsets(assigned, OFFSETS_TIMEOUT);
-            for (TopicPartition tp : assigned) {
-                long at = consumer.position(tp, OFFSETS_TIMEOUT);
+            Map<TopicPartition, Long> end = consumer.endOffsets(every, OFFSETS_TIMEOUT);
+            Set<TopicPartition> assigned = consumer.assignment();
+            for (TopicPartition tp : every) {
                 OffsetAndMetadata c = committed.get(tp);
-                if (c != null) {
-                    at = Math.max(at, c.offset());
+                long at = c == null ? -1 : c.offset();
+                if (assigned.contains(tp)) {
+                    at = Math.max(at, consumer.position(tp, OFFSETS_TIMEOUT));
                 }
                 Long high = end.get(tp);
                 if (high == null || at < high) {
