@@ -8,12 +8,13 @@ from typing import Any
 
 import jinja2
 
+from checkers.cycles import CYCLES_FILE
 from checkers.transactions import TXN_METRICS
 from contract.manifest import Manifest
 from contract.rundir import SCHEDULE, RunDir
 from faults.registry import label_of
 from reports.figures import timeline_figure
-from reports.run_data import RunData
+from reports.run_data import SAMPLE_IDS, RunData
 
 # Colour of a claim verdict word (checkers.verdict.claim_word), and of a run with none.
 VERDICT_COLOURS = {
@@ -27,6 +28,28 @@ REPORT_NAME = "report.html"
 # The one isolation level the transactions check judges (checkers.transactions).
 READ_COMMITTED = "read_committed"
 TXN_COUNTS = ("aborted_reads", "aborted_read_txns", "torn")
+# The exactly-once copy's counts (checkers.eos), each with its words and its id file, at the top
+# of the ids folder beside the groups' folders.
+COPY_METRICS = (
+    (
+        "copied_twice",
+        "copied twice",
+        "an input record copied by two committed transactions: the copy's duplicate",
+    ),
+    (
+        "never_copied",
+        "never copied",
+        "an acknowledged input record no committed transaction copied",
+    ),
+    (
+        "input_duplicates",
+        "written twice by their producer",
+        "an input record the copiers read at two input offsets: the input's duplicate, which "
+        "the output holds twice by the input's doing and the verdict does not count against "
+        "the copy",
+    ),
+)
+CYCLE_SAMPLES = 3  # dependency cycles listed in the report; ids/cycles.txt holds them all
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("reports", "templates"),
@@ -152,11 +175,95 @@ def aborted_read_samples(txns: dict[str, Any] | None) -> list[dict[str, Any]]:
     return out
 
 
+def copy_of(txns: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The exactly-once copy's part of the transactions section; None for a run without
+    copiers."""
+    copy = (txns or {}).get("copy")
+    return copy if isinstance(copy, dict) else None
+
+
+def copy_rows(copy: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per count of the copy: its words, its first ids and its id file. A count a verdict from
+    an older checker lacks (input_duplicates) has no row."""
+    rows = []
+    samples = (copy or {}).get("samples") or {}
+    for key, name, meaning in COPY_METRICS:
+        if key not in (copy or {}):
+            continue
+        shown = (samples.get(key) or [])[:SAMPLE_IDS]
+        first = [s.get("msg_id") if isinstance(s, dict) else s for s in shown]
+        rows.append(
+            {
+                "key": key,
+                "name": name,
+                "meaning": meaning,
+                "count": (copy or {})[key],
+                "samples": [str(i) for i in first],
+                "file": f"ids/{key}.txt",
+            }
+        )
+    return rows
+
+
+def copied_twice_samples(copy: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The copy's first duplicates, each with where the copiers read it (stream/partition@offset)
+    and the committed transactions that copied it."""
+    out = []
+    for s in ((copy or {}).get("samples") or {}).get("copied_twice") or []:
+        where = _record_at(s.get("from_stream"), s.get("from_partition"), s.get("from_offset"))
+        out.append({"msg_id": s.get("msg_id"), "where": where, "txns": s.get("txns") or []})
+    return out
+
+
+def cycles_of(txns: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The dependency cycles between committed transactions (checkers.cycles); None when the
+    checker did not look for them."""
+    cycles = (txns or {}).get("cycles")
+    return cycles if isinstance(cycles, dict) else None
+
+
+def cycle_samples(cycles: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The first CYCLE_SAMPLES cycles: their class, their transactions in cycle order (back to
+    the first) and, per edge, the two records that order its transactions."""
+    out = []
+    for c in ((cycles or {}).get("samples") or [])[:CYCLE_SAMPLES]:
+        txns = [str(t) for t in c.get("transactions") or []]
+        out.append(
+            {
+                "kind": c.get("kind") or "?",
+                "path": txns + txns[:1],
+                "edges": [_edge_words(e) for e in c.get("edges") or []],
+            }
+        )
+    return out
+
+
+def _record_at(stream: Any, partition: Any, offset: Any) -> str:
+    """stream/partition@offset; ? for a part the history did not say."""
+    stream, partition, offset = ("?" if x is None else x for x in (stream, partition, offset))
+    return f"{stream}/{partition}@{offset}"
+
+
+def _edge_words(e: dict[str, Any]) -> dict[str, Any]:
+    """One edge of a cycle: its kind, its two transactions and their records. ww: src's write
+    is the one just before dst's in a partition; wr: dst copied the record src wrote."""
+    return {
+        "kind": e.get("kind") or "?",
+        "src": e.get("src"),
+        "dst": e.get("dst"),
+        "at": _record_at(e.get("stream"), e.get("partition"), e.get("offset")),
+        "msg_id": e.get("msg_id"),
+        "to_at": _record_at(e.get("to_stream"), e.get("to_partition"), e.get("to_offset")),
+        "to_msg_id": e.get("to_msg_id"),
+    }
+
+
 def render_report(run: RunData) -> Path:
     """Builds RUN_DIR/report.html from the run's files; returns its path."""
     verdict = run.verdict
     figure = timeline_figure(run) if run.timeline else None
     txns = transactions_of(verdict)
+    copy, cycles = copy_of(txns), cycles_of(txns)
     page = TEMPLATES.get_template("report.html.j2").render(
         run=run,
         m=run.manifest,
@@ -184,6 +291,12 @@ def render_report(run: RunData) -> Path:
         txns=txns,
         txn_rows=transaction_rows(txns),
         aborted_reads=aborted_read_samples(txns),
+        copy=copy,
+        copy_rows=copy_rows(copy),
+        copied_twice=copied_twice_samples(copy),
+        cycles=cycles,
+        cycle_samples=cycle_samples(cycles),
+        cycles_file=f"ids/{CYCLES_FILE}",
         shrink=run.shrink,
         schedule=RunDir(run.run_dir).schedule.is_file(),
     )
