@@ -57,9 +57,9 @@ from workloads.kafka.transactions import (
     JAVA_SLACK,
     TXN_CALL_TIMEOUT,
     Fatal,
+    OneInstance,
     TransactionConfig,
     client_failure,
-    drop_instance,
     error_text,
     java_properties,
     transactional_settings,
@@ -175,7 +175,7 @@ class CopyTransaction:
             self.positions[i] = (msg.partition(), msg.offset())
 
 
-class Copier:
+class Copier(OneInstance):
     """One copier: a consumer and one transactional producer instance at a time."""
 
     def __init__(
@@ -186,6 +186,7 @@ class Copier:
         draining: Callable[[], bool],
     ) -> None:
         self.cfg, self.bootstrap, self.history, self.draining = cfg, bootstrap, history, draining
+        self.deadline = cfg.deadline
         self.rng = random.Random(cfg.process)
         self.producer: Producer | None = None
         self.consumer: Consumer | None = None
@@ -300,7 +301,7 @@ class Copier:
                 self._produce(t, i, m)
             if self.rng.random() < self.cfg.abort_ratio:
                 producer.flush(max(0.0, min(TXN_CALL_TIMEOUT, self.cfg.deadline - time.time())))
-                return self._abort(PLANNED_ABORT, planned=True)
+                return self.abort(PLANNED_ABORT, planned=True)
             offsets = consumed_offsets(t.msgs)
             metadata = consumer.consumer_group_metadata()
             until_done(
@@ -308,56 +309,25 @@ class Copier:
                 self.cfg.deadline,
             )
         except KafkaException as e:  # refused before the commit was asked: abort
-            return self._abort(error_text(e), planned=False)
+            return self.abort(error_text(e), planned=False)
         except (Fatal, SystemError) as e:
-            return self._lost_instance("fail", client_failure(e))
+            return self.lost_instance("fail", client_failure(e))
         try:
             until_done(producer.commit_transaction, self.cfg.deadline)
         except (Fatal, SystemError) as e:
-            return self._lost_instance("info", client_failure(e))
+            return self.lost_instance("info", client_failure(e))
         except KafkaException as e:
-            return self._abort(error_text(e), planned=False, commit_asked=True)
+            return self.abort(error_text(e), planned=False, commit_asked=True)
         return "ok", None, False
 
     def _produce(self, t: CopyTransaction, i: int, m: Message) -> None:
-        assert self.producer is not None
-        while True:
-            try:
-                self.producer.produce(
-                    self.cfg.output_topic,
-                    value=m.value(),
-                    key=m.key(),
-                    partition=m.partition() or 0,  # a consumed record always has one
-                    on_delivery=functools.partial(t.delivered, i),
-                )
-                self.producer.poll(0)
-                return
-            except BufferError:
-                self.producer.poll(0.1)
-                if time.time() >= self.cfg.deadline:
-                    raise Fatal("_QUEUE_FULL: local queue full at deadline") from None
-
-    def _abort(
-        self, error: str, planned: bool, commit_asked: bool = False
-    ) -> tuple[EventType, str | None, bool]:
-        """As the transactional producer's abort: a transaction whose commit was never asked
-        ends aborted whatever the abort returns; one whose commit was asked, only if it
-        returns."""
-        assert self.producer is not None
-        try:
-            until_done(self.producer.abort_transaction, self.cfg.deadline)
-        except (Fatal, KafkaException, SystemError) as e:
-            why = error_text(e) if isinstance(e, KafkaException) else client_failure(e)
-            outcome: EventType = "info" if commit_asked else "fail"
-            return self._lost_instance(outcome, f"{error}; the abort failed: {why}", planned)
-        return "fail", error, planned
-
-    def _lost_instance(
-        self, outcome: EventType, error: str, planned: bool = False
-    ) -> tuple[EventType, str | None, bool]:
-        drop_instance(self.producer, error)
-        self.producer = None
-        return outcome, error, planned
+        self.produce_until_deadline(
+            self.cfg.output_topic,
+            value=m.value(),
+            key=m.key(),
+            partition=m.partition() or 0,  # a consumed record always has one
+            on_delivery=functools.partial(t.delivered, i),
+        )
 
     def _rejoin(self) -> None:
         """After a transaction that did not commit, the consumer's position is past records

@@ -176,7 +176,52 @@ def drop_instance(producer: Producer | None, error: str) -> None:
         log.info("dropping the instance: %s", e)
 
 
-class TransactionalProducer:
+class OneInstance:
+    """What a transactional producer and an exactly-once copier share: one producer instance at
+    a time (after a fatal error the next one's init_transactions fences the old and aborts
+    what it left open), records handed to it until the deadline, its abort and its loss."""
+
+    producer: Producer | None
+    deadline: float  # Unix time
+
+    def produce_until_deadline(self, topic: str, **record: Any) -> None:
+        """One record to the instance, waiting while its local queue is full."""
+        assert self.producer is not None
+        while True:
+            try:
+                self.producer.produce(topic, **record)
+                self.producer.poll(0)
+                return
+            except BufferError:
+                self.producer.poll(0.1)
+                if time.time() >= self.deadline:
+                    raise Fatal("_QUEUE_FULL: local queue full at deadline") from None
+
+    def abort(
+        self, error: str, planned: bool, commit_asked: bool = False
+    ) -> tuple[EventType, str | None, bool]:
+        """Aborts the open transaction. A transaction whose commit was never asked can only end
+        aborted, whether or not the abort returns; one whose commit was asked and refused is
+        aborted only if the abort returns (else its outcome is unknown)."""
+        assert self.producer is not None
+        try:
+            until_done(self.producer.abort_transaction, self.deadline)
+        except (Fatal, KafkaException, SystemError) as e:
+            why = error_text(e) if isinstance(e, KafkaException) else client_failure(e)
+            outcome: EventType = "info" if commit_asked else "fail"
+            return self.lost_instance(outcome, f"{error}; the abort failed: {why}", planned)
+        return "fail", error, planned
+
+    def lost_instance(
+        self, outcome: EventType, error: str, planned: bool = False
+    ) -> tuple[EventType, str | None, bool]:
+        """The instance can no longer be used: the next transaction starts a new one."""
+        drop_instance(self.producer, error)
+        self.producer = None
+        return outcome, error, planned
+
+
+class TransactionalProducer(OneInstance):
     """One producer instance at a time; after a fatal error the next one's `init_transactions`
     fences the old and aborts what it left open."""
 
@@ -184,6 +229,7 @@ class TransactionalProducer:
         self, cfg: ProducerConfig, txn: TransactionConfig, bootstrap: str, history: HistoryWriter
     ) -> None:
         self.cfg, self.txn, self.bootstrap, self.history = cfg, txn, bootstrap, history
+        self.deadline = cfg.deadline
         self.rng = random.Random(cfg.process)
         self.producer: Producer | None = None
         self.partitions: list[int] = []
@@ -259,59 +305,26 @@ class TransactionalProducer:
                 # Written first, then aborted: a record purged before it left the client would
                 # test nothing of what readers may see.
                 producer.flush(max(0.0, min(TXN_CALL_TIMEOUT, self.cfg.deadline - time.time())))
-                return self._abort(t, PLANNED_ABORT, planned=True)
+                return self.abort(PLANNED_ABORT, planned=True)
         except KafkaException as e:  # begin or produce refused: nothing committed
-            return self._abort(t, error_text(e), planned=False)
+            return self.abort(error_text(e), planned=False)
         except (Fatal, SystemError) as e:
-            return self._lost_instance("fail", client_failure(e))
+            return self.lost_instance("fail", client_failure(e))
         try:
             until_done(producer.commit_transaction, self.cfg.deadline)
         except (Fatal, SystemError) as e:
-            return self._lost_instance("info", client_failure(e))
+            return self.lost_instance("info", client_failure(e))
         except KafkaException as e:  # the commit needs an abort (a record not delivered)
-            return self._abort(t, error_text(e), planned=False, commit_asked=True)
+            return self.abort(error_text(e), planned=False, commit_asked=True)
         return "ok", None, False
 
     def _produce(self, t: OpenTransaction, seq: int) -> None:
-        assert self.producer is not None
-        partition = self.partitions[seq % len(self.partitions)]
-        while True:
-            try:
-                self.producer.produce(
-                    self.cfg.topic,
-                    value=encode_body(self.cfg.process, seq),
-                    partition=partition,
-                    on_delivery=functools.partial(t.delivered, seq),
-                )
-                self.producer.poll(0)
-                return
-            except BufferError:
-                self.producer.poll(0.1)
-                if time.time() >= self.cfg.deadline:
-                    raise Fatal("_QUEUE_FULL: local queue full at deadline") from None
-
-    def _abort(
-        self, t: OpenTransaction, error: str, planned: bool, commit_asked: bool = False
-    ) -> tuple[EventType, str | None, bool]:
-        """Aborts the open transaction. A transaction whose commit was never asked can only end
-        aborted, whether or not the abort returns; one whose commit was asked and refused is
-        aborted only if the abort returns (else its outcome is unknown)."""
-        assert self.producer is not None
-        try:
-            until_done(self.producer.abort_transaction, self.cfg.deadline)
-        except (Fatal, KafkaException, SystemError) as e:
-            why = error_text(e) if isinstance(e, KafkaException) else client_failure(e)
-            outcome: EventType = "info" if commit_asked else "fail"
-            return self._lost_instance(outcome, f"{error}; the abort failed: {why}", planned)
-        return "fail", error, planned
-
-    def _lost_instance(
-        self, outcome: EventType, error: str, planned: bool = False
-    ) -> tuple[EventType, str | None, bool]:
-        """The instance can no longer be used: the next transaction starts a new one."""
-        drop_instance(self.producer, error)
-        self.producer = None
-        return outcome, error, planned
+        self.produce_until_deadline(
+            self.cfg.topic,
+            value=encode_body(self.cfg.process, seq),
+            partition=self.partitions[seq % len(self.partitions)],
+            on_delivery=functools.partial(t.delivered, seq),
+        )
 
     def _record(
         self, t: OpenTransaction, outcome: EventType, error: str | None, planned: bool
