@@ -448,6 +448,24 @@ def test_a_transactional_input_read_on_the_output_is_not_torn(spark: Any, tmp_pa
     assert (t["copy"]["copied_twice"], t["copy"]["never_copied"]) == (0, 0)
 
 
+def reader_of(copies: list[Copy]) -> list[dict[str, Any]]:
+    """Reader R (read_committed) of the output, reading each of `copies` in turn."""
+    rows = [_event("R", "ok", "open", 3000, group="R", stream=OUTPUT, value=READ_COMMITTED)]
+    for i, c in enumerate(copies):
+        msg = {"producer": "P", "seq": c.record.seq, "msg_id": c.record.msg_id}
+        at = {"partition": c.record.partition, "offset": c.offset}
+        rows.append(_event("R", "ok", "receive", 3001 + i, group="R", stream=OUTPUT, **msg, **at))
+    return rows
+
+
+def written(history: Path, rows: dict[str, list[dict[str, Any]]]) -> Path:
+    """The history folder with one file per process."""
+    history.mkdir(parents=True)
+    for name, lines in rows.items():
+        (history / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return history
+
+
 def test_an_unknown_copy_a_reader_saw_committed_counts_as_copied(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -460,17 +478,8 @@ def test_an_unknown_copy_a_reader_saw_committed_counts_as_copied(
     c1.copy(records[:3], "ok")
     c1.copy(records[3:], "info")
     rows["C1"] = c1.rows
-    rows["R"] = [_event("R", "ok", "open", 3000, group="R", stream=OUTPUT, value=READ_COMMITTED)]
-    for i, c in enumerate(c1.copies):
-        msg = {"producer": "P", "seq": c.record.seq, "msg_id": c.record.msg_id}
-        at = {"partition": c.record.partition, "offset": c.offset}
-        rows["R"].append(
-            _event("R", "ok", "receive", 3001 + i, group="R", stream=OUTPUT, **msg, **at)
-        )
-    history = tmp_path / "history"
-    history.mkdir()
-    for name, lines in rows.items():
-        (history / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rows["R"] = reader_of(c1.copies)
+    history = written(tmp_path / "history", rows)
     t = check_transactions(read_history(spark, history).events, tmp_path / "ids")
     assert t is not None
     assert t["copy"]["never_copied"] == 0 and t["copy"]["unknown_seen_committed"] == 1
@@ -492,17 +501,8 @@ def test_a_record_the_input_holds_twice_is_the_inputs_duplicate_not_the_copys(
     c1.copy(records[:3], "ok")
     c1.copy([*records[3:], again], "ok")
     rows["C1"] = c1.rows
-    rows["R"] = [_event("R", "ok", "open", 3000, group="R", stream=OUTPUT, value=READ_COMMITTED)]
-    for i, c in enumerate(c1.copies):
-        msg = {"producer": "P", "seq": c.record.seq, "msg_id": c.record.msg_id}
-        at = {"partition": c.record.partition, "offset": c.offset}
-        rows["R"].append(
-            _event("R", "ok", "receive", 3001 + i, group="R", stream=OUTPUT, **msg, **at)
-        )
-    history = tmp_path / "history"
-    history.mkdir()
-    for name, lines in rows.items():
-        (history / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rows["R"] = reader_of(c1.copies)
+    history = written(tmp_path / "history", rows)
     result = check_history(spark, history, tmp_path / "ids")
     t = result.transactions
     assert t is not None and result.log["duplicate_offsets"] == 1
