@@ -207,6 +207,8 @@ g0_plants = st.integers(2, 8).flatmap(
 )
 
 
+# The property over random plants is nightly; the fixed plants below keep the fast tier exact.
+@pytest.mark.nightly
 @FEW_EXAMPLES
 @given(g0_plants)
 def test_planted_g0_pairs_among_clean_transactions_are_found_exactly(
