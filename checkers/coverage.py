@@ -78,17 +78,18 @@ def coverage_of(
     requires: list[str],
     expect: str | None,
     run_start: float,
-    open_transactions: int | None = None,
+    transactions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The coverage section of verdict.json (see the module's docstring). With transactional
-    producers, `open_transactions` is how many transactions were open while a fault was in
-    effect: what a transactional claim tests is a fault meeting open transactions, whose
-    records are acknowledged only at their commit."""
+    clients, `transactions` is the verdict's transactions section: what a transactional claim
+    tests is a fault meeting open transactions, whose records are acknowledged only at their
+    commit; it also says whose commit was in flight in a fault or as a coordinator moved."""
     situations: Counter[str] = Counter(_watched_situations(states, facts))
     steps = _fault_steps(nemesis, states, facts, run_start, situations)
     situations.update(_down_situations(nemesis, facts))
-    if open_transactions:
-        situations["transaction-open-in-fault"] += open_transactions
+    open_transactions = None if transactions is None else transactions.get("open_in_faults", 0)
+    for situation, count in _transaction_situations(transactions or {}).items():
+        situations[situation] += count
     totals = {
         key: sum(w[key] for w in traffic) for key in ("acked", "sends", "delivered", "exposed")
     }
@@ -106,6 +107,22 @@ def coverage_of(
         "missing": missing,
         "vacuous": bool(why),
         "why_vacuous": why,
+    }
+
+
+# The transactions section's counts that are situations a transactional claim may require.
+TRANSACTION_SITUATIONS = {
+    "open_in_faults": "transaction-open-in-fault",
+    "commits_in_faults": "commit-in-flight-in-fault",
+    "commits_across_coordinator_moves": "coordinator-moved-in-commit",
+}
+
+
+def _transaction_situations(transactions: dict[str, Any]) -> dict[str, int]:
+    return {
+        situation: int(transactions.get(key) or 0)
+        for key, situation in TRANSACTION_SITUATIONS.items()
+        if transactions.get(key)
     }
 
 

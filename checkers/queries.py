@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.messages import DELIVERY_ORDER, planned_abort
-from contract.history import NEMESIS_PROCESS, PARTITION_STATE
+from contract.history import COORDINATOR_STATE, NEMESIS_PROCESS, PARTITION_STATE, event_value
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
 
@@ -334,11 +334,13 @@ ATTRIBUTED = ("lost", "duplicated", "reordered")
 
 def control_events(events: DataFrame) -> DataFrame:
     """(time, process, type, f, partition, value) of every nemesis event and every leader/ISR
-    change the partition watch recorded (Kafka), in order: a few rows per run, collected once
-    for the fault steps, windows, leader-placement snapshots and the partitions' states."""
+    and coordinator change the partition watch recorded (Kafka), in order: a few rows per run,
+    collected once for the fault steps, windows, leader-placement snapshots, the partitions'
+    states and the coordinators' moves."""
     F = _F()
+    watched = F.col("f").isin(PARTITION_STATE, COORDINATOR_STATE)
     return (
-        events.filter((F.col("process") == NEMESIS_PROCESS) | (F.col("f") == PARTITION_STATE))
+        events.filter((F.col("process") == NEMESIS_PROCESS) | watched)
         .select("time", "process", "type", "f", "partition", "value")
         .orderBy("time", "file", "line")
     )
@@ -354,6 +356,22 @@ def partition_states(control: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The partition watch's (time, partition, value) among the control events."""
     keys = ("time", "partition", "value")
     return [{k: e[k] for k in keys} for e in control if e["f"] == PARTITION_STATE]
+
+
+def coordinator_moves(control: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
+    """(role, id, time) of every change of the broker coordinating an id the partition watch
+    followed (to another broker, or to none); its first state is no move."""
+    last: dict[tuple[str, str], Any] = {}
+    moves = []
+    for e in control:
+        if e["f"] != COORDINATOR_STATE:
+            continue
+        v = event_value(e["value"])
+        key = (str(v.get("role")), str(v.get("key")))
+        if key in last and last[key] != v.get("leader"):
+            moves.append((key[0], key[1], float(e["time"])))
+        last[key] = v.get("leader")
+    return moves
 
 
 def run_span(events: DataFrame) -> DataFrame:

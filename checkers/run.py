@@ -53,7 +53,7 @@ def check_run(
         manifest.scenario_spec.get("requires") or [],
         expect,
         (result.history_span or {}).get("first") or 0.0,
-        (result.transactions or {}).get("open_in_faults"),
+        result.transactions,
     )
     judgement = with_coverage(judgement_of(result, manifest, expect), coverage)
     verdict = verdict_of(result, manifest, expect, judgement, master)

@@ -13,8 +13,12 @@ transactions read are aborted reads too (found by position, checkers.eos), and t
 section holds the copy's own account under `copy`. Across the run: transactions committed,
 aborted (planned: the producer's choice), and of unknown outcome; how many of the unknown ones
 some read_committed group saw (they committed); and how many were open while a fault was in
-effect (the coverage's measure of a transactional run). A committed record that a group read
-past and never received is the message table's `lost`; this module adds the transaction-level view.
+effect (the coverage's measure of a transactional run), how many had their commit (EndTxn, from
+the client's `end-txn` mark to the transaction's end) in flight while a fault was in effect, and
+how many had it in flight while the broker coordinating them moved (the partition watch's
+`coordinator-state`: the transactional id's coordinator, or a copier's group's). A committed
+record that a group read past and never received is the message table's `lost`; this module
+adds the transaction-level view.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from checkers.eos import aborted_copies_read, check_copy
+from checkers.frames import small_frame
+from contract.history import END_TXN
 
 DataFrame = Any
 SAMPLES = 10  # per anomaly, in verdict.json; the ids files hold all
@@ -125,7 +131,10 @@ def producer_clients(events: DataFrame) -> dict[str, str]:
 
 
 def check_transactions(
-    events: DataFrame, ids_dir: Path, windows: list[tuple[float, float]] | None = None
+    events: DataFrame,
+    ids_dir: Path,
+    windows: list[tuple[float, float]] | None = None,
+    coordinator_moves: list[tuple[str, str, float]] | None = None,
 ) -> dict[str, Any] | None:
     """The transactions section of the verdict, or None for a history without transactions.
     The ids behind each count go to ids/<group>/aborted_reads.txt (msg_ids) and torn.txt
@@ -153,6 +162,14 @@ def check_transactions(
         torn = _torn(reads, records, committed_groups)
         summary = _outcome_counts(outcomes)
         summary["open_in_faults"] = _open_in_faults(events, windows or [])
+        commits = _commits_in_flight(events).cache()
+        try:
+            summary["commits_in_faults"] = _overlapping(commits, "asked", windows or [])
+            summary["commits_across_coordinator_moves"] = _across_moves(
+                commits, _coordinator_keys(events), coordinator_moves or []
+            )
+        finally:
+            commits.unpersist()
         seen = reads.select("msg_id").distinct().join(records, "msg_id")
         summary["unknown_seen_committed"] = (
             seen.filter(F.col("outcome") == "info").select("txn").distinct().count()
@@ -188,8 +205,6 @@ def check_transactions(
 def _open_in_faults(events: DataFrame, windows: list[tuple[float, float]]) -> int:
     """How many transactions were open (from their begin to their end, or to the end of the
     history for one that never ended) while a fault was in effect."""
-    if not windows:
-        return 0
     F = _F()
     txns = (
         events.filter(F.col("f") == "txn")
@@ -199,11 +214,64 @@ def _open_in_faults(events: DataFrame, windows: list[tuple[float, float]]) -> in
             F.max(F.when(F.col("type") != "invoke", F.col("time"))).alias("end"),
         )
     )
+    return _overlapping(txns, "begin", windows)
+
+
+def _commits_in_flight(events: DataFrame) -> DataFrame:
+    """(producer, txn, asked, end): each transaction whose commit its client asked (`end-txn`),
+    from the ask to the transaction's end (null for one that never ended)."""
+    F = _F()
+    asked = events.filter(F.col("f") == END_TXN).select(
+        "producer", _txn_of(F.col("value")).alias("txn"), F.col("time").alias("asked")
+    )
+    ends = (
+        events.filter((F.col("f") == "txn") & (F.col("type") != "invoke"))
+        .groupBy(_txn_of(F.col("value")).alias("txn"))
+        .agg(F.max("time").alias("end"))
+    )
+    return asked.join(ends, "txn", "left")
+
+
+def _overlapping(spans: DataFrame, begin: str, windows: list[tuple[float, float]]) -> int:
+    """How many of `spans` (from column `begin` to `end`, open-ended when null) met a window."""
+    if not windows:
+        return 0
+    F = _F()
     end = F.coalesce(F.col("end"), F.lit(float("inf")))
     overlaps = F.lit(False)
     for start, stop in windows:
-        overlaps = overlaps | ((F.col("begin") < F.lit(stop)) & (end > F.lit(start)))
-    return int(txns.filter(overlaps).count())
+        overlaps = overlaps | ((F.col(begin) < F.lit(stop)) & (end > F.lit(start)))
+    return int(spans.filter(overlaps).count())
+
+
+def _coordinator_keys(events: DataFrame) -> DataFrame:
+    """(producer, role, key): the ids whose coordinators serve each transactional client, as it
+    said them (`open`): its transactional id, and a copier's group."""
+    F = _F()
+    said = events.filter((F.col("f") == "open") & F.col("producer").isNotNull())
+    txn = said.select(
+        "producer",
+        F.lit("transaction-coordinator").alias("role"),
+        F.get_json_object("value", "$.transactional_id").alias("key"),
+    )
+    group = said.select(
+        "producer",
+        F.lit("group-coordinator").alias("role"),
+        F.get_json_object("value", "$.copy.group").alias("key"),
+    )
+    return txn.unionByName(group).filter(F.col("key").isNotNull()).distinct()
+
+
+def _across_moves(commits: DataFrame, keys: DataFrame, moves: list[tuple[str, str, float]]) -> int:
+    """How many commits were in flight when a coordinator of their client moved."""
+    if not moves:
+        return 0
+    F = _F()
+    moved = small_frame(commits.sparkSession, moves, "role string, key string, moved double")
+    end = F.coalesce(F.col("end"), F.lit(float("inf")))
+    during = commits.join(keys, "producer").join(F.broadcast(moved), ["role", "key"])
+    during = during.filter((F.col("asked") <= F.col("moved")) & (F.col("moved") <= end))
+    return int(during.select("txn").distinct().count())
 
 
 def _outcome_counts(outcomes: DataFrame) -> dict[str, int]:

@@ -476,6 +476,13 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
         f"{txns['aborted']} aborted of which {txns['planned_aborts']} planned, "
         f"{txns['unknown']} unknown, {txns['unknown_seen_committed']} of them seen committed)"
     ]
+    if "commits_in_faults" in txns:
+        lines.append(
+            f"transactions in faults: {txns.get('open_in_faults', 0)} open, "
+            f"{txns['commits_in_faults']} with their commit in flight; "
+            f"{txns.get('commits_across_coordinator_moves', 0)} committing as their "
+            "coordinator moved"
+        )
     for producer, client in sorted((txns.get("clients") or {}).items()):
         lines.append(f"transactions of {producer}: {client}")
     for name, g in sorted(txns["groups"].items()):

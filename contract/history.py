@@ -42,6 +42,10 @@ NEMESIS_PROCESS = "nemesis"
 # Kafka runs: leader and ISR as clients' metadata showed them (systems.kafka.watch).
 WATCH_PROCESS = "partition-watch"
 PARTITION_STATE = "partition-state"
+# Kafka runs: the broker coordinating a transactional or group id, as clients' metadata showed it.
+COORDINATOR_STATE = "coordinator-state"
+# A transactional client is asking its transaction's commit (EndTxn): info, `value.txn` names it.
+END_TXN = "end-txn"
 # The error of a record whose transaction its producer aborted on purpose (f: send, type: fail):
 # neither acknowledged nor refused, so no count of refusals or unavailability takes it.
 PLANNED_ABORT = "ABORTED: the producer aborted its transaction"

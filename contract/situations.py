@@ -17,6 +17,8 @@ SITUATIONS: dict[str, str] = {
     "controller-faulted": "the controller or the control-plane quorum was faulted",
     "coordinator-faulted": "a transaction or group coordinator was faulted",
     "transaction-open-in-fault": "a transaction was open while a fault was in effect",
+    "commit-in-flight-in-fault": "a transaction's commit (EndTxn) was in flight in a fault",
+    "coordinator-moved-in-commit": "a client's coordinator moved while its commit was in flight",
     "majority-down": "more than half of the brokers were down at once",
     "network-partitioned": "nodes were cut apart from each other",
     "clients-cut": "clients were cut from a node",

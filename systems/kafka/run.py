@@ -160,6 +160,7 @@ class KafkaRun(KafkaClientsRun):
             c.topic,
             cluster.node_of,
             HistoryWriter(self.history_dir, WATCH_PROCESS, "kafka"),
+            self.scenario.workload.coordinator_keys(),
         )
         self.manifest.topology = {
             "nodes": [n.__dict__ for n in cluster.nodes],

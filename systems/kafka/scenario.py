@@ -194,17 +194,26 @@ class KafkaWorkload(Strict):
         """Per coordinator role, the id whose coordinator it names: the first transactional
         producer's transactional id, the first group-mode reader's group."""
         out: dict[str, str] = {}
+        for role, key in self.coordinator_keys():
+            out.setdefault(role, key)
+        return out
+
+    def coordinator_keys(self) -> list[tuple[str, str]]:
+        """(role, id) of every id a coordinator serves in this workload, once each: the
+        transactional producers' and copiers' transactional ids, then the group-mode readers'
+        and the copiers' groups."""
+        keys: list[tuple[str, str]] = []
         for p in self.producers:
             if p.transaction is not None:
-                out.setdefault("transaction-coordinator", p.transaction.transactional_id or p.id)
+                keys.append(("transaction-coordinator", p.transaction.transactional_id or p.id))
         for c in self.copiers:
-            out.setdefault("transaction-coordinator", c.transactional_id or c.id)
+            keys.append(("transaction-coordinator", c.transactional_id or c.id))
         for r in self.readers:
             if r.mode == "group":
-                out.setdefault("group-coordinator", r.id)
+                keys.append(("group-coordinator", r.id))
         for c in self.copiers:
-            out.setdefault("group-coordinator", c.group)
-        return out
+            keys.append(("group-coordinator", c.group))
+        return list(dict.fromkeys(keys))
 
     @model_validator(mode="after")
     def _copy_is_whole(self) -> KafkaWorkload:

@@ -1,6 +1,8 @@
 """Leader and ISR of every partition, as a client's metadata shows them, through the workload
 and the recovery: history/partition-watch.jsonl gets a `partition-state` line whenever they
-change (and the first state of each partition).
+change (and the first state of each partition), and a `coordinator-state` line whenever the
+broker coordinating one of the workload's transactional or group ids changes (the leader of the
+internal topic's partition the id hashes to; the first state of each id too).
 
 A client's view, not the controller's: during a partition the broker that answers may be cut
 off and answer from stale metadata (K4 found exactly that), so what it records is what clients
@@ -13,7 +15,8 @@ import logging
 import threading
 from typing import Any
 
-from contract.history import PARTITION_STATE, HistoryWriter
+from contract.history import COORDINATOR_STATE, PARTITION_STATE, HistoryWriter
+from systems.kafka.targets import COORDINATOR_TOPICS, coordinator_partition
 
 log = logging.getLogger("harness")
 
@@ -25,13 +28,20 @@ class PartitionWatch:
     """A daemon thread asking for the topic's metadata every second until stopped."""
 
     def __init__(
-        self, admin_client: Any, topic: str, node_of: dict[int, str], history: HistoryWriter
+        self,
+        admin_client: Any,
+        topic: str,
+        node_of: dict[int, str],
+        history: HistoryWriter,
+        coordinated: list[tuple[str, str]] | None = None,
     ) -> None:
         self.admin_client = admin_client  # confluent_kafka AdminClient
         self.topic = topic
         self.node_of = node_of  # broker id -> node name
         self.history = history
+        self.coordinated = coordinated or []  # (role, id): whose coordinators to follow
         self._last: dict[int, tuple[str | None, tuple[str, ...]]] = {}
+        self._coordinator: dict[tuple[str, str], tuple[int, str | None]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="partition-watch", daemon=True)
 
@@ -56,6 +66,11 @@ class PartitionWatch:
             self._stop.wait(POLL_SECONDS)
 
     def poll_once(self) -> None:
+        self.poll_partitions()
+        for topic in dict.fromkeys(COORDINATOR_TOPICS[role] for role, _ in self.coordinated):
+            self.poll_coordinators(topic)
+
+    def poll_partitions(self) -> None:
         metadata = self.admin_client.list_topics(self.topic, timeout=ASK_TIMEOUT)
         topic = metadata.topics.get(self.topic)
         if topic is None or topic.error is not None:
@@ -75,6 +90,36 @@ class PartitionWatch:
                 value={
                     "leader": leader,
                     "isr": list(isr),
+                    "answered_by": self.node_of.get(metadata.orig_broker_id),
+                },
+            )
+
+    def poll_coordinators(self, internal_topic: str) -> None:
+        """The coordinator of each followed id whose role lives in `internal_topic` (which
+        exists only once a client has asked for a coordinator)."""
+        metadata = self.admin_client.list_topics(internal_topic, timeout=ASK_TIMEOUT)
+        topic = metadata.topics.get(internal_topic)
+        if topic is None or topic.error is not None or not topic.partitions:
+            return
+        for role, key in self.coordinated:
+            if COORDINATOR_TOPICS[role] != internal_topic:
+                continue
+            p = coordinator_partition(key, len(topic.partitions))
+            pm = topic.partitions.get(p)
+            leader = self.node_of.get(pm.leader) if pm is not None and pm.leader >= 0 else None
+            if self._coordinator.get((role, key)) == (p, leader):
+                continue
+            self._coordinator[(role, key)] = (p, leader)
+            self.history.write(
+                "info",
+                COORDINATOR_STATE,
+                stream=internal_topic,
+                partition=p,
+                node=leader,
+                value={
+                    "role": role,
+                    "key": key,
+                    "leader": leader,
                     "answered_by": self.node_of.get(metadata.orig_broker_id),
                 },
             )

@@ -179,9 +179,19 @@ def test_a_transactional_run_is_judged_by_the_transactions_open_in_its_faults() 
         ev(10, "invoke", "start-partition", op="isolate", nodes=["kafka2"]),
     ]
     required = ["coordinator-faulted", "transaction-open-in-fault"]
-    c = coverage_of(nemesis, WATCH, traffic(), KAFKA, required, "safe", 0.0, open_transactions=4)
+    section = {"open_in_faults": 4, "commits_in_faults": 2, "commits_across_coordinator_moves": 0}
+    required += ["commit-in-flight-in-fault"]
+    c = coverage_of(nemesis, WATCH, traffic(), KAFKA, required, "safe", 0.0, section)
     assert not c["vacuous"], c["why_vacuous"]
     assert c["situations"]["coordinator-faulted"] == 1
     assert c["situations"]["transaction-open-in-fault"] == 4
-    none_open = coverage_of(nemesis, WATCH, traffic(acked=9), KAFKA, [], "safe", 0.0, 0)
+    assert c["situations"]["commit-in-flight-in-fault"] == 2
+    assert "coordinator-moved-in-commit" not in c["situations"]
+    moved = coverage_of(
+        nemesis, WATCH, traffic(), KAFKA, ["coordinator-moved-in-commit"], "safe", 0.0, section
+    )
+    assert moved["why_vacuous"] == ["the faults never brought about coordinator-moved-in-commit"]
+    none_open = coverage_of(
+        nemesis, WATCH, traffic(acked=9), KAFKA, [], "safe", 0.0, {"open_in_faults": 0}
+    )
     assert none_open["why_vacuous"] == ["no transaction was open while a fault was in effect"]

@@ -27,7 +27,8 @@ FEW_EXAMPLES = settings(
 
 def _event(process: str, type_: str, f: str, t: float, **kw: Any) -> dict[str, Any]:
     e: dict[str, Any] = dict.fromkeys(FIELDS)
-    e.update(time=t, process=process, type=type_, f=f, system="kafka", stream=TOPIC, **kw)
+    e.update(time=t, process=process, type=type_, f=f, system="kafka", stream=TOPIC)
+    e.update(kw)
     return e
 
 
@@ -46,7 +47,8 @@ def txn_history(
     aborted transactions in `read_aborted`, less the first record of each transaction in `torn`;
     reader U (read_uncommitted) reads everything. Returns what was planted."""
     history.mkdir(parents=True)
-    p: list[dict[str, Any]] = []
+    said = {"client": "a test", "transactional_id": "P"}
+    p: list[dict[str, Any]] = [_event("P", "ok", "open", 0, stream=None, producer="P", value=said)]
     c: list[dict[str, Any]] = [
         _event("C", "ok", "open", 0, group="C", value={"isolation": "read_committed"})
     ]
@@ -71,6 +73,11 @@ def txn_history(
         for partition in {r[1] for r in records}:  # the marker
             next_offset[partition] += 1
         outcome = "fail" if n in aborted else "info" if n in unknown else "ok"
+        if outcome != "fail":  # its commit asked at +0.3 s, its end at +0.5 s
+            asked = {"txn": tid, "commit": True}
+            p.append(
+                _event("P", "info", "end-txn", t + 0.3, stream=None, producer="P", value=asked)
+            )
         error = PLANNED_ABORT if n in aborted else "_TIMED_OUT: commit" if n in unknown else None
         value = {"txn": tid, "seqs": [r[0] for r in records]} | (
             {"planned": True} if n in aborted else {}
@@ -193,6 +200,28 @@ def test_planted_aborted_reads_and_torn_transactions_are_found_exactly(
     assert _ids(tmp / "ids" / "C" / "aborted_reads.txt") == planted["aborted_reads"]
     assert _ids(tmp / "ids" / "C" / "torn.txt") == planted["torn"]
     assert t["groups"]["U"]["aborted_reads"] == 0 and t["groups"]["U"]["torn"] == 0
+
+
+def test_commits_in_flight_are_counted_in_faults_and_across_coordinator_moves(
+    spark: Any, tmp_path: Path
+) -> None:
+    # Transaction n begins at +n s, asks its commit at +n.3 and ends at +n.5; 3 is aborted.
+    txn_history(tmp_path / "history", 6, aborted={3})
+    events = read_history(spark, tmp_path / "history").events
+    moves = [
+        ("transaction-coordinator", "P", 4.4),  # inside 4's commit
+        ("transaction-coordinator", "P", 5.2),  # 5 open, its commit not yet asked
+        ("transaction-coordinator", "Q", 6.4),  # another id's coordinator
+        ("group-coordinator", "P", 2.4),  # a group named like the id: not P's coordinator
+    ]
+    t = check_transactions(events, tmp_path / "ids", [(2.2, 3.4), (5.45, 9.0)], moves)
+    assert t is not None
+    # 2's commit (+2.3 to +2.5) and 3's open span meet the first window; 3 asked no commit.
+    assert (t["open_in_faults"], t["commits_in_faults"]) == (4, 3)  # commits: 2, 5, 6
+    assert t["commits_across_coordinator_moves"] == 1
+    none = check_transactions(events, tmp_path / "ids2")
+    assert none is not None
+    assert (none["commits_in_faults"], none["commits_across_coordinator_moves"]) == (0, 0)
 
 
 def test_the_verdict_names_what_read_committed_broke(spark: Any, tmp_path: Path) -> None:

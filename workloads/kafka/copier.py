@@ -312,6 +312,7 @@ class Copier(OneInstance):
             return self.abort(error_text(e), planned=False)
         except (Fatal, SystemError) as e:
             return self.lost_instance("fail", client_failure(e))
+        self.commit_asked(t.id)
         try:
             until_done(producer.commit_transaction, self.cfg.deadline)
         except (Fatal, SystemError) as e:

@@ -31,7 +31,7 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, libversion
 
-from contract.history import PLANNED_ABORT, EventType, HistoryWriter, encode_body
+from contract.history import END_TXN, PLANNED_ABORT, EventType, HistoryWriter, encode_body
 from workloads.kafka.clients import ProducerConfig, producer_settings
 
 log = logging.getLogger("workloads.kafka.transactions")
@@ -183,6 +183,15 @@ class OneInstance:
 
     producer: Producer | None
     deadline: float  # Unix time
+    history: HistoryWriter
+    cfg: Any  # the client's own config: its `process` names it in the history
+
+    def commit_asked(self, txn: str) -> None:
+        """The history's mark that this transaction's commit (EndTxn) is being asked: from here
+        to the transaction's end its commit is in flight (the coverage's commit-in-flight)."""
+        self.history.write(
+            "info", END_TXN, producer=self.cfg.process, value={"txn": txn, "commit": True}
+        )
 
     def produce_until_deadline(self, topic: str, **record: Any) -> None:
         """One record to the instance, waiting while its local queue is full."""
@@ -310,6 +319,7 @@ class TransactionalProducer(OneInstance):
             return self.abort(error_text(e), planned=False)
         except (Fatal, SystemError) as e:
             return self.lost_instance("fail", client_failure(e))
+        self.commit_asked(t.id)
         try:
             until_done(producer.commit_transaction, self.cfg.deadline)
         except (Fatal, SystemError) as e:

@@ -324,6 +324,8 @@ public final class TransactionalCopier {
                 }
             }
             commitAsked = true;
+            history.write("info", "end-txn", null, process, null, null, null, null,
+                TransactionalProducer.endTxnValue(t.id));
             while (true) {
                 try {
                     producer.commitTransaction();

@@ -88,6 +88,11 @@ public final class TransactionalProducer {
         history.write(type, f, topic, process, seq, partition, offset, error, value);
     }
 
+    /** The value of the mark that a transaction's commit (EndTxn) is being asked. */
+    static String endTxnValue(String txn) {
+        return "{\"txn\":" + History.quote(txn) + ",\"commit\":true}";
+    }
+
     static double now() {
         return System.currentTimeMillis() / 1000.0;
     }
@@ -189,6 +194,7 @@ public final class TransactionalProducer {
                 return abort(t, PLANNED_ABORT, true, false);
             }
             commitAsked = true;
+            write("info", "end-txn", null, null, null, null, endTxnValue(t.id));
             while (true) {
                 try {
                     producer.commitTransaction();
