@@ -144,7 +144,9 @@ def check_history(
         control = [r.asDict() for r in q.control_events(events).collect()]
         nemesis = q.nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
-        transactions = check_transactions(events, ids_dir, windows, q.coordinator_moves(control))
+        transactions = check_transactions(
+            events, ids_dir, windows, q.coordinator_moves(control), lost
+        )
         if transactions is not None:
             transactions["cycles"] = check_cycles(events, ids_dir)
         states = q.partition_states(control)

@@ -8,6 +8,9 @@ isolation once (`f: open`). From those alone, per read_committed group g:
   torn            committed transactions g saw part of: g received at least one of its records,
                   and missed another at an offset at or below the highest g read in that
                   record's partition (g read past it; one it never reached is not torn)
+  lost_txns       committed transactions with a record among g's `lost` (the message table's:
+                  acknowledged at the commit, never received by g): which transactions the
+                  lost records belong to, and how many of each
 A copier's (the exactly-once copy's) transactions count among them; its copies of aborted
 transactions read are aborted reads too (found by position, checkers.eos), and the verdict's
 section holds the copy's own account under `copy`. Across the run: transactions committed,
@@ -32,7 +35,7 @@ from contract.history import END_TXN
 
 DataFrame = Any
 SAMPLES = 10  # per anomaly, in verdict.json; the ids files hold all
-TXN_METRICS = ("aborted_reads", "torn")
+TXN_METRICS = ("aborted_reads", "torn", "lost_txns")
 
 
 def _F() -> Any:
@@ -135,9 +138,11 @@ def check_transactions(
     ids_dir: Path,
     windows: list[tuple[float, float]] | None = None,
     coordinator_moves: list[tuple[str, str, float]] | None = None,
+    lost: DataFrame | None = None,
 ) -> dict[str, Any] | None:
     """The transactions section of the verdict, or None for a history without transactions.
-    The ids behind each count go to ids/<group>/aborted_reads.txt (msg_ids) and torn.txt
+    `lost` is the message table's (group, msg_id) of every lost message. The ids behind each
+    count go to ids/<group>/aborted_reads.txt (msg_ids), torn.txt and lost_txns.txt
     (transaction ids)."""
     if not has_transactions(events):
         return None
@@ -160,6 +165,7 @@ def check_transactions(
         ).cache()
         aborted = _aborted_reads(reads, records) + aborted_copies_read(reads, events)
         torn = _torn(reads, records, committed_groups)
+        lost_txns = [] if lost is None else _lost_in_transactions(lost, records, committed_groups)
         summary = _outcome_counts(outcomes)
         summary["open_in_faults"] = _open_in_faults(events, windows or [])
         commits = _commits_in_flight(events).cache()
@@ -176,9 +182,10 @@ def check_transactions(
         )
         groups: dict[str, Any] = {
             g: {"isolation": level, "aborted_reads": 0, "aborted_read_txns": 0, "torn": 0}
+            | ({"lost_txns": 0} if lost is not None else {})
             for g, level in sorted(isolation.items())
         }
-        samples: dict[str, list[dict[str, Any]]] = {"aborted_reads": [], "torn": []}
+        samples: dict[str, list[dict[str, Any]]] = {"aborted_reads": [], "torn": [], "lost": []}
         for r in aborted:
             g = groups[r["group"]]
             g["aborted_reads"] += 1
@@ -189,8 +196,12 @@ def check_transactions(
         for r in torn:
             groups[r["group"]]["torn"] += 1
             samples["torn"] += [r] if len(samples["torn"]) < SAMPLES else []
+        for r in lost_txns:
+            groups[r["group"]]["lost_txns"] += 1
+            samples["lost"] += [r] if len(samples["lost"]) < SAMPLES else []
         _write(ids_dir, "aborted_reads", [(r["group"], r["msg_id"]) for r in aborted])
         _write(ids_dir, "torn", [(r["group"], r["txn"]) for r in torn])
+        _write(ids_dir, "lost_txns", [(r["group"], r["txn"]) for r in lost_txns])
         clients = producer_clients(events)
         copy = check_copy(events, ids_dir, reads)
         if copy is not None:
@@ -322,6 +333,29 @@ def _torn(reads: DataFrame, records: DataFrame, groups: list[str]) -> list[dict[
         F.sort_array(F.collect_list(F.when(missed, F.col("msg_id")))).alias("missed_ids"),
     )
     rows = per_txn.filter((F.col("read") > 0) & (F.col("missed") > 0)).orderBy("group", "txn")
+    return [r.asDict() for r in rows.collect()]
+
+
+def _lost_in_transactions(
+    lost: DataFrame, records: DataFrame, groups: list[str]
+) -> list[dict[str, Any]]:
+    """(group, txn, records, lost, lost_ids): each committed transaction with a record a
+    read_committed group lost, with how many records it wrote and the first SAMPLES lost."""
+    F = _F()
+    committed = records.filter(F.col("outcome") == "ok").select("msg_id", "txn")
+    sizes = committed.groupBy("txn").agg(F.count("*").alias("records"))
+    rows = (
+        lost.filter(F.col("group").isin(groups))
+        .join(committed, "msg_id")
+        .groupBy("group", "txn")
+        .agg(
+            F.count("*").alias("lost"),
+            F.slice(F.sort_array(F.collect_list("msg_id")), 1, SAMPLES).alias("lost_ids"),
+        )
+        .join(sizes, "txn")
+        .select("group", "txn", "records", "lost", "lost_ids")
+        .orderBy("group", "txn")
+    )
     return [r.asDict() for r in rows.collect()]
 
 

@@ -489,6 +489,7 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"transactions in {name} ({g['isolation']}): aborted reads {g['aborted_reads']} "
             f"(in {g['aborted_read_txns']} transactions), torn {g['torn']}"
+            + (f", committed with records lost {g['lost_txns']}" if "lost_txns" in g else "")
         )
     for metric, samples in sorted((txns.get("samples") or {}).items()):
         lines += [f"  {metric}: {s}" for s in samples[:3]]

@@ -27,7 +27,7 @@ VERDICT_COLOURS = {
 REPORT_NAME = "report.html"
 # The one isolation level the transactions check judges (checkers.transactions).
 READ_COMMITTED = "read_committed"
-TXN_COUNTS = ("aborted_reads", "aborted_read_txns", "torn")
+TXN_COUNTS = ("aborted_reads", "aborted_read_txns", "torn", "lost_txns")
 # The exactly-once copy's counts (checkers.eos), each with its words and its id file, at the top
 # of the ids folder beside the groups' folders.
 COPY_METRICS = (
@@ -157,7 +157,8 @@ def transaction_rows(txns: dict[str, Any] | None) -> list[dict[str, Any]]:
     for group, counts in sorted(((txns or {}).get("groups") or {}).items()):
         judged = counts.get("isolation") == READ_COMMITTED
         # The checker never counts the other groups: their 0 would read as a clean bill.
-        shown = {k: counts.get(k, 0) if judged else None for k in TXN_COUNTS}
+        # A verdict from a checker before lost_txns has none: "-", not a clean 0.
+        shown = {k: counts.get(k) if judged else None for k in TXN_COUNTS}
         files = [f"ids/{group}/{k}.txt" for k in TXN_METRICS if shown[k]]
         isolation = counts.get("isolation") or "?"
         rows.append(

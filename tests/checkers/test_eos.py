@@ -285,6 +285,7 @@ def test_a_clean_copy_is_clean(spark: Any, tmp_path: Path) -> None:
         "aborted_reads": 0,
         "aborted_read_txns": 0,
         "torn": 0,
+        "lost_txns": 0,
     }
     assert not (tmp_path / "ids" / "R" / "aborted_reads.txt").exists()
     r = result.groups["R"]

@@ -132,6 +132,7 @@ def test_a_clean_transactional_history_is_clean(spark: Any, tmp_path: Path) -> N
         "aborted_reads": 0,
         "aborted_read_txns": 0,
         "torn": 0,
+        "lost_txns": 0,
     }
     # U read the aborted records: read_uncommitted promises nothing about them.
     assert t["groups"]["U"]["aborted_reads"] == 0
@@ -230,6 +231,14 @@ def test_the_verdict_names_what_read_committed_broke(spark: Any, tmp_path: Path)
     assert result.transactions is not None
     # Each torn transaction's missing record is a committed record lost below what C read.
     assert result.groups["C"]["lost"] == 2 and result.groups["C"]["unseen"] == 0
+    # Which transactions those lost records belong to: the first record of 3 and of 6.
+    t = result.transactions
+    assert t["groups"]["C"]["lost_txns"] == 2 and t["groups"]["U"]["lost_txns"] == 0
+    assert [(r["txn"], r["records"], r["lost"], r["lost_ids"]) for r in t["samples"]["lost"]] == [
+        ("P:t3", SIZE, 1, [f"P:{2 * SIZE + 1}"]),
+        ("P:t6", SIZE, 1, [f"P:{5 * SIZE + 1}"]),
+    ]
+    assert _ids(tmp_path / "ids" / "C" / "lost_txns.txt") == {"P:t3", "P:t6"}
     counts = Counts.of(result.groups, result.sends, transactions=result.transactions)
     assert (counts.aborted_reads, counts.torn) == (len(planted["aborted_reads"]), 2)
     verdict = judge(counts, "loss")

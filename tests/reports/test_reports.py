@@ -147,6 +147,9 @@ def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path
         "planned_aborts": 7,
         "unknown": 2,
         "unknown_seen_committed": 1,
+        "open_in_faults": 5,
+        "commits_in_faults": 2,
+        "commits_across_coordinator_moves": 1,
         "clients": {"P1": "java kafka-clients 4.4.0"},
         "groups": {
             "committed": {
@@ -154,6 +157,7 @@ def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path
                 "aborted_reads": 2,
                 "aborted_read_txns": 1,
                 "torn": 1,
+                "lost_txns": 1,
             },
             "uncommitted": {"isolation": "read_uncommitted"} | zero,
         },
@@ -183,6 +187,15 @@ def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path
                     "missed_ids": ["P1:9"],
                 }
             ],
+            "lost": [
+                {
+                    "group": "committed",
+                    "txn": "P1:t3",
+                    "records": 4,
+                    "lost": 1,
+                    "lost_ids": ["P1:9"],
+                }
+            ],
         },
     }
     report, _ = write_run_reports(checked_run(tmp_path / "T2" / "t1", transactions))
@@ -192,18 +205,24 @@ def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path
         "60 transactions: 50 committed, 8 aborted (7 of them planned by their producer), "
         "2 of unknown outcome (1 of them seen committed by a read_committed reader)."
     )
+    assert section(html, "p", "transactions-in-faults") == (
+        "While a fault was in effect, 5 transactions were open and 2 had their commit (EndTxn) "
+        "in flight; 1 were committing when the broker coordinating their client (its transaction "
+        "coordinator, or a copier's group coordinator) moved."
+    )
     assert section(html, "p", "transactions-clients") == "Written by P1: java kafka-clients 4.4.0."
     table = section(html, "table", "transactions")
     assert (
         '<td>committed</td><td>read_committed</td><td class="n">2</td><td class="n">1</td>'
-        '<td class="n">1</td>' in table
+        '<td class="n">1</td><td class="n">1</td>' in table
     )
     assert (
         'href="ids/committed/aborted_reads.txt"' in table
         and 'href="ids/committed/torn.txt"' in table
+        and 'href="ids/committed/lost_txns.txt"' in table
     )
     # The checker never counts a read_uncommitted group: its zeros are not a clean bill.
-    assert "<td>read_uncommitted</td>" + '<td class="n">-</td>' * 3 in table
+    assert "<td>read_uncommitted</td>" + '<td class="n">-</td>' * 4 in table
     assert "ids/uncommitted/" not in table
     assert "read_uncommitted group is expected to read aborted records" in html
     aborted = section(html, "ul", "transaction-aborted-reads")
@@ -214,6 +233,12 @@ def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path
     torn = section(html, "ul", "transaction-torn")
     assert "(committed): group committed read 3 of its records and missed 1" in torn
     assert torn.count("<li>") == 1 and "<code>P1:t3</code>" in torn and "<code>P1:9</code>" in torn
+    lost = section(html, "ul", "transaction-lost")
+    assert lost.count("<li>") == 1
+    assert (
+        "transaction <code>P1:t3</code> (committed, 4 records): group committed never received "
+        "1 of them: <code>P1:9</code></li>" in lost
+    )
     # Plain transactional producers: no copy, and a checker that did not look for cycles.
     assert "exactly-once copy" not in html and "Dependency cycles" not in html
     assert 'id="transactions-copy' not in html and 'id="transactions-cycles' not in html
