@@ -9,6 +9,7 @@ own schema, so a generated step is held to what a hand-written one is.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from chaos.generator import ChaosError, ChaosOptions, draw_schedule
@@ -79,8 +80,16 @@ def chaos_scenario(
     opts: ChaosOptions,
     kafka_mode: str | None = None,
 ) -> tuple[AnyScenario, list[Step]]:
-    """The base with a schedule drawn from opts.seed, over opts.seconds of traffic."""
+    """The base with a schedule drawn from opts.seed, over opts.seconds of traffic (its first
+    fault no earlier than the base's own `chaos.warmup`)."""
     workload_seconds(base)  # every producer has a rate to stretch
+    asked, opts = opts, options_for(base, opts)
+    if opts is not asked:
+        asked.check()
+        try:
+            opts.check()  # what fails now is the base's warmup
+        except ChaosError as e:
+            raise ChaosError(f"{e} (the warmup is {base.id}'s chaos.warmup)") from None
     steps = draw_schedule(shape_of(base, kafka_mode), opts)
     data = scenario_data(base)
     data["id"] = f"{base.id}-s{opts.seed}"
@@ -101,6 +110,14 @@ def chaos_scenario(
         "options": opts.as_dict(),
     }
     return parse_generated(data), steps
+
+
+def options_for(base: AnyScenario, opts: ChaosOptions) -> ChaosOptions:
+    """The options a schedule for this base is drawn with: a base that needs traffic before
+    its first fault (`chaos: {warmup: S}`) gets at least that much."""
+    if base.chaos is None or base.chaos.warmup <= opts.warmup:
+        return opts
+    return replace(opts, warmup=base.chaos.warmup)
 
 
 def _stretch_workload(base: AnyScenario, data: dict[str, Any], seconds: float) -> None:

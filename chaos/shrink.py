@@ -7,7 +7,8 @@ soon as it reproduces, so every later one starts from a smaller schedule:
   1. only the faults the checker tied the anomalies to (and their heals)
   2. each fault dropped with its heal, the ones no anomaly was tied to first
   3. each fault's window halved, while it still reproduces
-  4. the whole schedule moved earlier, its first fault after a short warmup
+  4. the whole schedule moved earlier, its first fault after a short warmup (or the
+     scenario's own `chaos.warmup`, when its workload needs longer)
   5. each target narrowed: one node instead of several, one follower instead of all
   6. the load cut to what the shortened schedule needs
 A shrink never grows the schedule, and it stops when its time budget is spent with the smallest
@@ -248,11 +249,19 @@ def _halved(data: Data, unit: list[int]) -> Data | None:
     return _sorted_steps(out)
 
 
+def warmup_of(data: Data) -> float:
+    """How early the first fault may come: WARMUP, or the scenario's own `chaos.warmup` when
+    its workload needs longer before a fault tests anything (the exactly-once copiers)."""
+    own = (data.get("chaos") or {}).get("warmup")
+    return max(WARMUP, float(own)) if own is not None else WARMUP
+
+
 def _earlier(data: Data) -> Data | None:
     steps = data["nemesis"]
-    if not steps or steps[0]["at"] <= WARMUP:
+    warmup = warmup_of(data)
+    if not steps or steps[0]["at"] <= warmup:
         return None
-    shift = steps[0]["at"] - WARMUP
+    shift = steps[0]["at"] - warmup
     out = copy.deepcopy(data)
     for s in out["nemesis"]:
         s["at"] = round(s["at"] - shift, 1)

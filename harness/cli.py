@@ -572,6 +572,7 @@ def nightly(
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
 ) -> None:
     """Generated schedules over the base matrix until the budget; summary, JUnit, index."""
+    from chaos.generator import ChaosError
     from harness.claims import DOCS
     from harness.nightly import MATRIX, first_seed_of, run_night, write_night
     from reports.index import render_index
@@ -590,7 +591,7 @@ def nightly(
     first = seed if seed is not None else first_seed_of(time.strftime("%Y-%m-%d", time.gmtime()))
     try:
         night = run_night(chosen, hours, minutes, first, results, SCENARIOS_DIR, say, shrink)
-    except ScenarioError as e:
+    except (ScenarioError, ChaosError) as e:
         raise _fail(str(e)) from None
     summary, junit = write_night(night, chosen, results)
     say(f"summary: {summary}")

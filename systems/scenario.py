@@ -90,6 +90,15 @@ class Generated(Strict):
     shrunk_from: dict[str, Any] | None = None
 
 
+class ChaosSettings(Strict):
+    """What a chaos base says of the schedules drawn for it (harness chaos, the nightly)."""
+
+    # Seconds of traffic before the first fault, at least: a workload that needs time before a
+    # fault can test anything (the exactly-once copiers' first transaction on a fresh cluster)
+    # says so here; the generator's own warmup applies when it is longer.
+    warmup: Annotated[float, Field(ge=0, le=3600)]
+
+
 class ScenarioBase(Strict):
     """What every scenario has; each system adds its cluster, workload and nemesis steps."""
 
@@ -102,6 +111,7 @@ class ScenarioBase(Strict):
     # Situations the faults must bring about for a pass to count (contract.situations): a run
     # that never reached one is inconclusive, never "safe".
     requires: list[Situation] = Field(default_factory=list)
+    chaos: ChaosSettings | None = None  # a chaos base's word on its schedules
     cluster: Any
     workload: Any
     nemesis: list[Any] = Field(default_factory=list)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from chaos.generator import ChaosOptions, draw_schedule
 from chaos.menu import ClusterShape
-from chaos.shrink import Data, Shrinker, ShrinkOptions, fault_units
+from chaos.shrink import Data, Shrinker, ShrinkOptions, fault_units, warmup_of
 
 KAFKA = ClusterShape(
     "kafka", ("kafka1", "kafka2", "kafka3"), ("kafka1", "kafka2", "kafka3"), partitions=1
@@ -176,3 +176,44 @@ def test_a_candidate_that_did_not_reproduce_is_never_run_again() -> None:
 
     shrinker(attempt).shrink(scenario(PLANTED), set(), (1, 1))
     assert len(ran) == len(set(ran))
+
+
+def copy_scenario(steps: list[dict[str, Any]]) -> Data:
+    """The exactly-once copy: copiers that need 25 s before a fault tests anything."""
+    data = scenario(steps)
+    data["expect"] = "no-duplicates"
+    data["chaos"] = {"warmup": 25.0}
+    data["workload"]["producers"][0]["enable_idempotence"] = True
+    data["workload"]["copiers"] = [{"id": "C1", "size": 50}, {"id": "C2", "size": 50}]
+    data["workload"]["readers"] = [{"id": "copied", "topic": "output"}]
+    return data
+
+
+def test_a_schedule_is_moved_no_earlier_than_the_scenarios_own_warmup() -> None:
+    later = [{**s, "at": s["at"] + 30} for s in PLANTED]  # the kill at +61 s
+    seen: list[Data] = []
+
+    def attempt(data: Data) -> bool:
+        seen.append(data)
+        return loses_when_the_leader_is_killed(data)
+
+    result = shrinker(attempt).shrink(copy_scenario(later), set(), (1, 1))
+    steps = result.minimal["nemesis"]
+    assert [s["op"] for s in steps] == ["kill", "start"]
+    assert steps[0]["at"] == 25.0  # moved earlier, to the warmup and not to 5 s
+    assert all(d["nemesis"][0]["at"] >= 25.0 for d in seen if d["nemesis"])
+    # every candidate kept the copy whole: its copiers, its reader of the output, its promise
+    for d in [*seen, result.minimal]:
+        assert d["workload"]["copiers"] == copy_scenario([])["workload"]["copiers"]
+        assert d["workload"]["readers"] == [{"id": "copied", "topic": "output"}]
+        assert d["chaos"] == {"warmup": 25.0} and d["expect"] == "no-duplicates"
+
+
+def test_a_schedule_already_at_its_warmup_is_not_moved() -> None:
+    at_warmup = [{**s, "at": s["at"] + 15} for s in PLANTED]  # the first fault at +25 s
+    result = shrinker(lambda _d: False).shrink(copy_scenario(at_warmup[:2]), set(), (1, 1))
+    tried = [c.what for c in result.candidates]
+    assert tried and "the schedule moved earlier" not in tried
+    assert warmup_of(copy_scenario([])) == 25.0
+    assert warmup_of(scenario([])) == 5.0
+    assert warmup_of({**scenario([]), "chaos": {"warmup": 1.0}}) == 5.0  # a floor, never less

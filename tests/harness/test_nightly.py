@@ -6,9 +6,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from chaos.generator import ChaosError, ChaosOptions
+from chaos.schedule import chaos_scenario
+from harness import nightly
 from harness.chaos import ChaosResult
-from harness.nightly import Base, Night, first_seed_of, write_night
+from harness.nightly import MATRIX, Base, Night, first_seed_of, run_night, write_night
 from harness.trial import Trial
+from systems.registry import find_scenario, load_scenario
+from tests.helpers import ROOT
 
 SAFE = Base("chaos/kafka-safe", "kraft")
 UNSAFE = Base("chaos/kafka-acks1", "kraft", unsafe=True)
@@ -57,3 +64,31 @@ def test_a_violation_fails_a_safe_base_and_is_the_finding_of_an_unsafe_one(tmp_p
 
 def test_a_nights_seeds_start_from_its_date() -> None:
     assert first_seed_of("2026-11-24") == 20261124000
+
+
+def test_the_matrix_draws_the_exactly_once_copy_beside_the_isolation_base() -> None:
+    keys = [b.key for b in MATRIX]
+    isolation = keys.index("chaos/kafka-txn-isolation (kraft)")
+    assert keys[isolation + 1] == "chaos/kafka-txn-eos (kraft)"
+    eos = MATRIX[isolation + 1]
+    assert not eos.unsafe  # its promise (no duplicates) is one a violation of fails the night
+
+
+@pytest.mark.parametrize("base", MATRIX, ids=lambda b: b.key)
+def test_every_base_of_the_matrix_draws_a_schedule_at_the_nights_defaults(base: Base) -> None:
+    spec = load_scenario(find_scenario(base.scenario, ROOT / "scenarios"))
+    scenario, steps = chaos_scenario(spec, ChaosOptions(seed=20261124000, seconds=120), base.mode)
+    assert steps and scenario.generated is not None
+    assert steps[0]["at"] >= (spec.chaos.warmup if spec.chaos else 0)
+
+
+def test_a_night_too_short_for_a_bases_warmup_stops_before_its_first_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_cluster(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(nightly, "chaos_runs", no_cluster)
+    bases = (SAFE, Base("chaos/kafka-txn-eos", "kraft"))
+    with pytest.raises(ChaosError, match=r"chaos/kafka-txn-eos \(kraft\): .*25 s of warmup"):
+        run_night(bases, 1, 0.5, 1, tmp_path, ROOT / "scenarios", lambda _s: None)

@@ -10,9 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
+from chaos.generator import ChaosOptions
+from chaos.schedule import chaos_scenario
 from chaos.shrink import ShrinkOptions
 from harness.shrink import ShrinkError, hot_steps, shrink_run
-from systems.registry import load_scenario
+from systems.kafka.scenario import KafkaScenario
+from systems.registry import load_scenario, parse_scenario
+from systems.scenario import scenario_data, to_yaml
 from tests.helpers import ROOT
 
 STEPS: list[dict[str, Any]] = [
@@ -107,3 +111,52 @@ def test_every_found_scenario_is_valid_and_says_where_it_came_from(path: Path) -
     assert scenario.id == path.stem
     assert scenario.generated is not None and scenario.generated.shrunk_from is not None
     assert scenario.generated.shrunk_from["original_steps"]
+
+
+@pytest.mark.parametrize("base", ["kafka-txn-eos", "kafka-txn-isolation"])
+def test_a_transactional_run_shrinks_to_a_found_file_with_its_workload_whole(
+    tmp_path: Path, base: str
+) -> None:
+    """The copiers, the transactional producer and the readers of the copy survive the shrink
+    into scenarios/found/, as the run had them (only the load is cut to the schedule)."""
+    spec = load_scenario(ROOT / "scenarios" / "chaos" / f"{base}.yaml")
+    generated, steps = chaos_scenario(spec, ChaosOptions(seed=4, seconds=150))
+    data = scenario_data(generated)  # what the run's manifest holds (systems.run)
+    run = tmp_path / "run"
+    run.mkdir()
+    manifest = {"scenario": data["id"], "scenario_spec": data, "kafka_mode": "kraft", "seed": 4}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    verdict = {"outcome": "duplicates", "matched": False, "attribution": {}}
+    (run / "verdict.json").write_text(json.dumps(verdict))
+    cause = next(s for s in steps if s["op"] not in ("heal", "start", "resume"))
+    candidates: list[dict[str, Any]] = []
+
+    def duplicates_with_the_cause(candidate: dict[str, Any]) -> bool:
+        candidates.append(candidate)
+        return any(s["op"] == cause["op"] for s in candidate["nemesis"])
+
+    _result, found = shrink_run(
+        run, ShrinkOptions(tries=1), tmp_path, tmp_path / "found", print, duplicates_with_the_cause
+    )
+    minimal = load_scenario(found)
+    assert isinstance(minimal, KafkaScenario) and isinstance(generated, KafkaScenario)
+    assert minimal.expect == "duplicates" and minimal.requires == generated.requires
+    assert minimal.workload.copiers == generated.workload.copiers
+    assert minimal.workload.readers == generated.workload.readers
+    assert minimal.chaos == generated.chaos
+    (was,), (now,) = generated.workload.producers, minimal.workload.producers
+    assert now.transaction == was.transaction
+    assert now.enable_idempotence == was.enable_idempotence
+    assert now.model_copy(update={"count": was.count}) == was  # only the load was cut
+    assert now.count <= was.count
+    warmup = spec.chaos.warmup if spec.chaos else 5.0
+    assert minimal.nemesis and minimal.nemesis[0].at >= warmup
+    for candidate in candidates:  # every run the shrink asked for was the same workload
+        run_of = parse_scenario(to_yaml(candidate))
+        assert isinstance(run_of, KafkaScenario)
+        assert run_of.workload.copiers == generated.workload.copiers
+        assert [p.transaction for p in run_of.workload.producers] == [was.transaction]
+        assert run_of.nemesis == [] or run_of.nemesis[0].at >= warmup
+    text = found.read_text()
+    assert ("copiers:" in text) == bool(generated.workload.copiers)
+    assert ("transaction:" in text) == (was.transaction is not None)
