@@ -4,7 +4,9 @@ A family is what a user names in `--faults` (partition, kill, pause, ...). Drawi
 fault step and the step that heals it (kill -> start of the same nodes, cut -> heal), or no
 heal for a one-off (a restart, a power loss, an election). Targets are roles resolved when the
 step runs (the leader of a partition, a follower, the controller) where the system has roles,
-and node names otherwise, so a schedule keeps hitting the leader wherever leadership moved.
+and node names otherwise, so a schedule keeps hitting the leader wherever leadership moved. A
+Kafka workload with transactions adds its coordinators (the transactional id's, the copiers'
+group's) to the roles a target draws.
 
 Each family holds one kind of the cluster's state: at most one network fault and one process
 fault (a one-off restart, power loss or election included) are in effect at a time, so a heal
@@ -33,6 +35,9 @@ class ClusterShape:
     lazy_disks: bool = False
     quorum_apart: bool = False  # Kafka: a control-plane quorum outside the brokers (zk, dedicated)
     roles: tuple[str, ...] = ()  # the roles a target may name (none: node names only)
+    # Kafka: coordinator roles a target may name besides the partition and controller roles
+    # (only coordinators of the workload's own clients: the schema refuses any other).
+    coordinators: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,12 @@ def _target(rng: random.Random, shape: ClusterShape) -> Step:
         return {"target": rng.choice(MOCK_ROLES), "partition": rng.randrange(shape.partitions)}
     if rng.random() < BY_NAME:
         return {"target": [rng.choice(shape.brokers)]}
-    role = rng.choice(shape.roles or KAFKA_ROLES)
+    # Without coordinators the choice is among the same roles as ever: a seed draws the
+    # schedule it always drew.
+    role = rng.choice((shape.roles or KAFKA_ROLES) + shape.coordinators)
+    if role in shape.coordinators:
+        # Found by its client's id, not by a partition: a partition here would mislead a reader.
+        return {"target": role}
     return {"target": role, "partition": rng.randrange(shape.partitions)}
 
 

@@ -16,6 +16,7 @@ from chaos.generator import ChaosError, ChaosOptions, draw_schedule
 from chaos.menu import RABBITMQ_ROLES, ClusterShape, Step
 from systems.kafka.config import nodes_of
 from systems.kafka.scenario import KafkaScenario
+from systems.kafka.targets import COORDINATOR_TOPICS
 from systems.rabbitmq.scenario import RABBITMQ_NODES, RabbitMQScenario
 from systems.registry import AnyScenario, parse_scenario
 from systems.scenario import ScenarioError, scenario_data, to_yaml
@@ -36,6 +37,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             partitions=base.cluster.partitions,
             lazy_disks=base.cluster.lazy_disks,
             quorum_apart=mode != "kraft",
+            coordinators=coordinators_of(base),
         )
     if isinstance(base, RabbitMQScenario):
         names = RABBITMQ_NODES[: base.cluster.nodes]
@@ -49,6 +51,18 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
         )
     brokers = tuple(str(i) for i in range(1, base.cluster.brokers + 1))
     return ClusterShape("kafka-mock", brokers, brokers, partitions=base.cluster.partitions)
+
+
+def coordinators_of(base: KafkaScenario) -> tuple[str, ...]:
+    """The coordinator roles a drawn fault may aim at: a base with transactional producers or
+    copiers gets each coordinator its clients have (the transaction coordinator, and the
+    copiers' or a group reader's group coordinator); any other base none, so that each seed
+    still draws the schedule it drew before coordinators were targets (a night's seeds, a
+    found scenario's generated.seed)."""
+    coordinated = base.workload.coordinated()
+    if "transaction-coordinator" not in coordinated:
+        return ()
+    return tuple(role for role in COORDINATOR_TOPICS if role in coordinated)
 
 
 def mode_of(base: KafkaScenario, kafka_mode: str | None) -> str:

@@ -3,6 +3,8 @@ overlapping, and every step one the system's own schema takes."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,9 @@ from hypothesis import strategies as st
 
 from chaos.generator import ChaosError, ChaosOptions, draw_schedule
 from chaos.menu import RABBITMQ_ROLES, ClusterShape
-from chaos.schedule import chaos_scenario, shape_of, steps_yaml
+from chaos.schedule import chaos_scenario, coordinators_of, shape_of, steps_yaml
+from checkers.coverage import COORDINATOR_ROLES
+from systems.kafka.scenario import KafkaScenario
 from systems.registry import load_scenario, parse_scenario
 from systems.scenario import scenario_data, to_yaml
 from tests.helpers import ROOT
@@ -38,7 +42,14 @@ RABBITMQ_QUORUM = ClusterShape(
     roles=RABBITMQ_ROLES,
 )
 MOCK = ClusterShape("kafka-mock", ("1", "2", "3"), ("1", "2", "3"), partitions=3)
-SHAPES = (KAFKA, KAFKA_ZK, RABBITMQ, RABBITMQ_QUORUM, MOCK)
+KAFKA_TXN = ClusterShape(
+    "kafka",
+    ("kafka1", "kafka2", "kafka3"),
+    ("kafka1", "kafka2", "kafka3"),
+    partitions=3,
+    coordinators=("transaction-coordinator", "group-coordinator"),
+)
+SHAPES = (KAFKA, KAFKA_ZK, RABBITMQ, RABBITMQ_QUORUM, MOCK, KAFKA_TXN)
 
 seeds = st.integers(min_value=0, max_value=2**32)
 lengths = st.floats(min_value=40, max_value=600)
@@ -194,3 +205,123 @@ def test_shape_of_a_zookeeper_cluster_has_its_quorum_apart() -> None:
     assert shape.quorum_apart and shape.brokers == ("kafka1", "kafka2", "kafka3")
     assert "zk1" in shape.nodes
     assert not shape_of(spec, "kraft").quorum_apart
+
+
+# ---- coordinators as targets -------------------------------------------------------------------
+
+CHAOS = ROOT / "scenarios" / "chaos"
+TXN_ISOLATION = CHAOS / "kafka-txn-isolation.yaml"
+TXN_EOS = CHAOS / "kafka-txn-eos.yaml"
+# What takes a target the generator draws (kill, pause, stop, restart, power loss; isolate,
+# cut-clients, cut-from-quorum): the ops a coordinator may be aimed by.
+TARGETED = {"kill", "pause", "stop", "restart", "power-loss", "isolate", "cut-clients"}
+
+
+def kafka_base(path: Path) -> KafkaScenario:
+    base = load_scenario(path)
+    assert isinstance(base, KafkaScenario)
+    return base
+
+
+def digest(steps: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(steps, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# Drawn by the generator before coordinators were targets (commit c6c3e4c): base, mode, seed,
+# seconds, --faults, the schedule's digest. A base without transactions must keep them, or a
+# night's seeds and a found scenario's generated.seed would name other schedules.
+BEFORE_COORDINATORS = [
+    ("kafka-safe", "kraft", 1, 120, None, "a02aa4b6bf739f6e"),
+    ("kafka-safe", "kraft", 2, 120, None, "51c2b83f454de17b"),
+    ("kafka-safe", "kraft", 42, 120, None, "f82257bbab2f64e5"),
+    ("kafka-safe", "zk", 1, 120, None, "ab3bc180f17c86af"),
+    ("kafka-safe", "zk", 2, 120, None, "cff8581c7f2f8e36"),
+    ("kafka-safe", "zk", 42, 120, None, "d604f86458499189"),
+    ("kafka-safe", "kraft-dedicated", 42, 120, None, "d604f86458499189"),
+    ("kafka-acks1", "kraft", 7, 600, None, "ef6816e23b7334ae"),
+    ("kafka-acks1", "zk", 3, 300, None, "b000ddfdd930e238"),
+    ("kafka-safe", "kraft-dedicated", 3, 300, "kill,pause,partition,quorum", "5aff9aa546ce14c5"),
+    ("kafka-acks1", "kraft", 11, 300, "partition,restart,stop", "86f6963c88c1515a"),
+]
+
+
+@pytest.mark.parametrize(
+    ("base", "mode", "seed", "seconds", "faults", "expected"),
+    BEFORE_COORDINATORS,
+    ids=[f"{b}-{m}-s{s}-{t}{'-' + f if f else ''}" for b, m, s, t, f, _ in BEFORE_COORDINATORS],
+)
+def test_a_base_without_transactions_draws_the_schedule_it_always_drew(
+    base: str, mode: str, seed: int, seconds: int, faults: str | None, expected: str
+) -> None:
+    spec = kafka_base(CHAOS / f"{base}.yaml")
+    wanted = frozenset(faults.split(",")) if faults else None
+    _, steps = chaos_scenario(spec, ChaosOptions(seed=seed, seconds=seconds, faults=wanted), mode)
+    assert digest(steps) == expected
+
+
+def test_a_group_reader_alone_adds_no_coordinator() -> None:
+    """A group-mode reader has a coordinator the schema would take, but a base without
+    transactions keeps its old draws."""
+    data = scenario_data(kafka_base(CHAOS / "kafka-safe.yaml"))
+    data["workload"]["readers"] = [{"id": "reader", "mode": "group"}]
+    grouped = parse_scenario(to_yaml(data))
+    assert isinstance(grouped, KafkaScenario)
+    assert "group-coordinator" in grouped.workload.coordinated()
+    assert coordinators_of(grouped) == ()
+    _, steps = chaos_scenario(grouped, ChaosOptions(seed=1, seconds=120), "kraft")
+    assert digest(steps) == "a02aa4b6bf739f6e"  # kafka-safe's, seed 1, above
+
+
+@pytest.mark.parametrize(
+    ("path", "roles"),
+    [
+        (TXN_ISOLATION, ("transaction-coordinator",)),  # its readers are not in a group
+        (TXN_EOS, ("transaction-coordinator", "group-coordinator")),  # the copiers' group
+        (CHAOS / "kafka-safe.yaml", ()),
+        (CHAOS / "kafka-acks1.yaml", ()),
+    ],
+    ids=lambda v: v.stem if isinstance(v, Path) else ",".join(v) or "none",
+)
+def test_a_transactional_base_offers_the_coordinators_its_clients_have(
+    path: Path, roles: tuple[str, ...]
+) -> None:
+    base = kafka_base(path)
+    assert shape_of(base).coordinators == roles
+    assert set(roles) <= set(base.workload.coordinated())
+
+
+@pytest.mark.parametrize("path", [TXN_ISOLATION, TXN_EOS], ids=lambda p: p.stem)
+def test_a_transactional_base_draws_its_coordinators_as_targets(path: Path) -> None:
+    base = kafka_base(path)
+    offered = shape_of(base).coordinators
+    aimed: list[dict] = []
+    for seed in range(40):
+        scenario, steps = chaos_scenario(base, ChaosOptions(seed=seed, seconds=120))
+        assert scenario.nemesis  # the schema took every step (only the workload's roles)
+        aimed += [s for s in steps if s.get("target") in COORDINATOR_ROLES]
+    assert {s["target"] for s in aimed} == set(offered)  # each one, and nothing else
+    assert {s["op"] for s in aimed} <= TARGETED
+    ops = {s["op"] for s in aimed}
+    assert ops & {"kill", "pause", "stop", "restart"} and ops & {"isolate", "cut-clients"}
+    # A coordinator is found by its client's id: a partition would say nothing.
+    assert all("partition" not in s for s in aimed)
+
+
+def test_a_coordinator_taken_down_is_brought_back_by_its_label() -> None:
+    steps = [
+        s
+        for seed in range(30)
+        for s in draw_schedule(KAFKA_TXN, ChaosOptions(seed=seed, seconds=200))
+    ]
+    down = [s for s in steps if s["op"] in DOWN and s.get("target") in COORDINATOR_ROLES]
+    assert down and all(s.get("label") for s in down)
+    back = {s["target"][1:] for s in steps if s["op"] in ("start", "resume")}
+    assert {s["label"] for s in down} <= back
+
+
+def test_the_same_seed_draws_the_same_coordinator_schedule() -> None:
+    opts = ChaosOptions(seed=1, seconds=120)
+    eos = kafka_base(TXN_EOS)
+    first, again = chaos_scenario(eos, opts)[1], chaos_scenario(eos, opts)[1]
+    assert first == again
+    assert {"at": 65.4, "op": "restart", "target": "transaction-coordinator"} in first

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.new import SYSTEMS, write_template
-from systems.registry import load_scenario
+from harness.new import SYSTEMS, template_text, write_template
+from systems.kafka.scenario import KafkaScenario
+from systems.registry import load_scenario, parse_scenario
 from systems.scenario import ScenarioError
 from tests.helpers import ROOT
 
@@ -28,6 +29,42 @@ def test_kafka_template_names_the_passthrough_maps() -> None:
     text = (ROOT / "harness/templates/kafka.yaml").read_text()
     for field in ("broker_config", "broker_overrides", "topic_config", "config:"):
         assert field in text
+
+
+def uncommented(text: str, first: str) -> str:
+    """The text with the commented block that begins `# <first>` uncommented: that line and the
+    commented lines after it that continue it (indented deeper, as YAML continues a block)."""
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(f"# {first}"))
+    indent = lines[start].index("#")
+    lines[start] = lines[start].replace("# ", "", 1)
+    for i in range(start + 1, len(lines)):
+        if not lines[i].startswith(" " * indent + "#   "):
+            break
+        lines[i] = lines[i].replace("# ", "", 1)
+    return "".join(lines)
+
+
+def test_kafka_templates_transactional_lines_load_uncommented(tmp_path: Path) -> None:
+    """The commented transactional producer, read_committed reader, copiers, output reader and
+    transaction_version are the schema's: uncommented, the scenario loads."""
+    text = template_text("mine", "kafka", tmp_path / "mine.yaml")
+    for first in ("transaction_version:", "- id: T1", "isolation:", "- {id: copied", "copiers:"):
+        text = uncommented(text, first)
+    spec = parse_scenario(text)
+    assert isinstance(spec, KafkaScenario)
+    assert spec.cluster.transaction_version == 2
+    txn = spec.workload.producers[1].transaction
+    assert txn is not None and txn.client == "java" and txn.transactional_id == "T1"
+    assert {r.id: (r.isolation, r.topic) for r in spec.workload.readers} == {
+        "reader": ("read_committed", "input"),
+        "copied": ("read_committed", "output"),
+    }
+    assert [c.id for c in spec.workload.copiers] == ["C1", "C2"]
+    assert dict(spec.workload.coordinated()) == {
+        "transaction-coordinator": "T1",
+        "group-coordinator": "copy",
+    }
 
 
 def test_an_existing_file_an_unknown_system_and_a_bad_id_are_refused(tmp_path: Path) -> None:
