@@ -30,8 +30,9 @@ def _describe(value: str | None) -> str:
 def describe(v: dict[str, Any]) -> str:
     """What a nemesis step did, from its value: " cut kafka4 -> kafka2,kafka3" """
     words = [str(v["op"])] if "op" in v else []
-    if isinstance(v.get("nodes"), list):
-        words.append(",".join(map(str, v["nodes"])))
+    for key in ("nodes", "clients"):
+        if isinstance(v.get(key), list):
+            words.append(",".join(map(str, v[key])))
     if isinstance(v.get("from"), list) and isinstance(v.get("to"), list):
         words.append(f"{','.join(map(str, v['from']))} -> {','.join(map(str, v['to']))}")
     if not words:

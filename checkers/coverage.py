@@ -20,7 +20,7 @@ from checkers.verdict import Judgement
 from contract.history import event_value
 from faults.registry import window_of
 
-FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "injected")
+FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "injected", "client-down")
 PARTITION_ROLES = ("leader", "follower", "followers", "isr", "in-sync-followers")
 CONTROL_ROLES = ("controller", "quorum")
 # Roles naming the broker that coordinates a client's transactions or consumer group.
@@ -115,6 +115,7 @@ TRANSACTION_SITUATIONS = {
     "open_in_faults": "transaction-open-in-fault",
     "commits_in_faults": "commit-in-flight-in-fault",
     "commits_across_coordinator_moves": "coordinator-moved-in-commit",
+    "fenced_commits": "fenced-commit-asked",
 }
 
 
@@ -297,6 +298,8 @@ def _step_situations(
     window = window_of(f)
     if window in ("node-down", "node-bounce"):
         out.append("node-faulted")
+    if window == "client-down":
+        out.append("client-paused")
     if leaders_hit and window != "injected":
         out.append("leader-faulted")
         rf = facts.replication_factor

@@ -11,6 +11,16 @@ isolation once (`f: open`). From those alone, per read_committed group g:
   lost_txns       committed transactions with a record among g's `lost` (the message table's:
                   acknowledged at the commit, never received by g): which transactions the
                   lost records belong to, and how many of each
+Across the transactional clients, fencing (KIP-98's zombie fencing), from each instance's
+`init-txn` marks and each commit's `end-txn` mark:
+  fenced_commits  commits asked by an instance a newer one had fenced: process A asked its
+                  commit after another process B, sharing A's transactional id, had
+                  initialised an instance (B's init-txn ok), B having asked its init only after
+                  A's own latest init had returned (so B's epoch is surely the newer; inits
+                  whose order the marks cannot tell are left out)
+  zombie_commits  those of them that took effect: the commit acknowledged (txn ok), or a
+                  read_committed group received a record of it; the coordinator had fenced A's
+                  epoch, so its commit must have been refused
 A copier's (the exactly-once copy's) transactions count among them; its copies of aborted
 transactions read are aborted reads too (found by position, checkers.eos), and the verdict's
 section holds the copy's own account under `copy`. Across the run: transactions committed,
@@ -31,11 +41,12 @@ from typing import Any
 
 from checkers.eos import aborted_copies_read, check_copy
 from checkers.frames import small_frame
-from contract.history import END_TXN
+from contract.history import END_TXN, INIT_TXN
 
 DataFrame = Any
 SAMPLES = 10  # per anomaly, in verdict.json; the ids files hold all
 TXN_METRICS = ("aborted_reads", "torn", "lost_txns")
+ZOMBIE_COMMITS = "zombie_commits"  # ids/zombie_commits.txt: the transactions, one a line
 
 
 def _F() -> Any:
@@ -143,7 +154,7 @@ def check_transactions(
     """The transactions section of the verdict, or None for a history without transactions.
     `lost` is the message table's (group, msg_id) of every lost message. The ids behind each
     count go to ids/<group>/aborted_reads.txt (msg_ids), torn.txt and lost_txns.txt
-    (transaction ids)."""
+    (transaction ids), and ids/zombie_commits.txt (transaction ids)."""
     if not has_transactions(events):
         return None
     F = _F()
@@ -180,12 +191,28 @@ def check_transactions(
         summary["unknown_seen_committed"] = (
             seen.filter(F.col("outcome") == "info").select("txn").distinct().count()
         )
+        fenced = _fenced_commits(events, outcomes, seen.select("txn").distinct()).cache()
+        try:
+            summary["fenced_commits"] = fenced.count()
+            took_effect = (F.col("outcome") == "ok") | F.col("seen")
+            zombies = [
+                r.asDict()
+                for r in fenced.filter(took_effect).orderBy("asked", "producer", "txn").collect()
+            ]
+        finally:
+            fenced.unpersist()
+        summary[ZOMBIE_COMMITS] = len(zombies)
         groups: dict[str, Any] = {
             g: {"isolation": level, "aborted_reads": 0, "aborted_read_txns": 0, "torn": 0}
             | ({"lost_txns": 0} if lost is not None else {})
             for g, level in sorted(isolation.items())
         }
-        samples: dict[str, list[dict[str, Any]]] = {"aborted_reads": [], "torn": [], "lost": []}
+        samples: dict[str, list[dict[str, Any]]] = {
+            "aborted_reads": [],
+            "torn": [],
+            "lost": [],
+            ZOMBIE_COMMITS: zombies[:SAMPLES],
+        }
         for r in aborted:
             g = groups[r["group"]]
             g["aborted_reads"] += 1
@@ -202,6 +229,8 @@ def check_transactions(
         _write(ids_dir, "aborted_reads", [(r["group"], r["msg_id"]) for r in aborted])
         _write(ids_dir, "torn", [(r["group"], r["txn"]) for r in torn])
         _write(ids_dir, "lost_txns", [(r["group"], r["txn"]) for r in lost_txns])
+        ids_dir.mkdir(parents=True, exist_ok=True)
+        (ids_dir / f"{ZOMBIE_COMMITS}.txt").write_text("".join(f"{r['txn']}\n" for r in zombies))
         clients = producer_clients(events)
         copy = check_copy(events, ids_dir, reads)
         if copy is not None:
@@ -241,6 +270,86 @@ def _commits_in_flight(events: DataFrame) -> DataFrame:
         .agg(F.max("time").alias("end"))
     )
     return asked.join(ends, "txn", "left")
+
+
+def _initialisations(events: DataFrame) -> DataFrame:
+    """(producer, transactional_id, invoked, initialised): each instance's init_transactions
+    that returned (its `init-txn` ok), from its invoke (null when the history lacks it) to its
+    ok. A client's inits are one at a time, so an ok's invoke is the mark before it."""
+    from pyspark.sql import Window
+
+    F = _F()
+    marks = events.filter(F.col("f") == INIT_TXN).select(
+        "producer",
+        "type",
+        "time",
+        F.get_json_object("value", "$.transactional_id").alias("transactional_id"),
+    )
+    order = Window.partitionBy("producer").orderBy(
+        "time", F.when(F.col("type") == "invoke", 0).otherwise(1)
+    )
+    before = marks.withColumn("before", F.lag(F.struct("type", "time")).over(order))
+    invoked = F.when(F.col("before.type") == "invoke", F.col("before.time"))
+    return before.filter(F.col("type") == "ok").select(
+        "producer", "transactional_id", invoked.alias("invoked"), F.col("time").alias("initialised")
+    )
+
+
+def _fenced_commits(events: DataFrame, outcomes: DataFrame, seen: DataFrame) -> DataFrame:
+    """(producer, txn, transactional_id, asked, fenced_by, fenced_at, outcome, seen): each
+    commit asked (`end-txn`) by an instance that a newer instance of another process had
+    surely fenced by then (the module's fenced_commits), with the first such init (its process
+    and when it returned), the transaction's outcome, and whether a read_committed group
+    received a record of it (`seen`: its txn ids). A commit asked by a process that marks no
+    inits is not judged."""
+    F = _F()
+    inits = _initialisations(events)
+    asked = events.filter(F.col("f") == END_TXN).select(
+        "producer", _txn_of(F.col("value")).alias("txn"), F.col("time").alias("asked")
+    )
+    own = (
+        asked.join(inits, "producer")
+        .filter(F.col("initialised") <= F.col("asked"))
+        .groupBy("producer", "txn", "asked")
+        .agg(F.max(F.struct("initialised", "transactional_id")).alias("last"))
+        .select(
+            "producer",
+            "txn",
+            "asked",
+            F.col("last.initialised").alias("own"),
+            F.col("last.transactional_id").alias("transactional_id"),
+        )
+    )
+    rivals = inits.select(
+        F.col("producer").alias("fenced_by"),
+        "transactional_id",
+        F.col("invoked").alias("rival_invoked"),
+        F.col("initialised").alias("fenced_at"),
+    )
+    fenced = (
+        own.join(rivals, "transactional_id")
+        .filter(
+            (F.col("fenced_by") != F.col("producer"))
+            & (F.col("rival_invoked") > F.col("own"))
+            & (F.col("fenced_at") < F.col("asked"))
+        )
+        .groupBy("producer", "txn", "transactional_id", "asked")
+        .agg(F.min(F.struct("fenced_at", "fenced_by")).alias("first"))
+    )
+    return (
+        fenced.join(outcomes.select("producer", "txn", "outcome"), ["producer", "txn"], "left")
+        .join(seen.withColumn("seen", F.lit(True)), "txn", "left")
+        .select(
+            "producer",
+            "txn",
+            "transactional_id",
+            "asked",
+            F.col("first.fenced_by").alias("fenced_by"),
+            F.col("first.fenced_at").alias("fenced_at"),
+            F.coalesce("outcome", F.lit("info")).alias("outcome"),
+            F.coalesce("seen", F.lit(False)).alias("seen"),
+        )
+    )
 
 
 def _overlapping(spans: DataFrame, begin: str, windows: list[tuple[float, float]]) -> int:

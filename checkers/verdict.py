@@ -49,6 +49,9 @@ class Counts:
     # aborted transactions read, and committed transactions seen in part.
     aborted_reads: int = 0
     torn: int = 0
+    # Commits of instances a newer instance of their transactional id had fenced, which took
+    # effect (acknowledged, or read by a read_committed group): KIP-98's zombie fencing broken.
+    zombie_commits: int = 0
     # An exactly-once copy's output duplicates that its input already held (checkers.eos):
     # left out of `duplicated`, said beside the verdict.
     duplicated_from_input: int = 0
@@ -92,6 +95,7 @@ class Counts:
             drain_complete=drain_complete,
             aborted_reads=sum(g["aborted_reads"] for g in txn_groups),
             torn=sum(g["torn"] for g in txn_groups),
+            zombie_commits=int((transactions or {}).get("zombie_commits") or 0),
             duplicated_from_input=from_input,
         )
 
@@ -117,7 +121,7 @@ def judge(c: Counts, expect: str | None) -> Judgement:
         return Judgement("inconclusive", False, "no message was acknowledged: nothing was tested")
     if c.unexpected:
         return Judgement("anomalies", False, f"{c.unexpected} received messages were never sent")
-    if c.aborted_reads or c.torn:
+    if c.aborted_reads or c.torn or c.zombie_commits:
         return Judgement("anomalies", False, _isolation_broken(c))
     if c.lost and expect in NOTHING_LOST_BESIDES:
         return Judgement("loss", False, f"{c.lost} acknowledged messages lost{c.lost_where}")
@@ -127,13 +131,20 @@ def judge(c: Counts, expect: str | None) -> Judgement:
 
 
 def _isolation_broken(c: Counts) -> str:
-    """What read_committed groups saw that the isolation level promises they never see."""
+    """What read_committed groups saw that the isolation level promises they never see, and
+    the commits of fenced instances that fencing promises never take effect."""
     broken = []
     if c.aborted_reads:
         broken.append(f"{c.aborted_reads} records of aborted transactions read (aborted read)")
     if c.torn:
         broken.append(f"{c.torn} committed transactions seen in part (torn)")
-    return "read_committed broken: " + ", ".join(broken)
+    said = ["read_committed broken: " + ", ".join(broken)] if broken else []
+    if c.zombie_commits:
+        said.append(
+            f"fencing broken: {c.zombie_commits} commits of fenced instances took effect "
+            "(zombie commit)"
+        )
+    return "; ".join(said)
 
 
 # Each of these says what else happened, on top of nothing acknowledged lost.
@@ -156,6 +167,7 @@ def _no_expectation(c: Counts) -> Judgement:
         "inconsistent offsets": c.inconsistent_offsets,
         "aborted reads": c.aborted_reads,
         "torn transactions": c.torn,
+        "zombie commits": c.zombie_commits,
     }
     if found := {k: v for k, v in anomalies.items() if v}:
         return Judgement("anomalies", False, ", ".join(f"{v} {k}" for k, v in found.items()))
@@ -482,6 +494,11 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
             f"{txns['commits_in_faults']} with their commit in flight; "
             f"{txns.get('commits_across_coordinator_moves', 0)} committing as their "
             "coordinator moved"
+        )
+    if "zombie_commits" in txns:
+        lines.append(
+            f"fencing: {txns.get('fenced_commits', 0)} commits asked by instances a newer one "
+            f"had fenced, {txns['zombie_commits']} of them took effect (zombie commits)"
         )
     for producer, client in sorted((txns.get("clients") or {}).items()):
         lines.append(f"transactions of {producer}: {client}")

@@ -8,6 +8,8 @@ history name does to it is the fault registry's (faults.registry.Window):
             resume that brings it back; a restart or a power loss, from its invoke to its ok
   injected  errors queued for the next requests (the kafka-mock tier's inject-errors), from
             that invoke until a heal: when the queue empties is the client's to see, not ours
+  client    a workload client paused (SIGSTOP), from that invoke until the ok of the resume
+            that lets it run again
 Elections and leader-placement snapshots are not faults. A fault still in effect when the
 history ends lasts to the end of the run.
 """
@@ -27,9 +29,16 @@ class _State:
     injected: bool = False
     down: set[str] = field(default_factory=set)
     restarting: set[str] = field(default_factory=set)
+    paused_clients: set[str] = field(default_factory=set)
 
     def faulty(self) -> bool:
-        return self.network or self.injected or bool(self.down) or bool(self.restarting)
+        return (
+            self.network
+            or self.injected
+            or bool(self.down)
+            or bool(self.restarting)
+            or bool(self.paused_clients)
+        )
 
 
 def fault_windows(nemesis: list[dict[str, Any]], run_end: float) -> list[tuple[float, float]]:
@@ -78,6 +87,13 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
             state.restarting |= names
         else:
             state.restarting -= names
+    elif window in ("client-down", "client-up"):
+        clients = value.get("clients")
+        named_clients = {str(c) for c in clients} if isinstance(clients, list) else set()
+        if type_ == "invoke" and window == "client-down":
+            state.paused_clients |= named_clients
+        elif type_ == "ok" and window == "client-up":
+            state.paused_clients -= named_clients
 
 
 def overlap(start: float, end: float, windows: list[tuple[float, float]]) -> float:

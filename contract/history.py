@@ -46,6 +46,10 @@ PARTITION_STATE = "partition-state"
 COORDINATOR_STATE = "coordinator-state"
 # A transactional client is asking its transaction's commit (EndTxn): info, `value.txn` names it.
 END_TXN = "end-txn"
+# A transactional client's instance initialising (InitProducerId, which bumps the epoch and fences
+# every earlier instance of its transactional id): invoke when asked, ok when it returned, info
+# when it failed (it may have bumped the epoch all the same); `value.transactional_id`.
+INIT_TXN = "init-txn"
 # The error of a record whose transaction its producer aborted on purpose (f: send, type: fail):
 # neither acknowledged nor refused, so no count of refusals or unavailability takes it.
 PLANNED_ABORT = "ABORTED: the producer aborted its transaction"

@@ -19,9 +19,14 @@ SITUATIONS: dict[str, str] = {
     "transaction-open-in-fault": "a transaction was open while a fault was in effect",
     "commit-in-flight-in-fault": "a transaction's commit (EndTxn) was in flight in a fault",
     "coordinator-moved-in-commit": "a client's coordinator moved while its commit was in flight",
+    "fenced-commit-asked": (
+        "a transactional instance asked a commit after a newer instance of its transactional id "
+        "had initialised (fencing it)"
+    ),
     "majority-down": "more than half of the brokers were down at once",
     "network-partitioned": "nodes were cut apart from each other",
     "clients-cut": "clients were cut from a node",
+    "client-paused": "a workload client process was paused (SIGSTOP)",
     "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",
     "node-faulted": "a node was killed, stopped, paused, restarted or lost power",
 }

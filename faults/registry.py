@@ -28,7 +28,8 @@ REAL: frozenset[System] = RABBITMQ | KAFKA
 #   groups    two or more node groups cut apart
 #   optional  a target, or everything when none is named (heal)
 #   none      nothing (the op names its own subject: the topic, the whole cluster)
-Arguments = Literal["target", "from-to", "groups", "optional", "none"]
+#   client    one of the workload's clients (a producer's, reader's or copier's id)
+Arguments = Literal["target", "from-to", "groups", "optional", "none", "client"]
 
 # What a history name does to the fault windows (a span in which some fault is in effect):
 #   network-start  a cut or degraded link begins (at the invoke)
@@ -38,6 +39,8 @@ Arguments = Literal["target", "from-to", "groups", "optional", "none"]
 #   node-up        the nodes are back (at the ok)
 #   node-bounce    the nodes are down from the invoke to the ok of the same op
 #   injected       queued errors are in effect from the invoke until a heal-all
+#   client-down    the workload's clients are stopped from the invoke until a client-up
+#   client-up      the clients run again (at the ok)
 #   none           not a fault: an election, a snapshot, a procedure step, a note
 Window = Literal[
     "network-start",
@@ -47,6 +50,8 @@ Window = Literal[
     "node-up",
     "node-bounce",
     "injected",
+    "client-down",
+    "client-up",
     "none",
 ]
 
@@ -87,6 +92,8 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("restart", "restart", "node-bounce"),
     HistoryName("power-loss", "power loss", "node-bounce"),
     HistoryName("inject-errors", "injected errors", "injected"),
+    HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
+    HistoryName("resume-client", "client resumed (SIGCONT)", "client-up"),
     HistoryName("broker-down", "broker down", "node-down"),
     HistoryName("broker-up", "broker up", "node-up"),
     HistoryName("move-leader", "leader moved", "none"),
@@ -120,6 +127,9 @@ OPS: tuple[FaultOp, ...] = (
     FaultOp("rolling-restart", KAFKA, "optional", ("restart",), None),
     FaultOp("elect", KAFKA, "none", ("elect",), None),
     FaultOp("leaders", KAFKA, "none", ("leaders",), None),
+    # the workload's own client processes (SIGSTOP, SIGCONT): a zombie instance (KIP-98)
+    FaultOp("pause-client", KAFKA, "client", ("pause-client",), "resume-client"),
+    FaultOp("resume-client", KAFKA, "client", ("resume-client",), None),
     # kafka-mock: librdkafka's mock cluster through its own API
     FaultOp("broker-down", MOCK, "target", ("broker-down",), "broker-up"),
     FaultOp("broker-up", MOCK, "target", ("broker-up",), None),

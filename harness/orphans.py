@@ -144,6 +144,8 @@ def stop(pid: int, timeout: float = STOP_TIMEOUT) -> str:
     """SIGTERM, then SIGKILL if the process outlives `timeout`; says how it ended."""
     try:
         _signal(pid, signal.SIGTERM)
+        # A client paused by the nemesis (pause-client) holds the SIGTERM pending until it runs.
+        _signal(pid, signal.SIGCONT)
     except ProcessLookupError:
         return "had ended"
     deadline = time.monotonic() + timeout

@@ -301,6 +301,11 @@ class ScenarioRun:
         self.manifest.client_pids = {**self.manifest.client_pids, process: proc.pid}
         self.manifest.write(self.run_dir)
 
+    def running_clients(self) -> dict[str, int]:
+        """Each client process still running, by name: its pid, which is also its process
+        group's (each starts in a session of its own)."""
+        return {name: proc.pid for name, proc in self.clients.items() if proc.poll() is None}
+
     def _wait_client(self, name: str, deadline: float) -> int:
         proc = self.clients[name]
         try:

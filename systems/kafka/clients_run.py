@@ -78,7 +78,7 @@ class KafkaClientsRun(ScenarioRun):
         w, topic = self.scenario.workload, self.scenario.cluster.topic
         out: dict[str, dict[str, str]] = {}
         for p in w.producers:
-            knobs = p.model_dump(exclude={"id", "transaction"})
+            knobs = p.model_dump(exclude={"id", "transaction", "start_at"})
             cfg = ProducerConfig(p.id, topic, deadline=0, **knobs)
             if p.transaction is None:
                 out[f"producer {p.id}"] = _shown(producer_settings(cfg, ""))
@@ -138,7 +138,8 @@ class KafkaClientsRun(ScenarioRun):
                 copier["java_version"] = self.kafka_release()
             self._spawn("copier", c.id, {"bootstrap_servers": self.bootstrap_servers, **copier})
         for p in w.producers:
-            knobs = p.model_dump(exclude={"id"})
+            knobs = p.model_dump(exclude={"id", "start_at"})
+            knobs["not_before"] = start + p.start_at
             if p.transaction is not None and p.transaction.client == "java":
                 knobs["transaction"]["java_version"] = self.kafka_release()
             config = self._client_config(start + t.workload, **knobs)

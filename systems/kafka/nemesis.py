@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from contract.wait import wait_until
+from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis, NemesisError
 from systems.kafka.targets import (
     COORDINATOR_TOPICS,
@@ -49,6 +50,7 @@ class KafkaNemesis:
         topic: str,
         partitions: int,
         coordinated: dict[str, str] | None = None,
+        clients: ClientGroups | None = None,
     ) -> None:
         self.net = net
         self.control = control
@@ -56,6 +58,8 @@ class KafkaNemesis:
         self.partitions = partitions
         # Per coordinator role, the id it coordinates (a transactional id, a group id).
         self.coordinated = coordinated or {}
+        # The workload's client processes (pause-client, resume-client): the run's.
+        self.clients = clients
         self.labels: dict[str, list[str]] = {}
 
     @property
@@ -63,7 +67,31 @@ class KafkaNemesis:
         return self.net.history
 
     def heal_all(self) -> None:
-        self.net.heal_all()
+        """Every fault ended: paused clients resumed first (whatever the cluster's heal
+        meets, no stopped process may outlive the run), then the cluster's faults."""
+        try:
+            if self.clients is not None and self.clients.paused:
+                self.resume_clients(sorted(self.clients.paused))
+        finally:
+            self.net.heal_all()
+
+    # ---- the workload's clients ------------------------------------------------------------
+
+    def _client_groups(self) -> ClientGroups:
+        if self.clients is None:
+            raise NemesisError("this run's nemesis cannot reach the workload's clients")
+        return self.clients
+
+    def pause_clients(self, names: list[str]) -> None:
+        """SIGSTOP to each client's process group: a fault until resume_clients."""
+        groups = self._client_groups()
+        self.net.logged("pause-client", {"clients": names}, lambda: {"groups": groups.pause(names)})
+
+    def resume_clients(self, names: list[str]) -> None:
+        groups = self._client_groups()
+        self.net.logged(
+            "resume-client", {"clients": names}, lambda: {"groups": groups.resume(names)}
+        )
 
     # ---- targets ---------------------------------------------------------------------------
 
@@ -275,4 +303,6 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "rolling-restart": KafkaNemesis._rolling_restart,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),
+    "pause-client": lambda k, s: k.pause_clients([s.client]),
+    "resume-client": lambda k, s: k.resume_clients([s.client]),
 }

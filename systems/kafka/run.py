@@ -10,6 +10,7 @@ from pathlib import Path
 from compose.cli import ComposeError
 from contract.history import WATCH_PROCESS, HistoryWriter
 from contract.wait import wait_until
+from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis
 from systems.kafka.admin import KafkaAdmin
 from systems.kafka.clients_run import KafkaClientsRun
@@ -153,7 +154,12 @@ class KafkaRun(KafkaClientsRun):
             disks=cluster.disks,
         )
         self.nemesis = KafkaNemesis(
-            net, admin, c.topic, c.partitions, self.scenario.workload.coordinated()
+            net,
+            admin,
+            c.topic,
+            c.partitions,
+            self.scenario.workload.coordinated(),
+            ClientGroups(self.running_clients),
         )
         self.watch = PartitionWatch(
             admin.admin,

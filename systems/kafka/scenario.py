@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from faults.registry import OPS
 from faults.registry import op as fault
 from nemesis.network import CLIENTS
 from systems.kafka.config import (
@@ -62,6 +63,10 @@ class KafkaProducerSpec(Strict):
     # Any other librdkafka producer key (systems.kafka.settings: how it meets the knobs above).
     config: dict[str, PropertyValue] = Field(default_factory=dict)
     transaction: KafkaTransactionSpec | None = None
+    # Seconds after the workload starts before its first send; a transactional producer's
+    # instance initialises only then, fencing a running instance of its transactional id (the
+    # replacement of a zombie, KIP-98).
+    start_at: Annotated[float, Field(ge=0, le=7200)] = 0.0
 
     @model_validator(mode="after")
     def _transactions_need_idempotence(self) -> KafkaProducerSpec:
@@ -190,6 +195,24 @@ class KafkaWorkload(Strict):
     # saw during a fault (a stale leader's writes, truncated later) is no proof the log kept it.
     final_read: bool = True
 
+    def client_ids(self) -> list[str]:
+        """Every client process the run starts for this workload, by its id."""
+        return (
+            [p.id for p in self.producers]
+            + [r.id for r in self.readers]
+            + [c.id for c in self.copiers]
+        )
+
+    def late_start_refusal(self, workload_seconds: float) -> str | None:
+        """One line when a producer would start at or after the workload's end."""
+        for i, p in enumerate(self.producers):
+            if p.start_at >= workload_seconds:
+                return (
+                    f"workload.producers.{i}: start_at {p.start_at:g} is not before the "
+                    f"workload ends (timeouts.workload {workload_seconds:g})"
+                )
+        return None
+
     def coordinated(self) -> dict[str, str]:
         """Per coordinator role, the id whose coordinator it names: the first transactional
         producer's transactional id, the first group-mode reader's group."""
@@ -219,8 +242,7 @@ class KafkaWorkload(Strict):
     def _copy_is_whole(self) -> KafkaWorkload:
         if any(r.topic == "output" for r in self.readers) and not self.copiers:
             raise ValueError("a reader of the output topic needs copiers")
-        ids = [p.id for p in self.producers] + [r.id for r in self.readers]
-        ids += [c.id for c in self.copiers]
+        ids = self.client_ids()
         if len(ids) != len(set(ids)):
             raise ValueError("producers, readers and copiers each need an id of their own")
         reader_groups = {r.id for r in self.readers if r.mode == "group"}
@@ -238,6 +260,8 @@ class KafkaWorkload(Strict):
 # A role resolved from live metadata when the step runs (systems.kafka.targets), "@label" (what
 # an earlier step with that label resolved to), or node names.
 Selector = str | list[str]
+# The ops whose step names one of the workload's clients (`client: P1`) rather than nodes.
+CLIENT_OPS = tuple(o.name for o in OPS if o.arguments == "client")
 
 
 class KafkaClusterSpec(KafkaSettings):
@@ -340,6 +364,8 @@ class KafkaStep(Strict):
     within: Annotated[float, Field(gt=0, le=600)] = 60.0  # elect / rolling-restart: time bound
     label: str = ""
     expect_balanced: bool | None = None  # leaders: every partition led by its preferred replica
+    # pause-client, resume-client: the workload client (a producer's, reader's or copier's id)
+    client: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")] | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -358,6 +384,15 @@ class KafkaStep(Strict):
             raise ValueError("degrade needs loss_pct, delay_ms or rate_kbit")
         if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
             raise ValueError(f"{self.op} needs at least two non-empty groups")
+        if arguments == "client":
+            if self.client is None:
+                raise ValueError(
+                    f"{self.op} needs a client (a producer's, reader's or copier's id)"
+                )
+            if self.target is not None or self.from_ is not None or self.to is not None:
+                raise ValueError(f"{self.op} names a client, not nodes")
+        elif self.client is not None:
+            raise ValueError(f"client is for {' and '.join(CLIENT_OPS)}, not {self.op}")
         return self
 
     def named_nodes(self) -> list[str]:
@@ -380,6 +415,32 @@ class KafkaScenario(ScenarioBase):
         if self.cluster.transaction_version is not None and version_tuple(line) < (4,):
             return f"{self.id} sets transaction_version, a feature of Kafka 4.0 on"
         return None
+
+    @model_validator(mode="after")
+    def _clients_exist(self) -> KafkaScenario:
+        """Producers start within the workload; each client step names a client of the
+        workload, and each resume follows a pause of its client."""
+        if line := self.workload.late_start_refusal(self.timeouts.workload):
+            raise ValueError(line)
+        ids = self.workload.client_ids()
+        paused: set[str] = set()
+        for i, step in enumerate(self.nemesis):
+            if step.client is None:
+                continue
+            if step.client not in ids:
+                raise ValueError(
+                    f"nemesis.{i}: {step.op}: no client {step.client!r} "
+                    f"(clients are {', '.join(ids)})"
+                )
+            if step.op == "pause-client":
+                paused.add(step.client)
+            elif step.client not in paused:
+                raise ValueError(
+                    f"nemesis.{i}: {step.op} {step.client} follows no pause-client of it"
+                )
+            else:
+                paused.discard(step.client)
+        return self
 
     @model_validator(mode="after")
     def _nodes_exist_in_every_mode(self) -> KafkaScenario:

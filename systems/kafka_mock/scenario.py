@@ -58,6 +58,12 @@ class KafkaMockScenario(ScenarioBase):
     nemesis: list[KafkaMockStep] = Field(default_factory=list)
 
     @model_validator(mode="after")
+    def _producers_start_within_the_workload(self) -> KafkaMockScenario:
+        if line := self.workload.late_start_refusal(self.timeouts.workload):
+            raise ValueError(line)
+        return self
+
+    @model_validator(mode="after")
     def _librdkafka_only(self) -> KafkaMockScenario:
         for p in self.workload.producers:
             if p.transaction is not None and p.transaction.client == "java":

@@ -195,3 +195,23 @@ def test_a_transactional_run_is_judged_by_the_transactions_open_in_its_faults() 
         nemesis, WATCH, traffic(acked=9), KAFKA, [], "safe", 0.0, {"open_in_faults": 0}
     )
     assert none_open["why_vacuous"] == ["no transaction was open while a fault was in effect"]
+
+
+def test_a_paused_client_is_a_fault_step_and_a_fenced_commit_a_situation() -> None:
+    """T3-zombie: a producer paused (no node touched), and a newer instance of its
+    transactional id fenced it before it asked a commit."""
+    nemesis = [
+        ev(20, "invoke", "pause-client", clients=["P1"]),
+        ev(40, "invoke", "resume-client", clients=["P1"]),
+    ]
+    required = ["client-paused", "fenced-commit-asked"]
+    section = {"open_in_faults": 300, "fenced_commits": 1, "zombie_commits": 0}
+    c = coverage_of(nemesis, WATCH, traffic(), KAFKA, required, "safe", 0.0, section)
+    assert not c["vacuous"], c["why_vacuous"]
+    assert [(s["step"], s["nodes"]) for s in c["steps"]] == [("1. pause-client P1 at +20.0 s", [])]
+    assert c["situations"]["client-paused"] == 1 and c["situations"]["fenced-commit-asked"] == 1
+    assert "node-faulted" not in c["situations"]
+    never = coverage_of(
+        nemesis, WATCH, traffic(), KAFKA, required, "safe", 0.0, section | {"fenced_commits": 0}
+    )
+    assert never["why_vacuous"] == ["the faults never brought about fenced-commit-asked"]

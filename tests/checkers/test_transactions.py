@@ -14,7 +14,7 @@ from checkers.read import read_history
 from checkers.spark import check_history
 from checkers.transactions import check_transactions
 from checkers.verdict import Counts, judge
-from contract.history import FIELDS, PLANNED_ABORT
+from contract.history import END_TXN, FIELDS, INIT_TXN, PLANNED_ABORT
 
 pytestmark = pytest.mark.spark
 TOPIC = "t"
@@ -261,3 +261,140 @@ def test_a_torn_transaction_is_one_read_past_not_one_never_reached(
     assert result.transactions is not None
     assert result.transactions["groups"]["C"]["torn"] == 0
     assert result.groups["C"]["unseen"] == 3
+
+
+# ---- zombie fencing --------------------------------------------------------------------------
+
+SHARED = "shared"  # the transactional id every process of a fencing history shares
+
+
+def fencing_history(
+    history: Path,
+    plans: dict[str, list[tuple[Any, ...]]],
+    seen: set[str] = frozenset(),  # type: ignore[assignment]
+) -> None:
+    """Processes sharing one transactional id, each a plan of steps in time order:
+    ("init", invoked, returned): an instance's init_transactions (its init-txn marks; a process
+    whose plan has none marks no inits, as a client before the marks did);
+    ("txn", n, asked, outcome): its transaction n, one record, begun 0.2 s before its commit is
+    asked (its end-txn mark) and ended 0.1 s after with `outcome`.
+    Reader C (read_committed) receives the records of the committed transactions and of those
+    whose ids are in `seen`."""
+    history.mkdir(parents=True)
+    reads = [_event("C", "ok", "open", 0, group="C", value={"isolation": "read_committed"})]
+    offset = 0
+    for process, plan in plans.items():
+        said = {"client": "a test", "transactional_id": SHARED}
+        rows = [_event(process, "ok", "open", 0, stream=None, producer=process, value=said)]
+        seq = 0
+        mine = {"stream": None, "producer": process}
+        for step in plan:
+            if step[0] == "init":
+                _, invoked, returned = step
+                mark = {"transactional_id": SHARED}
+                rows.append(_event(process, "invoke", INIT_TXN, invoked, **mine, value=mark))
+                rows.append(_event(process, "ok", INIT_TXN, returned, **mine, value=mark))
+                continue
+            _, n, asked, outcome = step
+            tid, seq = f"{process}:t{n}", seq + 1
+            msg = {"producer": process, "seq": seq, "msg_id": f"{process}:{seq}"}
+            at = {"partition": 0, "offset": offset}
+            rows += [
+                _event(process, "invoke", "txn", asked - 0.2, producer=process, value={"txn": tid}),
+                _event(process, "invoke", "send", asked - 0.2, **msg, value={"txn": tid}),
+                _event(process, "info", END_TXN, asked, **mine, value={"txn": tid, "commit": True}),
+                _event(
+                    process,
+                    outcome,
+                    "txn",
+                    asked + 0.1,
+                    producer=process,
+                    value={"txn": tid, "seqs": [seq]},
+                ),
+                _event(process, outcome, "send", asked + 0.1, **msg, **at, value={"txn": tid}),
+            ]
+            if outcome == "ok" or tid in seen:
+                reads.append(_event("C", "ok", "receive", asked + 0.2, group="C", **msg, **at))
+            offset += 2  # the record and its transaction's marker
+        (history / f"{process}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reads.sort(key=lambda r: r["time"])
+    (history / "C.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reads))
+
+
+def test_planted_zombie_commits_are_found_exactly(spark: Any, tmp_path: Path) -> None:
+    fencing_history(
+        tmp_path / "history",
+        {
+            # A commits twice, then B's init (asked at +2.5, after A's returned) fences it:
+            # A's next four commits are a fenced instance's: t3 acknowledged and t5, of unknown
+            # outcome, read by C took effect (zombies); t4 refused and t6 unseen did not. A's
+            # new instance (+6.5) is the newest: its t7 is no zombie, and B's t2 is one.
+            "A": [
+                ("init", 0.2, 0.5),
+                ("txn", 1, 1.0, "ok"),
+                ("txn", 2, 2.0, "ok"),
+                ("txn", 3, 3.5, "ok"),
+                ("txn", 4, 4.0, "fail"),
+                ("txn", 5, 4.5, "info"),
+                ("txn", 6, 5.0, "info"),
+                ("init", 6.0, 6.5),
+                ("txn", 7, 7.0, "ok"),
+            ],
+            "B": [("init", 2.5, 3.0), ("txn", 1, 3.2, "ok"), ("txn", 2, 7.5, "ok")],
+        },
+        seen={"A:t5"},
+    )
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    t = result.transactions
+    assert t is not None
+    assert (t["fenced_commits"], t["zombie_commits"]) == (5, 3)
+    assert [
+        (z["txn"], z["outcome"], z["seen"], z["fenced_by"]) for z in t["samples"]["zombie_commits"]
+    ] == [("A:t3", "ok", True, "B"), ("A:t5", "info", True, "B"), ("B:t2", "ok", True, "A")]
+    first = t["samples"]["zombie_commits"][0]
+    assert (first["transactional_id"], first["asked"], first["fenced_at"]) == (SHARED, 3.5, 3.0)
+    assert (tmp_path / "ids" / "zombie_commits.txt").read_text().split() == [
+        "A:t3",
+        "A:t5",
+        "B:t2",
+    ]
+    counts = Counts.of(result.groups, result.sends, transactions=t)
+    assert counts.zombie_commits == 3
+    for expect in ("safe", "loss", None):
+        verdict = judge(counts, expect)
+        assert not verdict.matched and verdict.outcome == "anomalies"
+    assert judge(counts, "safe").reason == (
+        "fencing broken: 3 commits of fenced instances took effect (zombie commit)"
+    )
+
+
+def test_commits_no_newer_instance_had_surely_fenced_are_no_zombies(
+    spark: Any, tmp_path: Path
+) -> None:
+    fencing_history(
+        tmp_path / "history",
+        {
+            "A": [
+                ("init", 0.2, 0.5),
+                ("txn", 1, 1.0, "ok"),  # asked before B's init
+                ("init", 3.0, 3.5),  # A again, after B's init
+                ("txn", 2, 4.0, "ok"),
+                ("init", 4.8, 5.0),  # overlaps B's second init: which came last is not known
+                ("txn", 3, 6.0, "ok"),
+            ],
+            "B": [
+                ("init", 2.0, 2.5),
+                ("txn", 1, 2.7, "ok"),
+                ("init", 4.5, 5.2),
+                ("txn", 2, 6.2, "ok"),
+            ],
+            # A process that marks no inits (a client before the marks) is not judged.
+            "Q": [("txn", 1, 7.0, "ok")],
+        },
+    )
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    t = result.transactions
+    assert t is not None and t["committed"] == 6
+    assert (t["fenced_commits"], t["zombie_commits"], t["samples"]["zombie_commits"]) == (0, 0, [])
+    assert (tmp_path / "ids" / "zombie_commits.txt").read_text() == ""
+    assert judge(Counts.of(result.groups, result.sends, transactions=t), "safe").matched

@@ -10,6 +10,7 @@ from checkers.verdict import (
     judge,
     missing_errors,
     placement_mismatches,
+    summary_lines,
     with_client_expectations,
 )
 
@@ -114,3 +115,44 @@ def test_a_producer_that_crashed_makes_a_pass_inconclusive() -> None:
     assert with_producers_ended(safe, None) == safe
     loss = Judgement("loss", False, "refuted: 3 acknowledged messages lost")
     assert with_producers_ended(loss, {"P1": 1}) == loss
+
+
+def test_a_zombie_commit_refutes_any_expectation_and_is_said_in_the_summary() -> None:
+    section = {
+        "transactions": 40,
+        "committed": 30,
+        "aborted": 8,
+        "planned_aborts": 4,
+        "unknown": 2,
+        "unknown_seen_committed": 1,
+        "fenced_commits": 3,
+        "zombie_commits": 1,
+        "groups": {},
+    }
+    for expect in ("safe", "unavailable", "no-duplicates", None):
+        j = judged({"g": G}, {"ok": 10}, expect, transactions=section)
+        assert (j.outcome, j.matched) == ("anomalies", False), expect
+    both = judged(
+        {"g": G},
+        {"ok": 10},
+        "safe",
+        transactions=section | {"groups": {"g": {"aborted_reads": 2, "torn": 0}}},
+    )
+    assert both.reason == (
+        "read_committed broken: 2 records of aborted transactions read (aborted read); "
+        "fencing broken: 1 commits of fenced instances took effect (zombie commit)"
+    )
+    clean = judged({"g": G}, {"ok": 10}, "safe", transactions=section | {"zombie_commits": 0})
+    assert clean.matched
+    verdict = {
+        "outcome": "anomalies",
+        "matched": False,
+        "reason": "fencing broken",
+        "sends": {"ok": 10},
+        "groups": {},
+        "transactions": section,
+    }
+    assert (
+        "fencing: 3 commits asked by instances a newer one had fenced, 1 of them took effect "
+        "(zombie commits)"
+    ) in summary_lines(verdict)

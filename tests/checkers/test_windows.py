@@ -45,3 +45,16 @@ def test_no_nemesis_no_window_and_overlap_in_seconds() -> None:
     windows = [(10.0, 20.0), (30.0, 40.0)]
     assert overlap(15, 35, windows) == 10.0
     assert overlap(0, 5, windows) == 0.0
+
+
+def test_a_paused_client_is_a_fault_until_it_is_resumed() -> None:
+    events = [
+        nem(20, "invoke", "pause-client", {"clients": ["P1"]}),
+        nem(20.01, "ok", "pause-client", {"clients": ["P1"], "groups": {"P1": 4242}}),
+        # A node's resume is not the client's: the client is still stopped.
+        nem(25, "ok", "resume", {"nodes": ["P1"]}),
+        nem(40, "invoke", "resume-client", {"clients": ["P1"]}),
+        nem(40.01, "ok", "resume-client", {"clients": ["P1"], "groups": {"P1": 4242}}),
+        nem(50, "invoke", "pause-client", '{"clients": ["P2"]}'),  # never resumed in the history
+    ]
+    assert fault_windows(events, run_end=60) == [(20, 40.01), (50, 60)]

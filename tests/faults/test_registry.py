@@ -45,6 +45,14 @@ def test_windows_as_the_checker_has_always_read_them() -> None:
     assert not is_step("leaders") and is_step("elect")
 
 
+def test_a_paused_client_is_a_fault_of_its_own_healed_by_its_resume() -> None:
+    assert (window_of("pause-client"), window_of("resume-client")) == ("client-down", "client-up")
+    assert op("pause-client").healed_by == "resume-client"
+    assert op("pause-client").arguments == op("resume-client").arguments == "client"
+    with pytest.raises(ValueError, match="'pause-client' is not a rabbitmq fault op"):
+        check_op("rabbitmq", "pause-client")
+
+
 def test_an_unknown_op_is_one_line_naming_the_systems_ops() -> None:
     with pytest.raises(ValueError, match="'explode' is not a rabbitmq fault op \\(ops: isolate"):
         check_op("rabbitmq", "explode")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cleanup import stop_orphans
-from harness.orphans import clients, orphan_checker_jvms, orphan_clients
+from harness.orphans import clients, orphan_checker_jvms, orphan_clients, stop
 
 pytestmark = pytest.mark.unit
 
@@ -100,6 +102,21 @@ def test_heal_stops_a_real_orphan_and_says_so(tmp_path: Path) -> None:
         client.wait(timeout=5)
         mine = [s for s in said if f"(pid {client.pid})" in s]
         assert mine == [f"client P9 (pid {client.pid}) of {run_dir}: killed"]
+    finally:
+        if client.poll() is None:
+            client.kill()
+
+
+def test_a_paused_client_is_stopped_by_its_sigterm_not_left_stopped() -> None:
+    # A client the nemesis paused (pause-client) holds a SIGTERM pending while it is stopped:
+    # heal lets it run again, so it ends by that SIGTERM, not only by the SIGKILL after it.
+    client = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
+    try:
+        os.killpg(client.pid, signal.SIGSTOP)
+        assert stop(client.pid, timeout=10.0) == "stopped"
+        assert client.wait(timeout=5) == -signal.SIGTERM
     finally:
         if client.poll() is None:
             client.kill()

@@ -243,6 +243,53 @@ def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path
     assert "exactly-once copy" not in html and "Dependency cycles" not in html
     assert 'id="transactions-copy' not in html and 'id="transactions-cycles' not in html
     assert "ids/copied_twice.txt" not in html and "ids/cycles.txt" not in html
+    # A checker before the fencing counts said nothing of them: nothing is shown.
+    assert 'id="transactions-fencing"' not in html
+
+
+def test_report_names_the_commits_of_fenced_instances(tmp_path: Path) -> None:
+    zombie = {
+        "producer": "P1",
+        "txn": "P1:t601",
+        "transactional_id": "shared",
+        "asked": 1040.25,
+        "fenced_by": "P2",
+        "fenced_at": 1025.5,
+        "outcome": "ok",
+        "seen": True,
+    }
+    transactions = {
+        "transactions": 60,
+        "committed": 50,
+        "aborted": 8,
+        "planned_aborts": 7,
+        "unknown": 2,
+        "unknown_seen_committed": 1,
+        "fenced_commits": 3,
+        "zombie_commits": 1,
+        "groups": {},
+        "samples": {"zombie_commits": [zombie]},
+    }
+    report, _ = write_run_reports(checked_run(tmp_path / "T3" / "t1", transactions))
+    html = report.read_text()
+    assert section(html, "p", "transactions-fencing") == (
+        "Fencing: 3 commits were asked by an instance after a newer instance of its "
+        "transactional id had initialised (fencing it); 1 of them took effect (zombie commits: "
+        'acknowledged, or read by a read_committed group): <a href="ids/zombie_commits.txt">'
+        "ids/zombie_commits.txt</a>."
+    )
+    zombies = section(html, "ul", "transaction-zombie-commits")
+    assert (
+        "<li>transaction <code>P1:t601</code> of P1 (ok, read by a read_committed group): its "
+        "commit asked 14.750 s after P2 initialised <code>shared</code></li>" in zombies
+    )
+    clean = transactions | {"zombie_commits": 0, "samples": {"zombie_commits": []}}
+    report, _ = write_run_reports(checked_run(tmp_path / "T3" / "t2", clean))
+    html = report.read_text()
+    assert section(html, "p", "transactions-fencing").endswith(
+        "; 0 of them took effect (zombie commits: acknowledged, or read by a read_committed group)."
+    )
+    assert 'id="transaction-zombie-commits"' not in html
 
 
 def ww(src: str, dst: str, partition: int, offset: int, msg_id: str, to_msg_id: str) -> dict:

@@ -92,6 +92,12 @@ class ProducerConfig:
     linger_ms: int = 5
     compression: str = "none"
     config: dict[str, Any] = field(default_factory=dict)  # the scenario's own librdkafka keys
+    not_before: float = 0.0  # Unix time of its first send (the scenario's start_at); 0: at once
+
+
+def wait_to_start(cfg: ProducerConfig) -> None:
+    """A producer that starts late waits until its time (never past its deadline)."""
+    time.sleep(max(0.0, min(cfg.not_before, cfg.deadline) - time.time()))
 
 
 def client_diagnostics() -> dict[str, Any]:
@@ -124,6 +130,7 @@ def producer_settings(cfg: ProducerConfig, bootstrap_servers: str) -> dict[str, 
 
 def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWriter) -> None:
     """Produces seq 1..count; stops at the count or the deadline, whichever comes first."""
+    wait_to_start(cfg)
     producer = Producer(producer_settings(cfg, bootstrap_servers))
     outstanding: set[int] = set()
     send = functools.partial(history.write, f="send", stream=cfg.topic, producer=cfg.process)

@@ -192,13 +192,17 @@ class Copier(OneInstance):
         self.consumer: Consumer | None = None
         self.number = 0
 
+    @property
+    def transactional_id(self) -> str:
+        return self.cfg.transactional_id or self.cfg.process
+
     def run(self) -> bool:
         """Copies until drained (asked to drain, and nothing left in its partitions) or the
         deadline; whether it drained."""
         client = f"confluent-kafka {confluent_kafka.version()} (librdkafka {libversion()[0]})"
         value = {
             "client": client,
-            "transactional_id": self.cfg.transactional_id or self.cfg.process,
+            "transactional_id": self.transactional_id,
             "copy": {"group": self.cfg.group, "input": self.cfg.input_topic},
         }
         self.history.write("ok", "open", producer=self.cfg.process, value=value)
@@ -227,7 +231,7 @@ class Copier(OneInstance):
         try:
             if self.producer is None:
                 producer = Producer(copier_producer_settings(self.cfg, self.bootstrap))
-                until_done(producer.init_transactions, self.cfg.deadline)
+                self.initialise(producer, self.transactional_id)
                 self.producer = producer
         except (Fatal, KafkaException, SystemError) as e:
             log.warning("cannot start a transactional producer: %s", e)

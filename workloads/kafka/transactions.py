@@ -31,8 +31,15 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, libversion
 
-from contract.history import END_TXN, PLANNED_ABORT, EventType, HistoryWriter, encode_body
-from workloads.kafka.clients import ProducerConfig, producer_settings
+from contract.history import (
+    END_TXN,
+    INIT_TXN,
+    PLANNED_ABORT,
+    EventType,
+    HistoryWriter,
+    encode_body,
+)
+from workloads.kafka.clients import ProducerConfig, producer_settings, wait_to_start
 
 log = logging.getLogger("workloads.kafka.transactions")
 
@@ -186,6 +193,21 @@ class OneInstance:
     history: HistoryWriter
     cfg: Any  # the client's own config: its `process` names it in the history
 
+    def initialise(self, producer: Producer, transactional_id: str) -> None:
+        """init_transactions on a new instance, marked in the history (f: init-txn): once it
+        returns, the coordinator has bumped the id's epoch, so every earlier instance of the id
+        is fenced, and this one is by the next instance's init. One that failed may have bumped
+        the epoch all the same: its outcome is info."""
+        value = {"transactional_id": transactional_id}
+        self.history.write("invoke", INIT_TXN, producer=self.cfg.process, value=value)
+        try:
+            until_done(producer.init_transactions, self.deadline)
+        except Exception as e:
+            why = error_text(e) if isinstance(e, KafkaException) else client_failure(e)
+            self.history.write("info", INIT_TXN, producer=self.cfg.process, value=value, error=why)
+            raise
+        self.history.write("ok", INIT_TXN, producer=self.cfg.process, value=value)
+
     def commit_asked(self, txn: str) -> None:
         """The history's mark that this transaction's commit (EndTxn) is being asked: from here
         to the transaction's end its commit is in flight (the coverage's commit-in-flight)."""
@@ -246,19 +268,20 @@ class TransactionalProducer(OneInstance):
             history.write, f="send", stream=cfg.topic, producer=cfg.process
         )
 
+    @property
+    def transactional_id(self) -> str:
+        return self.txn.transactional_id or self.cfg.process
+
     def announce(self) -> None:
         """Which client wrote this history, once before the first transaction."""
         client = f"confluent-kafka {confluent_kafka.version()} (librdkafka {libversion()[0]})"
-        value = {
-            "client": client,
-            "transactional_id": self.txn.transactional_id or self.cfg.process,
-        }
+        value = {"client": client, "transactional_id": self.transactional_id}
         self.history.write("ok", "open", producer=self.cfg.process, value=value)
 
     def start(self) -> None:
         """A fresh instance, initialised (fencing any earlier one with the same id)."""
         self.producer = Producer(transactional_settings(self.cfg, self.txn, self.bootstrap))
-        until_done(self.producer.init_transactions, self.cfg.deadline)
+        self.initialise(self.producer, self.transactional_id)
         if not self.partitions:
             self.partitions = self._partitions()
 
@@ -274,6 +297,9 @@ class TransactionalProducer(OneInstance):
     def run(self) -> None:
         """Transactions until `count` records are sent or the deadline passes."""
         self.announce()
+        # A late instance (start_at) inits only then: it fences whichever instance of its
+        # transactional id is running, as a replacement started by an operator does.
+        wait_to_start(self.cfg)
         seq, number = 0, 0
         next_at = time.monotonic()
         while seq < self.cfg.count and time.time() < self.cfg.deadline:
@@ -420,6 +446,7 @@ def run_java_producer(
         str(txn.size),
         str(txn.abort_ratio),
         txn.java_version,
+        str(cfg.not_before),
     ]
     timeout = max(1.0, cfg.deadline - time.time()) + JAVA_SLACK
     try:

@@ -4,6 +4,7 @@ scenario files for every K-claim row, role-aimed nemesis steps, verdicts on clie
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ import yaml
 
 from compose.cli import compose_command
 from contract.manifest import Manifest
+from nemesis.clients import ClientGroups
 from nemesis.containers import NemesisError
 from nemesis.network import NetworkState
 from systems.kafka.cluster import KafkaUnavailable, choose_kafka_image, render_compose
@@ -220,6 +222,14 @@ workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
         ("[{at: 1, op: start, target: '@old'}]", "@old names no earlier step's label"),
         ("[{at: 1, op: isolate, target: [zk1]}]", "no node 'zk1' in mode kraft"),
         ("[{at: 1, op: cut-from-quorum, target: leader}]", "cut-from-quorum needs a quorum apart"),
+        (
+            "[{at: 1, op: pause-client, client: P9}]",
+            "pause-client: no client 'P9' (clients are P, r)",
+        ),
+        ("[{at: 1, op: pause-client}]", "pause-client needs a client (a producer's, reader's"),
+        ("[{at: 1, op: pause-client, client: P, target: leader}]", "names a client, not nodes"),
+        ("[{at: 1, op: kill, target: leader, client: P}]", "client is for pause-client and"),
+        ("[{at: 1, op: resume-client, client: P}]", "resume-client P follows no pause-client"),
     ],
 )
 def test_bad_kafka_steps_are_one_line(nemesis: str, message: str) -> None:
@@ -357,6 +367,60 @@ def test_leader_placement_snapshot() -> None:
     assert (f, value["label"], value["expect_balanced"]) == ("leaders", "after", True)
     assert snap["leaders"] == {"0": "kafka2"} and snap["preferred"] == {"0": "kafka1"}
     assert snap["balanced"] is False and snap["per_broker"]["kafka2"] == 1
+
+
+def test_a_client_is_paused_by_its_step_and_resumed_by_every_heal() -> None:
+    sent: list[tuple[int, signal.Signals]] = []
+    groups = ClientGroups(
+        lambda: {"P1": 4242, "P2": 4343}, lambda g, s: sent.append((g, signal.Signals(s)))
+    )
+    net = FakeNet()
+    n = KafkaNemesis(net, FakeControl(leaders=[1]), "t", 1, clients=groups)  # type: ignore[arg-type]
+    n.apply(step(op="pause-client", client="P1"))
+    assert net.calls == [("pause-client", {"clients": ["P1"]}, {"groups": {"P1": 4242}})]
+    assert sent == [(4242, signal.SIGSTOP)]
+    n.heal_all()  # the final heal, an interrupted run's: the client runs again, then the cluster
+    assert sent[-1] == (4242, signal.SIGCONT)
+    assert net.calls[1:] == [
+        ("resume-client", {"clients": ["P1"]}, {"groups": {"P1": 4242}}),
+        ("heal_all",),
+    ]
+    n.heal_all()  # nothing paused: nothing to resume
+    assert net.calls[-1] == ("heal_all",) and len(sent) == 2
+    n.apply(step(op="pause-client", client="P2"))
+    n.apply(step(op="resume-client", client="P2"))
+    assert sent[-2:] == [(4343, signal.SIGSTOP), (4343, signal.SIGCONT)] and not groups.paused
+
+
+def test_the_cluster_is_healed_even_when_a_client_cannot_be_resumed() -> None:
+    def refuse(group: int, signum: int) -> None:
+        if signum == signal.SIGCONT:
+            raise PermissionError(group)
+
+    net = FakeNet()
+    groups = ClientGroups(lambda: {"P1": 4242}, refuse)
+    n = KafkaNemesis(net, FakeControl(leaders=[1]), "t", 1, clients=groups)  # type: ignore[arg-type]
+    n.apply(step(op="pause-client", client="P1"))
+    with pytest.raises(PermissionError):
+        n.heal_all()
+    assert net.calls[-1] == ("heal_all",)
+
+
+def test_the_clients_a_nemesis_may_pause_are_those_still_running() -> None:
+    from systems.kafka.clients_run import KafkaClientsRun
+
+    run = object.__new__(KafkaClientsRun)
+    run.clients = {  # type: ignore[dict-item]
+        "P1": SimpleNamespace(pid=4242, poll=lambda: None),
+        "P2": SimpleNamespace(pid=4343, poll=lambda: 0),  # ended
+    }
+    assert run.running_clients() == {"P1": 4242}
+
+
+def test_a_nemesis_without_the_runs_clients_refuses_a_client_step() -> None:
+    n = KafkaNemesis(FakeNet(), FakeControl(leaders=[1]), "t", 1)  # type: ignore[arg-type]
+    with pytest.raises(NemesisError, match="cannot reach the workload's clients"):
+        n.apply(step(op="pause-client", client="P1"))
 
 
 # ---- verdicts on what clients must see ------------------------------------------------------

@@ -77,6 +77,10 @@ def test_the_required_scenarios_ship() -> None:
         (("queue_type: mirrored}", "queue_type: mirrored, version: four}"), "cluster.version"),
         (("queue_type: mirrored}", "queue_type: lazy}"), "cluster.queue_type"),
         (("nodes: [rabbit3]", "nodes: [leader]"), "leader needs quorum queues or streams"),
+        (
+            ("{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: pause-client, client: A}"),
+            "'pause-client' is not a rabbitmq fault op",
+        ),
     ],
 )
 def test_invalid_fields_are_named(change: tuple[str, str], expected: str) -> None:

@@ -106,8 +106,9 @@ def test_the_mock_tier_has_no_java_copier() -> None:
 
 def test_the_java_copier_runs_to_its_deadline_without_a_cluster(tmp_path: Path) -> None:
     """No broker at 127.0.0.1:1: the copier announces itself, cannot start a transactional
-    producer (each initTransactions gives up after max.block.ms), and ends at its deadline with
-    the exit code of a copier that did not drain, though asked to."""
+    producer (each initTransactions gives up after max.block.ms, between its init-txn marks),
+    and ends at its deadline with the exit code of a copier that did not drain, though asked
+    to."""
     cfg = CopierConfig(
         "C1",
         "jepsen",
@@ -123,7 +124,17 @@ def test_the_java_copier_runs_to_its_deadline_without_a_cluster(tmp_path: Path) 
     assert code == READER_NOT_CAUGHT_UP
     assert time.monotonic() - started < 25
     events = [json.loads(line) for line in history.read_text().splitlines()]
-    assert [(e["type"], e["f"]) for e in events] == [("ok", "open")]
+    assert [(e["type"], e["f"]) for e in events[:3]] == [
+        ("ok", "open"),
+        ("invoke", "init-txn"),
+        ("info", "init-txn"),
+    ]
+    assert {(e["type"], e["f"]) for e in events[3:]} <= {
+        ("invoke", "init-txn"),
+        ("info", "init-txn"),
+    }
+    assert events[1]["value"] == {"transactional_id": "C1"}
+    assert events[2]["error"].startswith("TimeoutException")
     opened = events[0]
     assert opened["process"] == opened["producer"] == "C1" and opened["system"] == "kafka"
     assert opened["stream"] is None and opened["seq"] is None and opened["msg_id"] is None

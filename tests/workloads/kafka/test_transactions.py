@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 
 from compose.releases import setup_releases
-from contract.history import PLANNED_ABORT
+from contract.history import INIT_TXN, PLANNED_ABORT, HistoryWriter
+from contract.manifest import Manifest
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka.targets import (
     Metadata,
@@ -23,11 +27,13 @@ from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
 from tests.helpers import ROOT
 from workloads.kafka import java_client, transactions
-from workloads.kafka.clients import ProducerConfig
+from workloads.kafka.clients import ProducerConfig, wait_to_start
 from workloads.kafka.transactions import (
+    TransactionalProducer,
     TransactionConfig,
     _send_error,
     java_properties,
+    run_java_producer,
     transactional_settings,
 )
 
@@ -148,6 +154,8 @@ def test_the_coordinator_is_the_leader_of_the_ids_partition() -> None:
     [
         "T2",
         "T3",
+        "T3-zombie",
+        "T3-zombie-java",
         "T4",
         "T4-java",
         "T4-java-tv1",
@@ -237,3 +245,124 @@ def test_a_call_within_its_time_returns_or_raises_its_own_error() -> None:
     transactions.within(lambda timeout: None, 1.0)
     with pytest.raises(KafkaException):
         transactions.within(lambda timeout: (_ for _ in ()).throw(KafkaException()), 1.0)
+
+
+# ---- a producer that starts late, and the marks of each instance's init ------------------------
+
+
+def test_start_at_is_a_producers_and_within_the_workload() -> None:
+    late = parse_scenario(scenario("{id: P, count: 1, start_at: 25, transaction: {}}"))
+    assert isinstance(late, KafkaScenario) and late.workload.producers[0].start_at == 25
+    with pytest.raises(
+        ScenarioError,
+        match="workload.producers.0: start_at 600 is not before the workload ends "
+        "\\(timeouts.workload 600\\)",
+    ):
+        parse_scenario(scenario("{id: P, count: 1, start_at: 600}"))
+    mock = """
+id: m
+expect: safe
+cluster: {system: kafka-mock}
+workload: {producers: [{id: P, count: 1, start_at: 9}], readers: [{id: r}]}
+timeouts: {workload: 5}
+"""
+    with pytest.raises(ScenarioError, match="start_at 9 is not before the workload ends"):
+        parse_scenario(mock)
+
+
+def test_a_late_producer_is_told_when_its_first_transaction_may_start() -> None:
+    from systems.kafka.clients_run import KafkaClientsRun
+
+    class Recorded(KafkaClientsRun):
+        bootstrap_servers = "b:9092"  # type: ignore[assignment]
+
+    run = object.__new__(Recorded)
+    run.scenario = parse_scenario((ROOT / "scenarios/T3-zombie.yaml").read_text())
+    run.manifest = Manifest()
+    spawned: dict[str, dict[str, Any]] = {}
+    run._spawn = lambda role, name, cfg: spawned.__setitem__(name, cfg)  # type: ignore[method-assign]
+    run._start_clients(1000.0)
+    assert (spawned["P1"]["not_before"], spawned["P2"]["not_before"]) == (1000.0, 1025.0)
+    data = {k: v for k, v in spawned["P2"].items() if k not in ("bootstrap_servers", "transaction")}
+    cfg = ProducerConfig(process="P2", **data)  # the client reads its config as it was written
+    assert cfg.not_before == 1025.0 and cfg.deadline == 1060.0
+    assert "start_at" not in spawned["P2"]
+    # The settings shown in the manifest are Kafka's only: start_at is no client property.
+    assert "start_at" not in json.dumps(run.client_settings())
+
+
+def test_waiting_to_start_ends_at_the_start_or_the_deadline() -> None:
+    now = time.time()
+    started = time.monotonic()
+    wait_to_start(ProducerConfig("P", "t", 1, deadline=now + 60, not_before=now + 0.3))
+    assert 0.25 <= time.monotonic() - started < 2
+    started = time.monotonic()
+    wait_to_start(ProducerConfig("P", "t", 1, deadline=now, not_before=now + 60))
+    assert time.monotonic() - started < 0.5
+
+
+class FakeInstance:
+    """A producer instance's init_transactions: returns, or raises `error`."""
+
+    def __init__(self, error: KafkaError | None = None) -> None:
+        self.error = error
+
+    def init_transactions(self, timeout: float) -> None:
+        if self.error is not None:
+            raise KafkaException(self.error)
+
+
+def _marks(history: Path) -> list[tuple[str, Any, Any]]:
+    rows = [json.loads(line) for line in history.read_text().splitlines()]
+    return [(r["type"], r["value"], r["error"]) for r in rows if r["f"] == INIT_TXN]
+
+
+def test_each_instances_init_is_marked_and_a_late_one_inits_only_at_its_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = time.time()
+    cfg = ProducerConfig("P2", "t", 10, deadline=now + 0.6, not_before=now + 0.3)
+    txn = TransactionConfig(transactional_id="shared")
+    inits: list[float] = []
+
+    def start(self: TransactionalProducer) -> None:
+        inits.append(time.time())
+        fenced = KafkaError(KafkaError._FENCED, "fenced by a newer instance", fatal=True)
+        for instance in (FakeInstance(), FakeInstance(fenced)):
+            try:
+                self.initialise(instance, self.transactional_id)  # type: ignore[arg-type]
+            except transactions.Fatal:
+                pass
+        raise transactions.Fatal("the test's instance goes no further")
+
+    monkeypatch.setattr(TransactionalProducer, "start", start)
+    with HistoryWriter(tmp_path, "P2", "kafka") as history:
+        TransactionalProducer(cfg, txn, "b:9092", history).run()
+    assert inits and inits[0] >= cfg.not_before
+    mark = {"transactional_id": "shared"}
+    assert _marks(tmp_path / "P2.jsonl")[:4] == [
+        ("invoke", mark, None),
+        ("ok", mark, None),
+        ("invoke", mark, None),
+        ("info", mark, "_FENCED: fenced by a newer instance"),
+    ]
+
+
+def test_the_java_client_is_told_when_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(java_client, "ensure", lambda version: tmp_path)
+    monkeypatch.setattr(java_client, "classpath", lambda version: "cp")
+    argv: list[str] = []
+
+    def run(args: list[str], **kw: Any) -> Any:
+        argv.extend(args)
+        return type("Done", (), {"returncode": 0})()
+
+    monkeypatch.setattr(transactions.subprocess, "run", run)
+    cfg = ProducerConfig("P2", "t", 10, deadline=time.time() + 5, not_before=1025.5)
+    txn = TransactionConfig(client="java", java_version="4.4.0")
+    assert run_java_producer(cfg, txn, "b:9092", tmp_path / "P2.jsonl", tmp_path) == 0
+    # TransactionalProducer.java's arguments, in its usage's order: NOT_BEFORE last.
+    assert argv[:4] == ["java", "-cp", "cp", java_client.MAIN_CLASS]
+    assert len(argv[4:]) == 11 and argv[-1] == "1025.5"

@@ -185,7 +185,8 @@ public final class TransactionalCopier {
                 return false;
             }
             try {
-                p.initTransactions();
+                TransactionalProducer.initialise(p, history, process, null,
+                    producerProps.getProperty("transactional.id"));
                 producer = p;
             } catch (KafkaException e) {
                 warn("cannot start a transactional producer: " + TransactionalProducer.text(e));

@@ -3,8 +3,11 @@
 // it speaks KIP-890's protocol (TV2), which librdkafka does not.
 //
 // Usage: java -cp CLASSPATH TransactionalProducer PROPERTIES HISTORY PROCESS TOPIC COUNT RATE
-//        DEADLINE SIZE ABORT_RATIO CLIENT_VERSION
-// PROPERTIES holds every producer setting (the harness writes it); DEADLINE is Unix seconds.
+//        DEADLINE SIZE ABORT_RATIO CLIENT_VERSION [NOT_BEFORE]
+// PROPERTIES holds every producer setting (the harness writes it); DEADLINE is Unix seconds, and
+// so is NOT_BEFORE, the time of its first transaction (a producer that starts late; 0 or left
+// out: at once). Left out is allowed because the built client lives in a cache every checkout
+// of the harness shares, and one from before NOT_BEFORE passes ten arguments.
 //
 // A record's send ends with its transaction: ok committed (at its delivery's partition and offset),
 // fail aborted, info when the commit was asked and its outcome is unknown.
@@ -62,6 +65,7 @@ public final class TransactionalProducer {
     private final double abortRatio;
     private final Random rng;
     private final String clientVersion;
+    private final double notBefore;
     private KafkaProducer<byte[], byte[]> producer;
     private List<Integer> partitions = List.of();
 
@@ -80,12 +84,34 @@ public final class TransactionalProducer {
         abortRatio = Double.parseDouble(a[8]);
         rng = new Random(process.hashCode());
         clientVersion = a[9];
+        notBefore = a.length > 10 ? Double.parseDouble(a[10]) : 0;
     }
 
     /** An event of this producer's, in its topic (History.java writes it). */
     void write(String type, String f, Integer seq, Integer partition, Long offset, String error,
                String value) {
         history.write(type, f, topic, process, seq, partition, offset, error, value);
+    }
+
+    /** The value of the marks of an instance's initTransactions (f: init-txn): invoke when asked,
+     *  ok when it returned (the id's epoch is bumped: every earlier instance is fenced), info when
+     *  it failed (it may have bumped the epoch all the same). */
+    static String initTxnValue(String transactionalId) {
+        return "{\"transactional_id\":" + History.quoteOrNull(transactionalId) + "}";
+    }
+
+    /** initTransactions on a new instance, between its marks (initTxnValue). */
+    static void initialise(KafkaProducer<byte[], byte[]> p, History history, String process,
+                           String topic, String transactionalId) {
+        String value = initTxnValue(transactionalId);
+        history.write("invoke", "init-txn", topic, process, null, null, null, null, value);
+        try {
+            p.initTransactions();
+        } catch (RuntimeException e) {
+            history.write("info", "init-txn", topic, process, null, null, null, text(e), value);
+            throw e;
+        }
+        history.write("ok", "init-txn", topic, process, null, null, null, null, value);
     }
 
     /** The value of the mark that a transaction's commit (EndTxn) is being asked. */
@@ -120,7 +146,7 @@ public final class TransactionalProducer {
             System.err.println("cannot construct the producer: " + text(e));
             System.exit(2);
         }
-        producer.initTransactions();
+        initialise(producer, history, process, topic, props.getProperty("transactional.id"));
         if (partitions.isEmpty()) {
             List<Integer> found = new ArrayList<>();
             for (PartitionInfo p : producer.partitionsFor(topic)) {
@@ -146,6 +172,12 @@ public final class TransactionalProducer {
         String client = "java kafka-clients " + clientVersion;
         write("ok", "open", null, null, null, null, "{\"client\":" + History.quote(client)
             + ",\"transactional_id\":" + History.quote(props.getProperty("transactional.id")) + "}");
+        // A late instance (start_at) inits only then: it fences whichever instance of its
+        // transactional id is running, as a replacement started by an operator does.
+        long late = (long) ((Math.min(notBefore, deadline) - now()) * 1000);
+        if (late > 0) {
+            Thread.sleep(late);
+        }
         int seq = 0;
         int number = 0;
         double nextAt = now();
@@ -261,9 +293,9 @@ public final class TransactionalProducer {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 10) {
+        if (args.length != 10 && args.length != 11) {
             System.err.println("usage: TransactionalProducer PROPERTIES HISTORY PROCESS TOPIC COUNT "
-                + "RATE DEADLINE SIZE ABORT_RATIO CLIENT_VERSION");
+                + "RATE DEADLINE SIZE ABORT_RATIO CLIENT_VERSION [NOT_BEFORE]");
             System.exit(2);
         }
         new TransactionalProducer(args).run();

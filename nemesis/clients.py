@@ -1,0 +1,71 @@
+"""Faults on the workload's own client processes: a client paused (SIGSTOP) and resumed
+(SIGCONT), as a long GC pause or a VM its hypervisor froze stops an application instance while
+the brokers and every other client go on. Kafka's zombie fencing (KIP-98) is about such an
+instance: a replacement takes its transactional id meanwhile, and the old one, resumed, must not
+commit.
+
+Each client leads a process group of its own (the harness starts it in a new session), and the
+signal goes to the group: a Python client's Java child stops and resumes with it. A paused
+client is a fault in effect until it is resumed, and every heal resumes it: a stopped process
+must never outlive its run (a stopped child even holds a SIGTERM pending, unheard, until
+SIGCONT).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from collections.abc import Callable, Iterable, Mapping
+
+from nemesis.containers import NemesisError
+
+log = logging.getLogger(__name__)
+
+
+class ClientGroups:
+    """Pauses and resumes the workload's client processes by their process groups.
+
+    `groups` says, when asked, each running client's process group (its leader's pid); a
+    client that has ended is not in it. `signal_group` is os.killpg (a test's fake otherwise).
+    """
+
+    def __init__(
+        self,
+        groups: Callable[[], Mapping[str, int]],
+        signal_group: Callable[[int, int], None] = os.killpg,
+    ) -> None:
+        self.groups = groups
+        self.signal_group = signal_group
+        # The paused clients' groups, as they were when paused: a resume needs no leader alive
+        # (a Java child outlives its Python parent killed at teardown).
+        self.paused: dict[str, int] = {}
+
+    def pause(self, names: Iterable[str]) -> dict[str, int]:
+        """SIGSTOP to each client's group; returns {client: group}."""
+        running = self.groups()
+        names = list(names)
+        if missing := [n for n in names if n not in running]:
+            raise NemesisError(f"client {missing[0]} is not running: it cannot be paused")
+        out = {}
+        for name in names:
+            self.signal_group(running[name], signal.SIGSTOP)
+            self.paused[name] = out[name] = running[name]
+        return out
+
+    def resume(self, names: Iterable[str]) -> dict[str, int]:
+        """SIGCONT to each client's group (a client never paused is resumed all the same: a
+        no-op); returns {client: group} of those signalled. A group that is gone is done."""
+        running = self.groups()
+        out = {}
+        for name in names:
+            group = self.paused.pop(name, None) or running.get(name)
+            if group is None:
+                continue
+            try:
+                self.signal_group(group, signal.SIGCONT)
+            except ProcessLookupError:
+                log.info("client %s had ended before its resume", name)
+                continue
+            out[name] = group
+        return out

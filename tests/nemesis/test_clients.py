@@ -1,0 +1,92 @@
+"""The workload's clients paused and resumed by their process groups: the signals with a fake
+kill, then once for real on a process of the test's own (no cluster, no Docker)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nemesis.clients import ClientGroups
+from nemesis.containers import NemesisError
+
+
+class Signals:
+    """os.killpg's stand-in: what was sent to which group; groups in `gone` have ended."""
+
+    def __init__(self, gone: set[int] | None = None) -> None:
+        self.sent: list[tuple[int, signal.Signals]] = []
+        self.gone = gone or set()
+
+    def __call__(self, group: int, signum: int) -> None:
+        if group in self.gone:
+            raise ProcessLookupError(group)
+        self.sent.append((group, signal.Signals(signum)))
+
+
+def test_a_client_is_paused_and_resumed_by_its_process_group() -> None:
+    running = {"P1": 4242, "P2": 4343}
+    signals = Signals()
+    clients = ClientGroups(lambda: running, signals)
+    assert clients.pause(["P1"]) == {"P1": 4242}
+    assert clients.paused == {"P1": 4242}
+    assert clients.resume(["P1"]) == {"P1": 4242}
+    assert signals.sent == [(4242, signal.SIGSTOP), (4242, signal.SIGCONT)]
+    assert clients.paused == {}
+
+
+def test_a_client_not_running_cannot_be_paused() -> None:
+    signals = Signals()
+    clients = ClientGroups(lambda: {"P1": 4242}, signals)
+    with pytest.raises(NemesisError, match="client P9 is not running: it cannot be paused"):
+        clients.pause(["P1", "P9"])
+    assert signals.sent == [] and clients.paused == {}
+
+
+def test_a_resume_reaches_the_group_of_a_leader_that_ended_and_forgets_a_group_gone() -> None:
+    # The harness's teardown kills a client's Python process (the group's leader) before the
+    # heal: its Java child, still stopped in the group, must be resumed all the same.
+    running = {"P1": 4242, "P2": 4343}
+    signals = Signals()
+    clients = ClientGroups(lambda: running, signals)
+    clients.pause(["P1", "P2"])
+    running.clear()
+    signals.gone = {4343}
+    assert clients.resume(["P1", "P2"]) == {"P1": 4242}
+    assert signals.sent[-1] == (4242, signal.SIGCONT) and clients.paused == {}
+
+
+def _state(pid: int) -> str:
+    """The process's state letter in /proc (T: stopped)."""
+    return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_real_client_and_its_child_stop_and_run_again_together() -> None:
+    # A client in a session of its own, as the harness starts it, with a child in its group
+    # (a Java client's JVM).
+    code = (
+        "import subprocess, sys, time; "
+        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "print(c.pid, flush=True); time.sleep(60)"
+    )
+    client = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True, text=True
+    )
+    try:
+        assert client.stdout is not None
+        child = int(client.stdout.readline())
+        clients = ClientGroups(lambda: {"P1": client.pid})
+        clients.pause(["P1"])
+        time.sleep(0.2)
+        assert (_state(client.pid), _state(child)) == ("T", "T")
+        clients.resume(["P1"])
+        time.sleep(0.2)
+        assert "T" not in (_state(client.pid), _state(child))
+    finally:
+        os.killpg(client.pid, signal.SIGKILL)
+        client.wait()
