@@ -116,6 +116,7 @@ TRANSACTION_SITUATIONS = {
     "commits_in_faults": "commit-in-flight-in-fault",
     "commits_across_coordinator_moves": "coordinator-moved-in-commit",
     "fenced_commits": "fenced-commit-asked",
+    "fenced_open": "fenced-transaction-open",
 }
 
 

@@ -21,6 +21,10 @@ Across the transactional clients, fencing (KIP-98's zombie fencing), from each i
   zombie_commits  those of them that took effect: the commit acknowledged (txn ok), or a
                   read_committed group received a record of it; the coordinator had fenced A's
                   epoch, so its commit must have been refused
+  fenced_open     A's transactions that were open (from their begin to their end, or for ever)
+                  when such a newer instance's init returned: the zombie the fencing is for,
+                  whether its client then asked the commit or learnt of the fencing sooner
+                  (librdkafka finds it when it next adds a partition)
 A copier's (the exactly-once copy's) transactions count among them; its copies of aborted
 transactions read are aborted reads too (found by position, checkers.eos), and the verdict's
 section holds the copy's own account under `copy`. Across the run: transactions committed,
@@ -202,6 +206,7 @@ def check_transactions(
         finally:
             fenced.unpersist()
         summary[ZOMBIE_COMMITS] = len(zombies)
+        summary["fenced_open"] = _fenced_open(events)
         groups: dict[str, Any] = {
             g: {"isolation": level, "aborted_reads": 0, "aborted_read_txns": 0, "torn": 0}
             | ({"lost_txns": 0} if lost is not None else {})
@@ -295,6 +300,52 @@ def _initialisations(events: DataFrame) -> DataFrame:
     )
 
 
+def _newer_inits(inits: DataFrame) -> DataFrame:
+    """(producer, own, fenced_by, fenced_at): for each of a process's inits (`own`, when it
+    returned), each init of another process sharing its transactional id (`fenced_by`) asked
+    only after it, and when that one returned: it surely took a newer epoch and fenced this."""
+    F = _F()
+    rivals = inits.select(
+        F.col("producer").alias("fenced_by"),
+        "transactional_id",
+        F.col("invoked").alias("rival_invoked"),
+        F.col("initialised").alias("fenced_at"),
+    )
+    return (
+        inits.select("producer", "transactional_id", F.col("initialised").alias("own"))
+        .join(rivals, "transactional_id")
+        .filter((F.col("fenced_by") != F.col("producer")) & (F.col("rival_invoked") > F.col("own")))
+        .select("producer", "own", "fenced_by", "fenced_at")
+    )
+
+
+def _fenced_open(events: DataFrame) -> int:
+    """How many transactions were open when a newer instance of their transactional id
+    initialised (the module's fenced_open)."""
+    F = _F()
+    inits = _initialisations(events)
+    spans = (
+        events.filter(F.col("f") == "txn")
+        .groupBy("producer", _txn_of(F.col("value")).alias("txn"))
+        .agg(
+            F.min("time").alias("begin"),
+            F.max(F.when(F.col("type") != "invoke", F.col("time"))).alias("end"),
+        )
+    )
+    # The instance a transaction belongs to: its process's latest init before its begin.
+    own = (
+        spans.join(inits.select("producer", F.col("initialised").alias("own")), "producer")
+        .filter(F.col("own") <= F.col("begin"))
+        .groupBy("producer", "txn", "begin", "end")
+        .agg(F.max("own").alias("own"))
+    )
+    end = F.coalesce(F.col("end"), F.lit(float("inf")))
+    open_across = own.join(_newer_inits(inits), ["producer", "own"]).filter(
+        (F.col("begin") < F.col("fenced_at")) & (F.col("fenced_at") < end)
+    )
+    return int(open_across.select("producer", "txn").distinct().count())
+
+
 def _fenced_commits(events: DataFrame, outcomes: DataFrame, seen: DataFrame) -> DataFrame:
     """(producer, txn, transactional_id, asked, fenced_by, fenced_at, outcome, seen): each
     commit asked (`end-txn`) by an instance that a newer instance of another process had
@@ -320,19 +371,9 @@ def _fenced_commits(events: DataFrame, outcomes: DataFrame, seen: DataFrame) -> 
             F.col("last.transactional_id").alias("transactional_id"),
         )
     )
-    rivals = inits.select(
-        F.col("producer").alias("fenced_by"),
-        "transactional_id",
-        F.col("invoked").alias("rival_invoked"),
-        F.col("initialised").alias("fenced_at"),
-    )
     fenced = (
-        own.join(rivals, "transactional_id")
-        .filter(
-            (F.col("fenced_by") != F.col("producer"))
-            & (F.col("rival_invoked") > F.col("own"))
-            & (F.col("fenced_at") < F.col("asked"))
-        )
+        own.join(_newer_inits(inits), ["producer", "own"])
+        .filter(F.col("fenced_at") < F.col("asked"))
         .groupBy("producer", "txn", "transactional_id", "asked")
         .agg(F.min(F.struct("fenced_at", "fenced_by")).alias("first"))
     )

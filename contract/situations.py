@@ -19,6 +19,10 @@ SITUATIONS: dict[str, str] = {
     "transaction-open-in-fault": "a transaction was open while a fault was in effect",
     "commit-in-flight-in-fault": "a transaction's commit (EndTxn) was in flight in a fault",
     "coordinator-moved-in-commit": "a client's coordinator moved while its commit was in flight",
+    "fenced-transaction-open": (
+        "a transaction was open when a newer instance of its transactional id initialised "
+        "(a zombie, fenced)"
+    ),
     "fenced-commit-asked": (
         "a transactional instance asked a commit after a newer instance of its transactional id "
         "had initialised (fencing it)"

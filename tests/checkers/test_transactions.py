@@ -396,5 +396,29 @@ def test_commits_no_newer_instance_had_surely_fenced_are_no_zombies(
     t = result.transactions
     assert t is not None and t["committed"] == 6
     assert (t["fenced_commits"], t["zombie_commits"], t["samples"]["zombie_commits"]) == (0, 0, [])
+    assert t["fenced_open"] == 0  # no transaction was open across a surely newer init
     assert (tmp_path / "ids" / "zombie_commits.txt").read_text() == ""
     assert judge(Counts.of(result.groups, result.sends, transactions=t), "safe").matched
+
+
+def test_a_transaction_open_across_a_newer_instances_init_is_a_fenced_zombie(
+    spark: Any, tmp_path: Path
+) -> None:
+    # Each transaction begins 0.2 s before its commit is asked and ends 0.1 s after it.
+    fencing_history(
+        tmp_path / "history",
+        {
+            "A": [
+                ("init", 0.2, 0.5),
+                ("txn", 1, 1.0, "ok"),  # +0.8 to +1.1: over before B's init
+                ("txn", 2, 3.1, "fail"),  # +2.9 to +3.2: open when B's init returned (+3.0)
+                ("txn", 3, 3.6, "info"),  # begun after it: a fenced instance's, not open across
+            ],
+            "B": [("init", 2.5, 3.0), ("txn", 1, 4.0, "ok")],
+        },
+    )
+    t = check_transactions(read_history(spark, tmp_path / "history").events, tmp_path / "ids")
+    assert t is not None
+    assert t["fenced_open"] == 1
+    # A asked two commits after B's init returned; neither took effect.
+    assert (t["fenced_commits"], t["zombie_commits"]) == (2, 0)

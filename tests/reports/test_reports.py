@@ -265,6 +265,7 @@ def test_report_names_the_commits_of_fenced_instances(tmp_path: Path) -> None:
         "planned_aborts": 7,
         "unknown": 2,
         "unknown_seen_committed": 1,
+        "fenced_open": 2,
         "fenced_commits": 3,
         "zombie_commits": 1,
         "groups": {},
@@ -273,7 +274,8 @@ def test_report_names_the_commits_of_fenced_instances(tmp_path: Path) -> None:
     report, _ = write_run_reports(checked_run(tmp_path / "T3" / "t1", transactions))
     html = report.read_text()
     assert section(html, "p", "transactions-fencing") == (
-        "Fencing: 3 commits were asked by an instance after a newer instance of its "
+        "Fencing: 2 transactions were open when a newer instance of their transactional id "
+        "initialised; 3 commits were asked by an instance after a newer instance of its "
         "transactional id had initialised (fencing it); 1 of them took effect (zombie commits: "
         'acknowledged, or read by a read_committed group): <a href="ids/zombie_commits.txt">'
         "ids/zombie_commits.txt</a>."
