@@ -138,15 +138,21 @@ def section(html: str, element: str, element_id: str) -> str:
     return found.group(1)
 
 
+# The outcome counts of a transactions section, as two report tests share them.
+SIXTY_TRANSACTIONS = {
+    "transactions": 60,
+    "committed": 50,
+    "aborted": 8,
+    "planned_aborts": 7,
+    "unknown": 2,
+    "unknown_seen_committed": 1,
+}
+
+
 def test_report_names_the_transactions_a_read_committed_group_saw_wrong(tmp_path: Path) -> None:
     zero = {"aborted_reads": 0, "aborted_read_txns": 0, "torn": 0}
     transactions = {
-        "transactions": 60,
-        "committed": 50,
-        "aborted": 8,
-        "planned_aborts": 7,
-        "unknown": 2,
-        "unknown_seen_committed": 1,
+        **SIXTY_TRANSACTIONS,
         "open_in_faults": 5,
         "commits_in_faults": 2,
         "commits_across_coordinator_moves": 1,
@@ -259,12 +265,7 @@ def test_report_names_the_commits_of_fenced_instances(tmp_path: Path) -> None:
         "seen": True,
     }
     transactions = {
-        "transactions": 60,
-        "committed": 50,
-        "aborted": 8,
-        "planned_aborts": 7,
-        "unknown": 2,
-        "unknown_seen_committed": 1,
+        **SIXTY_TRANSACTIONS,
         "fenced_open": 2,
         "fenced_commits": 3,
         "zombie_commits": 1,
