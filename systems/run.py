@@ -39,8 +39,10 @@ SCHEDULE_HEADER = ["A generated schedule (harness chaos); replay it with: harnes
 log = logging.getLogger("harness")
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM during a run."""
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM during a run. A BaseException, as KeyboardInterrupt is: the phases'
+    waits on brokers still starting catch every Exception and ask again, and one of them took
+    a SIGINT during cluster_up for a broker's refusal and went on with the run."""
 
 
 class PhaseProgress(Protocol):
