@@ -117,6 +117,7 @@ TRANSACTION_SITUATIONS = {
     "commits_across_coordinator_moves": "coordinator-moved-in-commit",
     "fenced_commits": "fenced-commit-asked",
     "fenced_open": "fenced-transaction-open",
+    "fenced_while_paused": "zombie-fenced-while-paused",
 }
 
 

@@ -358,19 +358,37 @@ def partition_states(control: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: e[k] for k in keys} for e in control if e["f"] == PARTITION_STATE]
 
 
-def coordinator_moves(control: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
-    """(role, id, time) of every change of the broker coordinating an id the partition watch
-    followed (to another broker, or to none); its first state is no move."""
-    last: dict[tuple[str, str], Any] = {}
+def coordinator_moves(control: list[dict[str, Any]]) -> list[tuple[str, str, float, float]]:
+    """(role, id, left, moved) of every move of the broker coordinating an id the partition
+    watch followed, from one broker to another (a spell with no leader between them is part of
+    the move; the same broker back after one is no move): it happened after `left`, the last
+    answer that still named the old broker, and by `moved`, the first that named the new one.
+    (A history without the watch's `since` bounds a move by the state before it, wider.)"""
+    named: dict[tuple[str, str], tuple[str, float]] = {}  # a broker, and the last answer naming it
+    in_gap: set[tuple[str, str]] = set()  # ids whose last state had no leader
     moves = []
     for e in control:
         if e["f"] != COORDINATOR_STATE:
             continue
         v = event_value(e["value"])
-        key = (str(v.get("role")), str(v.get("key")))
-        if key in last and last[key] != v.get("leader"):
-            moves.append((key[0], key[1], float(e["time"])))
-        last[key] = v.get("leader")
+        key, leader, at = (str(v.get("role")), str(v.get("key"))), v.get("leader"), float(e["time"])
+        before = named.get(key)
+        if before is None or leader == before[0]:
+            if leader is not None:
+                named[key] = (leader, at)
+            in_gap.discard(key)
+            continue
+        old, last_named = before
+        since = v.get("since")
+        if key not in in_gap and isinstance(since, (int, float)):
+            last_named = max(last_named, float(since))  # the answer before this one named it
+        if leader is None:
+            named[key] = (old, last_named)
+            in_gap.add(key)
+            continue
+        moves.append((key[0], key[1], last_named, at))
+        named[key] = (leader, at)
+        in_gap.discard(key)
     return moves
 
 

@@ -29,7 +29,7 @@ from checkers.transactions import (
     without_aborted_records,
 )
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
-from checkers.windows import fault_windows, overlap
+from checkers.windows import client_pauses, fault_windows, overlap
 
 __all__ = ["METRIC_IDS", "CheckResult", "HistoryError", "check_history", "spark_session"]
 
@@ -145,7 +145,12 @@ def check_history(
         nemesis = q.nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
         transactions = check_transactions(
-            events, ids_dir, windows, q.coordinator_moves(control), lost
+            events,
+            ids_dir,
+            windows,
+            q.coordinator_moves(control),
+            lost,
+            client_pauses(nemesis, span["last"] or 0.0),
         )
         if transactions is not None:
             transactions["cycles"] = check_cycles(events, ids_dir)

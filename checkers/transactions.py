@@ -21,10 +21,11 @@ Across the transactional clients, fencing (KIP-98's zombie fencing), from each i
   zombie_commits  those of them that took effect: the commit acknowledged (txn ok), or a
                   read_committed group received a record of it; the coordinator had fenced A's
                   epoch, so its commit must have been refused
-  fenced_open     A's transactions that were open (from their begin to their end, or for ever)
-                  when such a newer instance's init returned: the zombie the fencing is for,
-                  whether its client then asked the commit or learnt of the fencing sooner
-                  (librdkafka finds it when it next adds a partition)
+  fenced_open     A's transactions that were open (from their begin to their end, or to A's
+                  last event) when such a newer instance's init returned: the zombie the
+                  fencing is for, whether its client then asked the commit or learnt of the
+                  fencing sooner (librdkafka finds it when it next adds a partition)
+  fenced_while_paused  those of them whose client was paused (pause-client) at that moment
 A copier's (the exactly-once copy's) transactions count among them; its copies of aborted
 transactions read are aborted reads too (found by position, checkers.eos), and the verdict's
 section holds the copy's own account under `copy`. Across the run: transactions committed,
@@ -152,11 +153,13 @@ def check_transactions(
     events: DataFrame,
     ids_dir: Path,
     windows: list[tuple[float, float]] | None = None,
-    coordinator_moves: list[tuple[str, str, float]] | None = None,
+    coordinator_moves: list[tuple[str, str, float, float]] | None = None,
     lost: DataFrame | None = None,
+    pauses: list[tuple[str, float, float]] | None = None,
 ) -> dict[str, Any] | None:
     """The transactions section of the verdict, or None for a history without transactions.
-    `lost` is the message table's (group, msg_id) of every lost message. The ids behind each
+    `lost` is the message table's (group, msg_id) of every lost message; `pauses` the
+    (client, start, end) spells a client was paused (checkers.windows). The ids behind each
     count go to ids/<group>/aborted_reads.txt (msg_ids), torn.txt and lost_txns.txt
     (transaction ids), and ids/zombie_commits.txt (transaction ids)."""
     if not has_transactions(events):
@@ -182,31 +185,35 @@ def check_transactions(
         torn = _torn(reads, records, committed_groups)
         lost_txns = [] if lost is None else _lost_in_transactions(lost, records, committed_groups)
         summary = _outcome_counts(outcomes)
-        summary["open_in_faults"] = _open_in_faults(events, windows or [])
-        commits = _commits_in_flight(events).cache()
+        spans = _spans(events).cache()
+        inits = _initialisations(events).cache()
+        cached = [spans, inits]
         try:
+            commits = spans.filter(F.col("asked").isNotNull())
+            summary["open_in_faults"] = _overlapping(spans, "begin", windows or [])
             summary["commits_in_faults"] = _overlapping(commits, "asked", windows or [])
             summary["commits_across_coordinator_moves"] = _across_moves(
                 commits, _coordinator_keys(events), coordinator_moves or []
             )
-        finally:
-            commits.unpersist()
-        seen = reads.select("msg_id").distinct().join(records, "msg_id")
-        summary["unknown_seen_committed"] = (
-            seen.filter(F.col("outcome") == "info").select("txn").distinct().count()
-        )
-        fenced = _fenced_commits(events, outcomes, seen.select("txn").distinct()).cache()
-        try:
+            seen = reads.select("msg_id").distinct().join(records, "msg_id")
+            summary["unknown_seen_committed"] = (
+                seen.filter(F.col("outcome") == "info").select("txn").distinct().count()
+            )
+            fenced = _fenced_commits(commits, inits, outcomes, seen.select("txn").distinct())
+            cached.append(fenced.cache())
             summary["fenced_commits"] = fenced.count()
             took_effect = (F.col("outcome") == "ok") | F.col("seen")
             zombies = [
                 r.asDict()
                 for r in fenced.filter(took_effect).orderBy("asked", "producer", "txn").collect()
             ]
+            summary["fenced_open"], summary["fenced_while_paused"] = _fenced_open(
+                spans, inits, pauses or []
+            )
         finally:
-            fenced.unpersist()
+            for df in cached:
+                df.unpersist()
         summary[ZOMBIE_COMMITS] = len(zombies)
-        summary["fenced_open"] = _fenced_open(events)
         groups: dict[str, Any] = {
             g: {"isolation": level, "aborted_reads": 0, "aborted_read_txns": 0, "torn": 0}
             | ({"lost_txns": 0} if lost is not None else {})
@@ -247,34 +254,26 @@ def check_transactions(
         records.unpersist()
 
 
-def _open_in_faults(events: DataFrame, windows: list[tuple[float, float]]) -> int:
-    """How many transactions were open (from their begin to their end, or to the end of the
-    history for one that never ended) while a fault was in effect."""
+def _spans(events: DataFrame) -> DataFrame:
+    """(producer, txn, begin, asked, end): each transaction from its begin to its end, and when
+    its client asked its commit (`end-txn`; null when it never did). One that never ended (its
+    client killed, or stopped at its deadline) ends with its client's last event: it is in
+    flight in no fault or move after its client is gone."""
     F = _F()
-    txns = (
-        events.filter(F.col("f") == "txn")
-        .groupBy(_txn_of(F.col("value")).alias("txn"))
-        .agg(
-            F.min("time").alias("begin"),
-            F.max(F.when(F.col("type") != "invoke", F.col("time"))).alias("end"),
-        )
+    marks = events.filter(F.col("f").isin("txn", END_TXN)).select(
+        "producer", _txn_of(F.col("value")).alias("txn"), "f", "type", "time"
     )
-    return _overlapping(txns, "begin", windows)
-
-
-def _commits_in_flight(events: DataFrame) -> DataFrame:
-    """(producer, txn, asked, end): each transaction whose commit its client asked (`end-txn`),
-    from the ask to the transaction's end (null for one that never ended)."""
-    F = _F()
-    asked = events.filter(F.col("f") == END_TXN).select(
-        "producer", _txn_of(F.col("value")).alias("txn"), F.col("time").alias("asked")
+    last = events.groupBy(F.col("process").alias("producer")).agg(F.max("time").alias("last"))
+    spans = marks.groupBy("producer", "txn").agg(
+        F.min(F.when(F.col("f") == "txn", F.col("time"))).alias("begin"),
+        F.min(F.when(F.col("f") == END_TXN, F.col("time"))).alias("asked"),
+        F.max(F.when((F.col("f") == "txn") & (F.col("type") != "invoke"), F.col("time"))).alias(
+            "ended"
+        ),
     )
-    ends = (
-        events.filter((F.col("f") == "txn") & (F.col("type") != "invoke"))
-        .groupBy(_txn_of(F.col("value")).alias("txn"))
-        .agg(F.max("time").alias("end"))
+    return spans.join(last, "producer", "left").select(
+        "producer", "txn", "begin", "asked", F.coalesce("ended", "last").alias("end")
     )
-    return asked.join(ends, "txn", "left")
 
 
 def _initialisations(events: DataFrame) -> DataFrame:
@@ -319,19 +318,13 @@ def _newer_inits(inits: DataFrame) -> DataFrame:
     )
 
 
-def _fenced_open(events: DataFrame) -> int:
+def _fenced_open(
+    spans: DataFrame, inits: DataFrame, pauses: list[tuple[str, float, float]]
+) -> tuple[int, int]:
     """How many transactions were open when a newer instance of their transactional id
-    initialised (the module's fenced_open)."""
+    initialised (the module's fenced_open), and how many of them while their client was paused
+    (fenced_while_paused: the zombie KIP-98 pictures, stopped dead and replaced)."""
     F = _F()
-    inits = _initialisations(events)
-    spans = (
-        events.filter(F.col("f") == "txn")
-        .groupBy("producer", _txn_of(F.col("value")).alias("txn"))
-        .agg(
-            F.min("time").alias("begin"),
-            F.max(F.when(F.col("type") != "invoke", F.col("time"))).alias("end"),
-        )
-    )
     # The instance a transaction belongs to: its process's latest init before its begin.
     own = (
         spans.join(inits.select("producer", F.col("initialised").alias("own")), "producer")
@@ -340,13 +333,29 @@ def _fenced_open(events: DataFrame) -> int:
         .agg(F.max("own").alias("own"))
     )
     end = F.coalesce(F.col("end"), F.lit(float("inf")))
-    open_across = own.join(_newer_inits(inits), ["producer", "own"]).filter(
-        (F.col("begin") < F.col("fenced_at")) & (F.col("fenced_at") < end)
+    open_across = (
+        own.join(_newer_inits(inits), ["producer", "own"])
+        .filter((F.col("begin") < F.col("fenced_at")) & (F.col("fenced_at") < end))
+        .select("producer", "txn", "fenced_at")
+        .cache()
     )
-    return int(open_across.select("producer", "txn").distinct().count())
+    try:
+        fenced = open_across.select("producer", "txn").distinct().count()
+        if not pauses:
+            return int(fenced), 0
+        paused = small_frame(
+            spans.sparkSession, pauses, "producer string, paused double, resumed double"
+        )
+        within = (F.col("paused") <= F.col("fenced_at")) & (F.col("fenced_at") <= F.col("resumed"))
+        while_paused = open_across.join(F.broadcast(paused), "producer").filter(within)
+        return int(fenced), int(while_paused.select("producer", "txn").distinct().count())
+    finally:
+        open_across.unpersist()
 
 
-def _fenced_commits(events: DataFrame, outcomes: DataFrame, seen: DataFrame) -> DataFrame:
+def _fenced_commits(
+    commits: DataFrame, inits: DataFrame, outcomes: DataFrame, seen: DataFrame
+) -> DataFrame:
     """(producer, txn, transactional_id, asked, fenced_by, fenced_at, outcome, seen): each
     commit asked (`end-txn`) by an instance that a newer instance of another process had
     surely fenced by then (the module's fenced_commits), with the first such init (its process
@@ -354,12 +363,9 @@ def _fenced_commits(events: DataFrame, outcomes: DataFrame, seen: DataFrame) -> 
     received a record of it (`seen`: its txn ids). A commit asked by a process that marks no
     inits is not judged."""
     F = _F()
-    inits = _initialisations(events)
-    asked = events.filter(F.col("f") == END_TXN).select(
-        "producer", _txn_of(F.col("value")).alias("txn"), F.col("time").alias("asked")
-    )
     own = (
-        asked.join(inits, "producer")
+        commits.select("producer", "txn", "asked")
+        .join(inits, "producer")
         .filter(F.col("initialised") <= F.col("asked"))
         .groupBy("producer", "txn", "asked")
         .agg(F.max(F.struct("initialised", "transactional_id")).alias("last"))
@@ -423,15 +429,21 @@ def _coordinator_keys(events: DataFrame) -> DataFrame:
     return txn.unionByName(group).filter(F.col("key").isNotNull()).distinct()
 
 
-def _across_moves(commits: DataFrame, keys: DataFrame, moves: list[tuple[str, str, float]]) -> int:
-    """How many commits were in flight when a coordinator of their client moved."""
+def _across_moves(
+    commits: DataFrame, keys: DataFrame, moves: list[tuple[str, str, float, float]]
+) -> int:
+    """How many commits were in flight over the whole of a move of one of their client's
+    coordinators: asked before the last answer naming the old broker, ended after the first
+    naming the new one (checkers.queries.coordinator_moves)."""
     if not moves:
         return 0
     F = _F()
-    moved = small_frame(commits.sparkSession, moves, "role string, key string, moved double")
+    moved = small_frame(
+        commits.sparkSession, moves, "role string, key string, left double, moved double"
+    )
     end = F.coalesce(F.col("end"), F.lit(float("inf")))
     during = commits.join(keys, "producer").join(F.broadcast(moved), ["role", "key"])
-    during = during.filter((F.col("asked") <= F.col("moved")) & (F.col("moved") <= end))
+    during = during.filter((F.col("asked") <= F.col("left")) & (F.col("moved") <= end))
     return int(during.select("txn").distinct().count())
 
 

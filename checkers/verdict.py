@@ -498,7 +498,8 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
     if "zombie_commits" in txns:
         lines.append(
             f"fencing: {txns.get('fenced_open', 0)} transactions open when a newer instance "
-            f"initialised; {txns.get('fenced_commits', 0)} commits asked by instances a newer one "
+            f"initialised ({txns.get('fenced_while_paused', 0)} of them paused); "
+            f"{txns.get('fenced_commits', 0)} commits asked by instances a newer one "
             f"had fenced, {txns['zombie_commits']} of them took effect (zombie commits)"
         )
     for producer, client in sorted((txns.get("clients") or {}).items()):

@@ -88,12 +88,33 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
         else:
             state.restarting -= names
     elif window in ("client-down", "client-up"):
-        clients = value.get("clients")
-        named_clients = {str(c) for c in clients} if isinstance(clients, list) else set()
+        named_clients = _clients_named(value)
         if type_ == "invoke" and window == "client-down":
             state.paused_clients |= named_clients
         elif type_ == "ok" and window == "client-up":
             state.paused_clients -= named_clients
+
+
+def _clients_named(value: dict[str, Any]) -> set[str]:
+    clients = value.get("clients")
+    return {str(c) for c in clients} if isinstance(clients, list) else set()
+
+
+def client_pauses(nemesis: list[dict[str, Any]], run_end: float) -> list[tuple[str, float, float]]:
+    """(client, start, end) of every spell a workload client was paused: from the pause's
+    invoke to its resume's ok (or the end of the run)."""
+    since: dict[str, float] = {}
+    out: list[tuple[str, float, float]] = []
+    for e in nemesis:
+        window = window_of(e["f"])
+        named = _clients_named(event_value(e.get("value")))
+        if e["type"] == "invoke" and window == "client-down":
+            for c in named - set(since):
+                since[c] = e["time"]
+        elif e["type"] == "ok" and window == "client-up":
+            out += [(c, since.pop(c), e["time"]) for c in sorted(named & set(since))]
+    out += [(c, t, max(run_end, t)) for c, t in sorted(since.items())]
+    return out
 
 
 def overlap(start: float, end: float, windows: list[tuple[float, float]]) -> float:

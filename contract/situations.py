@@ -23,6 +23,10 @@ SITUATIONS: dict[str, str] = {
         "a transaction was open when a newer instance of its transactional id initialised "
         "(a zombie, fenced)"
     ),
+    "zombie-fenced-while-paused": (
+        "a paused client had a transaction open when a newer instance of its transactional id "
+        "initialised"
+    ),
     "fenced-commit-asked": (
         "a transactional instance asked a commit after a newer instance of its transactional id "
         "had initialised (fencing it)"

@@ -49,23 +49,36 @@ class ClientGroups:
             raise NemesisError(f"client {missing[0]} is not running: it cannot be paused")
         out = {}
         for name in names:
-            self.signal_group(running[name], signal.SIGSTOP)
+            # Recorded before the signal: whatever comes between them (an interrupt), every
+            # heal resumes it, and SIGCONT to a group never stopped does nothing.
             self.paused[name] = out[name] = running[name]
+            try:
+                self.signal_group(running[name], signal.SIGSTOP)
+            except ProcessLookupError:
+                del self.paused[name]
+                raise NemesisError(f"client {name} ended as it was paused") from None
         return out
 
     def resume(self, names: Iterable[str]) -> dict[str, int]:
         """SIGCONT to each client's group (a client never paused is resumed all the same: a
         no-op); returns {client: group} of those signalled. A group that is gone is done."""
         running = self.groups()
-        out = {}
+        out: dict[str, int] = {}
+        failed: list[str] = []
         for name in names:
-            group = self.paused.pop(name, None) or running.get(name)
+            group = self.paused.get(name) or running.get(name)
             if group is None:
                 continue
             try:
                 self.signal_group(group, signal.SIGCONT)
             except ProcessLookupError:
                 log.info("client %s had ended before its resume", name)
+            except OSError as e:  # kept paused, to be resumed by the next heal; the rest go on
+                failed.append(f"{name}: {e}")
                 continue
-            out[name] = group
+            else:
+                out[name] = group
+            self.paused.pop(name, None)
+        if failed:
+            raise NemesisError(f"could not resume {'; '.join(failed)}")
         return out

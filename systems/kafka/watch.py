@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from contract.history import COORDINATOR_STATE, PARTITION_STATE, HistoryWriter
@@ -42,6 +43,8 @@ class PartitionWatch:
         self.coordinated = coordinated or []  # (role, id): whose coordinators to follow
         self._last: dict[int, tuple[str | None, tuple[str, ...]]] = {}
         self._coordinator: dict[tuple[str, str], tuple[int, str | None]] = {}
+        # When each internal topic's metadata last answered: a change was made after it.
+        self._answered: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="partition-watch", daemon=True)
 
@@ -101,6 +104,7 @@ class PartitionWatch:
         topic = metadata.topics.get(internal_topic)
         if topic is None or topic.error is not None or not topic.partitions:
             return
+        since, self._answered[internal_topic] = self._answered.get(internal_topic), time.time()
         for role, key in self.coordinated:
             if COORDINATOR_TOPICS[role] != internal_topic:
                 continue
@@ -121,5 +125,7 @@ class PartitionWatch:
                     "key": key,
                     "leader": leader,
                     "answered_by": self.node_of.get(metadata.orig_broker_id),
+                    # The previous answer's time: the change came between it and this one.
+                    "since": since,
                 },
             )

@@ -209,11 +209,13 @@ def test_commits_in_flight_are_counted_in_faults_and_across_coordinator_moves(
     # Transaction n begins at +n s, asks its commit at +n.3 and ends at +n.5; 3 is aborted.
     txn_history(tmp_path / "history", 6, aborted={3})
     events = read_history(spark, tmp_path / "history").events
+    # (role, id, the last answer naming the old coordinator, the first naming the new one)
     moves = [
-        ("transaction-coordinator", "P", 4.4),  # inside 4's commit
-        ("transaction-coordinator", "P", 5.2),  # 5 open, its commit not yet asked
-        ("transaction-coordinator", "Q", 6.4),  # another id's coordinator
-        ("group-coordinator", "P", 2.4),  # a group named like the id: not P's coordinator
+        ("transaction-coordinator", "P", 4.35, 4.45),  # wholly inside 4's commit
+        ("transaction-coordinator", "P", 2.25, 2.4),  # perhaps before 2's commit was asked
+        ("transaction-coordinator", "P", 5.2, 5.25),  # 5 open, its commit not yet asked
+        ("transaction-coordinator", "Q", 6.35, 6.4),  # another id's coordinator
+        ("group-coordinator", "P", 2.35, 2.4),  # a group named like the id: not P's coordinator
     ]
     t = check_transactions(events, tmp_path / "ids", [(2.2, 3.4), (5.45, 9.0)], moves)
     assert t is not None
@@ -223,6 +225,27 @@ def test_commits_in_flight_are_counted_in_faults_and_across_coordinator_moves(
     none = check_transactions(events, tmp_path / "ids2")
     assert none is not None
     assert (none["commits_in_faults"], none["commits_across_coordinator_moves"]) == (0, 0)
+
+
+def test_a_transaction_that_never_ended_is_in_flight_no_longer_than_its_client(
+    spark: Any, tmp_path: Path
+) -> None:
+    txn_history(tmp_path / "history", 2, aborted=set())
+    # P begins t3 and asks its commit, and its history stops there (killed): nothing of it
+    # is in flight in a fault that begins after P's last event.
+    tail = [
+        _event("P", "invoke", "txn", 3.0, producer="P", value={"txn": "P:t3"}),
+        _event("P", "info", END_TXN, 3.3, stream=None, producer="P", value={"txn": "P:t3"}),
+    ]
+    with (tmp_path / "history" / "P.jsonl").open("a") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in tail))
+    events = read_history(spark, tmp_path / "history").events
+    later = check_transactions(events, tmp_path / "ids", [(5.0, 9.0)])
+    assert later is not None
+    assert (later["open_in_faults"], later["commits_in_faults"]) == (0, 0)
+    during = check_transactions(events, tmp_path / "ids2", [(3.2, 3.25)])
+    assert during is not None
+    assert (during["open_in_faults"], during["commits_in_faults"]) == (1, 0)
 
 
 def test_the_verdict_names_what_read_committed_broke(spark: Any, tmp_path: Path) -> None:
@@ -417,8 +440,18 @@ def test_a_transaction_open_across_a_newer_instances_init_is_a_fenced_zombie(
             "B": [("init", 2.5, 3.0), ("txn", 1, 4.0, "ok")],
         },
     )
-    t = check_transactions(read_history(spark, tmp_path / "history").events, tmp_path / "ids")
+    events = read_history(spark, tmp_path / "history").events
+    t = check_transactions(events, tmp_path / "ids")
     assert t is not None
-    assert t["fenced_open"] == 1
+    assert (t["fenced_open"], t["fenced_while_paused"]) == (1, 0)
     # A asked two commits after B's init returned; neither took effect.
     assert (t["fenced_commits"], t["zombie_commits"]) == (2, 0)
+    # A paused from +2.0 to +3.5 had t2 open when B's init returned: the zombie; a pause of
+    # B's, or one of A's that had ended by then, makes none.
+    for pauses, zombies in (
+        ([("A", 2.0, 3.5)], 1),
+        ([("B", 2.0, 3.5)], 0),
+        ([("A", 1.5, 2.95)], 0),
+    ):
+        paused = check_transactions(events, tmp_path / "ids", pauses=pauses)
+        assert paused is not None and paused["fenced_while_paused"] == zombies, pauses

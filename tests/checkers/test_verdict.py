@@ -153,6 +153,7 @@ def test_a_zombie_commit_refutes_any_expectation_and_is_said_in_the_summary() ->
         "transactions": section,
     }
     assert (
-        "fencing: 0 transactions open when a newer instance initialised; 3 commits asked by "
-        "instances a newer one had fenced, 1 of them took effect (zombie commits)"
+        "fencing: 0 transactions open when a newer instance initialised (0 of them paused); "
+        "3 commits asked by instances a newer one had fenced, 1 of them took effect "
+        "(zombie commits)"
     ) in summary_lines(verdict)

@@ -58,3 +58,16 @@ def test_a_paused_client_is_a_fault_until_it_is_resumed() -> None:
         nem(50, "invoke", "pause-client", '{"clients": ["P2"]}'),  # never resumed in the history
     ]
     assert fault_windows(events, run_end=60) == [(20, 40.01), (50, 60)]
+
+
+def test_client_pauses_run_from_the_pause_to_its_resumes_ok() -> None:
+    from checkers.windows import client_pauses
+
+    nemesis = [
+        {"time": 20.0, "type": "invoke", "f": "pause-client", "value": {"clients": ["P1"]}},
+        {"time": 20.1, "type": "ok", "f": "pause-client", "value": {"clients": ["P1"]}},
+        {"time": 30.0, "type": "invoke", "f": "pause-client", "value": {"clients": ["C1"]}},
+        {"time": 40.0, "type": "invoke", "f": "resume-client", "value": {"clients": ["P1"]}},
+        {"time": 40.2, "type": "ok", "f": "resume-client", "value": {"clients": ["P1"]}},
+    ]
+    assert client_pauses(nemesis, 90.0) == [("P1", 20.0, 40.2), ("C1", 30.0, 90.0)]

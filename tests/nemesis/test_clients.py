@@ -61,6 +61,38 @@ def test_a_resume_reaches_the_group_of_a_leader_that_ended_and_forgets_a_group_g
     assert signals.sent[-1] == (4242, signal.SIGCONT) and clients.paused == {}
 
 
+class Refusing(Signals):
+    """Refuses SIGCONT to the groups in `refused` (as a group not ours to signal would)."""
+
+    def __init__(self, refused: set[int]) -> None:
+        super().__init__()
+        self.refused = refused
+
+    def __call__(self, group: int, signum: int) -> None:
+        if group in self.refused and signum == signal.SIGCONT:
+            raise PermissionError(group)
+        super().__call__(group, signum)
+
+
+def test_one_client_that_cannot_be_resumed_stays_paused_and_the_others_are_resumed() -> None:
+    signals = Refusing({4242})
+    clients = ClientGroups(lambda: {"P1": 4242, "P2": 4343}, signals)
+    clients.pause(["P1", "P2"])
+    with pytest.raises(NemesisError, match="could not resume P1"):
+        clients.resume(["P1", "P2"])
+    assert signals.sent[-1] == (4343, signal.SIGCONT)
+    assert clients.paused == {"P1": 4242}  # the next heal tries it again
+    signals.refused.clear()
+    assert clients.resume(["P1"]) == {"P1": 4242} and clients.paused == {}
+
+
+def test_a_client_that_ended_as_it_was_paused_is_one_line_and_not_kept_paused() -> None:
+    clients = ClientGroups(lambda: {"P1": 4242}, Signals(gone={4242}))
+    with pytest.raises(NemesisError, match="client P1 ended as it was paused"):
+        clients.pause(["P1"])
+    assert clients.paused == {}
+
+
 def _state(pid: int) -> str:
     """The process's state letter in /proc (T: stopped)."""
     return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]

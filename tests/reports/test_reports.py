@@ -267,6 +267,7 @@ def test_report_names_the_commits_of_fenced_instances(tmp_path: Path) -> None:
     transactions = {
         **SIXTY_TRANSACTIONS,
         "fenced_open": 2,
+        "fenced_while_paused": 1,
         "fenced_commits": 3,
         "zombie_commits": 1,
         "groups": {},
@@ -276,7 +277,8 @@ def test_report_names_the_commits_of_fenced_instances(tmp_path: Path) -> None:
     html = report.read_text()
     assert section(html, "p", "transactions-fencing") == (
         "Fencing: 2 transactions were open when a newer instance of their transactional id "
-        "initialised; 3 commits were asked by an instance after a newer instance of its "
+        "initialised (1 of them while their client was paused); 3 commits were asked by an "
+        "instance after a newer instance of its "
         "transactional id had initialised (fencing it); 1 of them took effect (zombie commits: "
         'acknowledged, or read by a read_committed group): <a href="ids/zombie_commits.txt">'
         "ids/zombie_commits.txt</a>."
