@@ -310,7 +310,8 @@ def test_the_matrix_resumes_and_stops_at_its_budget(
     save_measured(measured_file, {"K1/zk/3.9": [run("reproduced")]})
     said: list[str] = []
     claims.run_matrix(cells, measured_file, tmp_path, False, 60, 100, said.append)
-    assert ran == ["K1/zk/3.9", "K1/zk/3.9", "K4/kraft/3.9"]  # the measured run is kept
+    # breadth first: K4's first run before K1's second; K1's measured run is kept
+    assert ran == ["K4/kraft/3.9", "K1/zk/3.9", "K1/zk/3.9"]
     assert {k: len(v) for k, v in load_measured(measured_file).items()} == {
         "K1/zk/3.9": 3,
         "K4/kraft/3.9": 1,
