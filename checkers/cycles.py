@@ -21,6 +21,7 @@ frame goes to one task (the graph is one group), which returns only the cycles a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -153,15 +154,18 @@ def find_cycles(edges: DataFrame) -> dict[str, Any]:
     """{"transactions", "edges": {"ww", "wr"}, "cycles"}: the graph's size and one cycle per
     strongly connected component, found by networkx in one Spark task that holds every edge
     (a dependency graph is one group: a cycle may run through any partition of the frame).
-    The RDD's mapPartitions rather than groupBy(lit).applyInPandas or applyInArrow: PySpark
-    requires pandas for both, and the checker has no other use for pandas."""
-    found = edges.select(*EDGE_COLUMNS).repartition(1).rdd.mapPartitions(_search).collect()
-    return found[0] if found else _search_rows([])
+    mapInArrow, which a Spark Connect session has as a local one does (no RDD there); the one
+    task answers one JSON row."""
+    found = edges.select(*EDGE_COLUMNS).repartition(1).mapInArrow(_search, "found string").collect()
+    return json.loads(found[0]["found"]) if found else _search_rows([])
 
 
-def _search(rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
+def _search(batches: Iterable[Any]) -> Iterator[Any]:
     """The one task's work: the graph of its rows, searched."""
-    yield _search_rows([row.asDict() for row in rows])
+    import pyarrow as pa
+
+    rows = [row for batch in batches for row in batch.to_pylist()]
+    yield pa.RecordBatch.from_pylist([{"found": json.dumps(_search_rows(rows))}])
 
 
 def _search_rows(edges: list[dict[str, Any]]) -> dict[str, Any]:

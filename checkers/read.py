@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from checkers import columnar
+from checkers.engine import on_this_machine
 from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
 from contract.history import EVENT_TYPES
@@ -109,7 +110,7 @@ def _columnar_copy(spark: Any, history_dir: Path, path: Path) -> list[str] | Non
     """On one machine, the copy made by pyarrow (checkers.columnar), and its cut last lines;
     None where Spark's reader must make it: on a cluster, whose executors read the files, or
     for a history that is not plainly well formed."""
-    if not spark.sparkContext.master.startswith("local") or not columnar.available():
+    if not on_this_machine(spark) or not columnar.available():
         return None
     shutil.rmtree(path, ignore_errors=True)
     try:

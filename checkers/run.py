@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -9,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
+from checkers.engine import cancel_all
+from checkers.profile import phase, profiling
 from checkers.read import history_files, write_parquet
-from checkers.spark import HistoryError, check_history, spark_session
+from checkers.session import Where, checker_session, session_of
+from checkers.spark import HistoryError, check_history
 from checkers.verdict import (
     Counts,
     Judgement,
@@ -29,20 +33,29 @@ from contract.rundir import IDS, RunDir
 
 def check_run(
     run_dir: Path,
-    master: str = "local[*]",
+    master: str | None = None,
     expect: str | None = None,
     spark: Any = None,
     timeout: float = 1800.0,
+    profile: bool = False,
 ) -> dict[str, Any]:
-    """Checks RUN_DIR/history and writes the verdict files; returns the verdict."""
+    """Checks RUN_DIR/history and writes the verdict files; returns the verdict. `master`
+    None: the warm Spark Connect server when one runs, else a local Spark (checkers.session);
+    the verdict's `checker` says which, and with `profile` where the time went, phase by phase
+    (checkers.profile)."""
     if not run_dir.is_dir():
         raise HistoryError(f"{run_dir}: not a directory")
     run = RunDir(run_dir)
     manifest = _manifest(run)
     expect = expect or manifest.expect
     started = time.monotonic()
-    spark = spark or spark_session(master, _history_bytes(run))
-    result = checked_history(run, spark, manifest.groups, timeout)
+    if spark is None:
+        spark, where = checker_session(master, _history_bytes(run))
+    else:
+        where = session_of(spark)
+    session_seconds = time.monotonic() - started
+    with profiling(spark) if profile else contextlib.nullcontext() as profiled:
+        result = checked_history(run, spark, manifest.groups, timeout)
     span_end = (result.history_span or {}).get("last") or 0.0
     result.stalls = with_sync_windows(result.stalls, manifest.mirrored_queues, span_end)
     coverage = coverage_of(
@@ -56,9 +69,12 @@ def check_run(
         result.transactions,
     )
     judgement = with_coverage(judgement_of(result, manifest, expect), coverage)
-    verdict = verdict_of(result, manifest, expect, judgement, master)
+    verdict = verdict_of(result, manifest, expect, judgement, where)
     verdict["coverage"] = coverage
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
+    verdict["checker"]["session_seconds"] = round(session_seconds, 2)
+    if profiled is not None:
+        verdict["checker"]["profile"] = profiled.as_dict()
     write_verdict(run, verdict, result.timeline)
     return verdict
 
@@ -84,13 +100,14 @@ def checked_history(run: RunDir, session: Any, groups: list[str] | None, timeout
         if done.wait(timeout):
             return
         while not done.wait(0.2):
-            session.sparkContext.cancelAllJobs()
+            cancel_all(session)
 
     watchdog = threading.Thread(target=cancel_when_late, daemon=True)
     watchdog.start()
     try:
         # The run's history is complete: its Parquet copy is made once, and checked from.
-        write_parquet(session, run.history)
+        with phase("parquet copy"):
+            write_parquet(session, run.history)
         result = check_history(session, run.history, run.ids, groups)
     except HistoryError:
         raise
@@ -127,7 +144,7 @@ def judgement_of(result: Any, manifest: Manifest, expect: str | None) -> Judgeme
 
 
 def verdict_of(
-    result: Any, manifest: Manifest, expect: str | None, judgement: Judgement, master: str
+    result: Any, manifest: Manifest, expect: str | None, judgement: Judgement, where: Where
 ) -> dict[str, Any]:
     """verdict.json: the judgement, every count behind it, and what the run was."""
     verdict: dict[str, Any] = {
@@ -165,8 +182,9 @@ def verdict_of(
         "truncated_lines": result.truncated_lines,
         "ids_dir": IDS,
         "checker": {
-            "engine": "pyspark",
-            "master": master,
+            "engine": where.engine,
+            "master": where.master,
+            "session": where.said,
             "history": result.history_source,
             "seconds": 0.0,
         },

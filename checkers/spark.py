@@ -22,6 +22,7 @@ from checkers.frames import small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
 from checkers.messages import message_table
+from checkers.profile import phase
 from checkers.read import HistoryError, read_history
 from checkers.transactions import (
     check_transactions,
@@ -88,6 +89,8 @@ def spark_session(
     # rules say (SPARK_LOCAL_IP if set, else the host's address), so executors can reach it.
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # A master named is a Spark of this process's own: SPARK_REMOTE would make it a Connect one.
+    os.environ.pop("SPARK_REMOTE", None)
     log4j = f"-Dlog4j2.configurationFile=file:{Path(__file__).parent / 'log4j2.properties'}"
     if archive_to is not None:
         jvm = f"-XX:ArchiveClassesAtExit={archive_to}"
@@ -111,13 +114,16 @@ def spark_session(
 def check_history(
     spark: Any, history_dir: Path, ids_dir: Path, expected_groups: list[str] | None = None
 ) -> CheckResult:
-    """Counts every metric of every group; the ids behind them go to `ids_dir`."""
-    history = read_history(spark, history_dir)
+    """Counts every metric of every group; the ids behind them go to `ids_dir`. Each phase is
+    marked for `harness check --profile` (checkers.profile)."""
+    with phase("read"):
+        history = read_history(spark, history_dir)
     events = history.events
     receives = q.deliveries(events).cache()
     cached = [receives]
     try:
-        group_names = {r["group"] for r in receives.select("group").distinct().collect()}
+        with phase("groups"):
+            group_names = {r["group"] for r in receives.select("group").distinct().collect()}
         groups = sorted(group_names | set(expected_groups or []))
         groups_df = small_frame(spark, [(g,) for g in groups], "group string")
         # One aggregation makes a row per message; every per-group count is a filter of it.
@@ -137,53 +143,66 @@ def check_history(
             in_natural_order(_tag(reordered, "reordered")),
             in_natural_order(_tag(unseen, "unseen")),
         ]
-        counts = write_ids(ordered, METRIC_IDS, groups, ids_dir)
-        times = q.run_span(events).collect()[0].asDict()
-        span = {"first": times["first"], "last": times["last"]}
-        _within_a_day(events, span)
-        control = [r.asDict() for r in q.control_events(events).collect()]
+        with phase("message table, ids"):
+            counts = write_ids(ordered, METRIC_IDS, groups, ids_dir)
+        with phase("span, control events"):
+            times = q.run_span(events).collect()[0].asDict()
+            span = {"first": times["first"], "last": times["last"]}
+            _within_a_day(events, span)
+            control = [r.asDict() for r in q.control_events(events).collect()]
         nemesis = q.nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
-        transactions = check_transactions(
-            events,
-            ids_dir,
-            windows,
-            q.coordinator_moves(control),
-            lost,
-            client_pauses(nemesis, span["last"] or 0.0),
-        )
+        with phase("transactions"):
+            transactions = check_transactions(
+                events,
+                ids_dir,
+                windows,
+                q.coordinator_moves(control),
+                lost,
+                client_pauses(nemesis, span["last"] or 0.0),
+            )
         if transactions is not None:
-            transactions["cycles"] = check_cycles(events, ids_dir)
+            with phase("cycles"):
+                transactions["cycles"] = check_cycles(events, ids_dir)
         states = q.partition_states(control)
+        with phase("sends, errors"):
+            sends, errors = _send_counts(summary), _errors(events)
+        with phase("log"):
+            log = _log_anomalies(positions, events)
+        with phase("readers, producers"):
+            committed = _committed_view(events, transactions)
+            readers = _reader_anomalies(receives, positions, committed)
+            producers = _producer_anomalies(events, summary)
+        with phase("attribution"):
+            attribution = attribute(spark, nemesis, span["first"] or 0.0, summary, flagged)
+        with phase("unavailability, stalls"):
+            unavailability = _unavailability(spark, summary, windows)
+            stalls = _stalls(summary, receives, groups_df, windows)
+        with phase("timeline"):
+            seconds = timeline.build(summary, receives, flagged, nemesis, states, span, windows)
+        with phase("window traffic"):
+            traffic = _window_traffic(spark, summary, receives, windows)
         return CheckResult(
             groups={g: counts[g] for g in groups},
             ids_dir=ids_dir,
-            sends=_send_counts(summary),
+            sends=sends,
             truncated_lines=history.truncated_lines,
             history_source=history.source,
             refused_window=_refused_window(times),
-            errors=_errors(events),
+            errors=errors,
             placement=_placement(nemesis),
-            log=_log_anomalies(positions, events),
-            readers=_reader_anomalies(receives, positions, _committed_view(events, transactions)),
-            attribution=attribute(spark, nemesis, span["first"] or 0.0, summary, flagged),
-            producers=_producer_anomalies(events, summary),
+            log=log,
+            readers=readers,
+            attribution=attribution,
+            producers=producers,
             fault_windows=[{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in windows],
-            unavailability=_unavailability(spark, summary, windows),
-            stalls=_stalls(summary, receives, groups_df, windows),
+            unavailability=unavailability,
+            stalls=stalls,
             history_span=span,
-            timeline=timeline.build(
-                summary,
-                receives,
-                flagged,
-                nemesis,
-                states,
-                span,
-                windows,
-            ),
+            timeline=seconds,
             nemesis=nemesis,
             partition_states=states,
-            window_traffic=_window_traffic(spark, summary, receives, windows),
+            window_traffic=traffic,
             transactions=transactions,
         )
     finally:

@@ -50,6 +50,11 @@ KAFKA_HELP = (
     "Kafka release line or release from 3.7 on: 3.9, 4.1, 4.4, 4.3.1, ... (built on first use)"
 )
 
+MASTER_HELP = (
+    "Spark master for the checker: local[*], spark://host:7077 (default: the warm Spark Connect "
+    "session when one runs, else a local Spark)"
+)
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 err = STATUS_CONSOLE
 out = Console(highlight=False, soft_wrap=True)
@@ -105,6 +110,9 @@ def _write_reports(run_dir: Path) -> list[Path]:
 
 
 def _print_verdict(verdict: dict, run_dir: Path) -> int:
+    checker = verdict.get("checker") or {}
+    if checker.get("session"):
+        err.print(f"checked on {checker['session']} in {checker['seconds']} s", markup=False)
     written = _write_reports(run_dir)
     for line in summary_lines(verdict):
         out.print(line, markup=False)
@@ -119,7 +127,7 @@ def run(
     scenario: Annotated[str, typer.Argument(help="scenario id (scenarios/<id>.yaml) or file")],
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
     keep: Annotated[bool, typer.Option(help="leave the cluster running (healed)")] = False,
-    master: Annotated[str, typer.Option(help="Spark master for the checker")] = "local[*]",
+    master: Annotated[str | None, typer.Option(help=MASTER_HELP)] = None,
     mode: Annotated[
         str | None,
         typer.Option(help="Kafka: zk | kraft | kraft-dedicated (default: the scenario's first)"),
@@ -319,11 +327,14 @@ def report(
 @app.command()
 def check(
     run_dir: Annotated[Path, typer.Argument(help="a run directory with history/")],
-    master: Annotated[str, typer.Option(help="Spark master")] = "local[*]",
+    master: Annotated[str | None, typer.Option(help=MASTER_HELP)] = None,
     expect: Annotated[
         str | None,
         typer.Option(help="loss | safe | unavailable | duplicates | no-duplicates | reordered"),
     ] = None,
+    profile: Annotated[
+        bool, typer.Option(help="print the wall time, Spark jobs and stages of each phase")
+    ] = False,
 ) -> None:
     """Check a run's history with PySpark; write verdict.json, ids/ and summary.txt."""
     from checkers.run import check_run
@@ -334,10 +345,64 @@ def check(
         except ValueError as e:
             raise _fail(f"--expect: {e}") from None
     try:
-        verdict = check_run(run_dir, master=master, expect=expect)
+        verdict = check_run(run_dir, master=master, expect=expect, profile=profile)
     except HistoryError as e:
         raise _fail(str(e)) from None
+    if profile:
+        _print_profile(verdict["checker"])
     raise typer.Exit(_print_verdict(verdict, run_dir))
+
+
+def _print_profile(checker: dict) -> None:
+    from checkers.profile import Phase, Profile
+
+    phases = [Phase(**p) for p in checker["profile"]]
+    out.print(f"checker: {checker['session']}", markup=False)
+    out.print(f"session: {checker['session_seconds']:.2f} s to get it", markup=False)
+    for line in Profile(None, phases).lines():
+        out.print(line, markup=False)
+
+
+spark_app = typer.Typer(no_args_is_help=True, help="the warm checker: a Spark Connect server")
+app.add_typer(spark_app, name="spark")
+
+
+@spark_app.command("up")
+def spark_up(
+    port: Annotated[int, typer.Option(help="its port on 127.0.0.1", min=1024, max=65535)] = 15002,
+) -> None:
+    """Start a Spark Connect server that every check on this machine uses until spark down."""
+    from checkers.session import recorded_server, start_server
+
+    running = recorded_server()
+    if running is not None:
+        out.print(f"spark: already up at {running.url} (pid {running.pid})", markup=False)
+        return
+    try:
+        server = start_server(port, detached=True)
+    except HistoryError as e:
+        raise _fail(str(e)) from None
+    out.print(f"spark: up at {server.url} (pid {server.pid}, log {server.log})", markup=False)
+
+
+@spark_app.command("down")
+def spark_down() -> None:
+    """Stop the warm Spark Connect server."""
+    from checkers.session import stop_server
+
+    server = stop_server()
+    said = f"stopped {server.url} (pid {server.pid})" if server else "no warm session was running"
+    out.print(f"spark: {said}", markup=False)
+
+
+@spark_app.command("status")
+def spark_status() -> None:
+    """Which Spark a check would run on now; exit 0 when a warm session answers, else 1."""
+    from checkers.session import warm_url
+
+    url = warm_url()
+    out.print(f"spark: {'warm at ' + url if url else 'none running: checks start a local Spark'}")
+    raise typer.Exit(0 if url else 1)
 
 
 @app.command()

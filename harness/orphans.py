@@ -115,8 +115,17 @@ def checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
 
 
 def orphan_checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
-    """The checker JVMs whose Python driver is gone (their parent is no Python process)."""
-    return [j for j in checker_jvms(proc) if "python" not in " ".join(_argv(proc / str(j.parent)))]
+    """The checker JVMs whose Python driver is gone (their parent is no Python process), but
+    for the warm Spark Connect server `harness spark up` started, which has none by design."""
+    from checkers.session import recorded_server
+
+    warm = recorded_server()
+    return [
+        j
+        for j in checker_jvms(proc)
+        if "python" not in " ".join(_argv(proc / str(j.parent)))
+        and (warm is None or j.pid != warm.pid)
+    ]
 
 
 def _alive(pid: int) -> bool:

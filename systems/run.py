@@ -65,7 +65,7 @@ class _Quiet:
 class RunOptions:
     results_root: Path
     keep_cluster: bool = False
-    spark_master: str = "local[*]"
+    spark_master: str | None = None  # None: the warm checker session, else a local Spark
     net_prefix: str | None = os.environ.get("BJ_NET_PREFIX")  # None: a free /24, chosen per run
     tools_image: str = os.environ.get("BJ_TOOLS_IMAGE", LOCAL_IMAGE)
     kafka_mode: str | None = None  # zk | kraft | kraft-dedicated; None: the scenario's first

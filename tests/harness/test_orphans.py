@@ -120,3 +120,18 @@ def test_a_paused_client_is_stopped_by_its_sigterm_not_left_stopped() -> None:
     finally:
         if client.poll() is None:
             client.kill()
+
+
+def test_the_warm_checker_is_no_orphan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`harness spark up` leaves its server without a Python parent on purpose: heal spares it."""
+    import checkers.session as session
+
+    proc = tmp_path / "proc"
+    log4j = "-Dlog4j2.configurationFile=file:/src/brokerjepsen/checkers/log4j2.properties"
+    java = ["/usr/lib/jvm/bin/java", "-cp", "x", log4j, "org.apache.spark.deploy.SparkSubmit"]
+    _fake_proc(proc, 1, 0, ["/sbin/init"], tmp_path)
+    _fake_proc(proc, 61, 1, [*java, "pyspark-shell"], tmp_path)
+    _fake_proc(proc, 81, 1, [*java, session.SERVER_CLASS], tmp_path)
+    warm = session.Server("sc://127.0.0.1:15002", 81, "log", 0.0)
+    monkeypatch.setattr(session, "recorded_server", lambda: warm)
+    assert [j.pid for j in orphan_checker_jvms(proc)] == [61]

@@ -1,0 +1,28 @@
+"""What kind of Spark session a check holds: the few places where a Connect session (no
+SparkContext in this process) and a classic one must be asked differently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def is_connect(spark: Any) -> bool:
+    """A Connect session has no SparkContext in this process."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def on_this_machine(spark: Any) -> bool:
+    """Whether the session reads files from this machine's file system as this process sees
+    it: local mode, or a Connect server on loopback."""
+    if is_connect(spark):
+        host = str(spark.client.host)
+        return host in ("localhost", "::1") or host.startswith("127.")
+    return bool(spark.sparkContext.master.startswith("local"))
+
+
+def cancel_all(spark: Any) -> None:
+    """Cancels every job the session runs (the checker's timeout)."""
+    if is_connect(spark):
+        spark.interruptAll()
+    else:
+        spark.sparkContext.cancelAllJobs()

@@ -1,0 +1,288 @@
+"""Where a check runs: a warm Spark Connect server, or a Spark of its own in this process.
+
+A check in a JVM of its own spends most of a run-sized history's time starting that JVM and
+compiling its queries. A Spark Connect server (Spark's own, shipped in PySpark's jars) stays up
+between checks, warm: `harness spark up` starts one on loopback, `make claims`, `make chaos` and
+the test tiers start one for as long as they run, and every `harness run` or `harness check` in
+between uses it. With none running a check starts its own local Spark, as before, and says so.
+SPARK_REMOTE (sc://host:15002) names a Connect server elsewhere: a Spark cluster's.
+
+The server's state file (in the cache) says where it listens and which process it is, so a
+command in another process finds it, and `harness heal` leaves it alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from checkers.engine import is_connect
+from checkers.jvm import archive_path
+from checkers.read import HistoryError
+from contract.cache import cache_root, write_whole
+
+PORT = 15002  # Spark Connect's own default
+START_TIMEOUT = 180.0  # seconds for the server to listen: a JVM loading Spark on 2 busy cores
+STOP_TIMEOUT = 30.0
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+LOG4J = Path(__file__).parent / "log4j2.properties"
+
+
+@dataclass(frozen=True)
+class Server:
+    """A Connect server this machine started: its url, its process and where it logs."""
+
+    url: str
+    pid: int
+    log: str
+    started: float
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__, indent=1) + "\n"
+
+
+@dataclass(frozen=True)
+class Where:
+    """What a check ran on: `engine` is pyspark or pyspark-connect; `said` a line for people."""
+
+    engine: str
+    master: str
+    said: str
+
+
+def state_file() -> Path:
+    return cache_root() / "spark-connect.json"
+
+
+def log_file() -> Path:
+    return cache_root() / "spark-connect.log"
+
+
+def recorded_server() -> Server | None:
+    """The server the state file names, when its process is alive; a stale file is removed."""
+    try:
+        server = Server(**json.loads(state_file().read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if not _alive(server.pid):
+        state_file().unlink(missing_ok=True)
+        return None
+    return server
+
+
+def warm_url() -> str | None:
+    """The Connect server a check should use: SPARK_REMOTE's, else this machine's warm one."""
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote:
+        return remote
+    server = recorded_server()
+    return server.url if server and _listening(server.url) else None
+
+
+def start_server(port: int = PORT, detached: bool = False) -> Server:
+    """Starts a Connect server on loopback and waits until it listens. Unless `detached`, it
+    ends with the process that started it (the kernel's parent-death signal), so it never
+    outlives a command that did not ask it to."""
+    running = recorded_server()
+    if running is not None:
+        raise HistoryError(f"a Spark Connect server is running already: {running.url}")
+    url = f"sc://127.0.0.1:{port}"
+    if _listening(url):
+        raise HistoryError(f"port {port} on 127.0.0.1 is taken by another program")
+    log = log_file()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            _server_argv(port),
+            env=_server_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=None if detached else _die_with_parent,
+        )
+    server = Server(url, proc.pid, str(log), time.time())
+    write_whole(state_file(), server.to_json())
+    deadline = time.monotonic() + START_TIMEOUT
+    while not _listening(url):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _end(proc.pid)
+            state_file().unlink(missing_ok=True)
+            raise HistoryError(f"the Spark Connect server did not start: {_last_line(log)}")
+        time.sleep(0.5)
+    return server
+
+
+def stop_server() -> Server | None:
+    """Stops the recorded server (SIGTERM, then SIGKILL); returns it, or None if none ran."""
+    server = recorded_server()
+    if server is None:
+        return None
+    _end(server.pid)
+    state_file().unlink(missing_ok=True)
+    return server
+
+
+@contextlib.contextmanager
+def warm_server() -> Iterator[str | None]:
+    """A warm server for a command that checks many runs: the one running already (left
+    running), or one of its own, stopped when it ends. None, and local checks, when it cannot
+    start one: a slower check is no reason to stop a night's work."""
+    url = warm_url()
+    if url is not None:
+        yield url
+        return
+    try:
+        server = start_server()
+    except HistoryError as e:
+        print(f"checker: no warm session ({e}); each check starts its own Spark", file=sys.stderr)
+        yield None
+        return
+    try:
+        yield server.url
+    finally:
+        if recorded_server() == server:
+            stop_server()
+
+
+def checker_session(master: str | None, history_bytes: int | None) -> tuple[Any, Where]:
+    """The session a check runs on: `master` when named (local[*], spark://...), else the warm
+    server if one answers, else a local Spark of this process's own."""
+    from checkers.spark import spark_session
+
+    url = None if master else warm_url()
+    if url is None:
+        master = master or "local[*]"
+        said = f"Spark master {master}" if master != "local[*]" else "local Spark"
+        return spark_session(master, history_bytes), Where("pyspark", master, said)
+    return connect_session(url), Where("pyspark-connect", url, f"warm Spark Connect at {url}")
+
+
+def session_of(spark: Any) -> Where:
+    """What a session handed in (a test's, the class archive's training) is."""
+    if is_connect(spark):
+        url = f"sc://{spark.client.host}"
+        return Where("pyspark-connect", url, f"Spark Connect at {url}")
+    master = str(spark.sparkContext.master)
+    return Where("pyspark", master, f"Spark master {master}")
+
+
+def connect_session(url: str) -> Any:
+    """A Connect session to `url`; one line when it does not answer."""
+    from pyspark.sql import SparkSession
+
+    try:
+        session = SparkSession.builder.remote(url).getOrCreate()
+        _ = session.version  # the first call that reaches the server
+        return session
+    except Exception as e:  # noqa: BLE001 (grpc's errors are many: the first line says which)
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise HistoryError(f"the Spark Connect server at {url} did not answer: {first}") from None
+
+
+def _server_argv(port: int) -> list[str]:
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    java = [f"-Dlog4j2.configurationFile=file:{LOG4J}", "-Dbrokerjepsen.role=warm-checker"]
+    if archive_path().is_file():
+        java += [f"-XX:SharedArchiveFile={archive_path()}", "-Xlog:cds=off"]
+    return [
+        str(home / "bin" / "spark-submit"),
+        "--class",
+        SERVER_CLASS,
+        "--name",
+        "brokerjepsen-warm-checker",
+        "--master",
+        "local[*]",
+        "--driver-memory",
+        os.environ.get("BJ_CHECKER_MEMORY", "6g"),
+        "--driver-java-options",
+        " ".join(java),
+        *_confs(port),
+    ]
+
+
+def _confs(port: int) -> list[str]:
+    confs = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+    }
+    return [a for k, v in confs.items() for a in ("--conf", f"{k}={v}")]
+
+
+def _server_env() -> dict[str, str]:
+    import pyspark
+
+    env = dict(os.environ)
+    env.pop("SPARK_REMOTE", None)
+    env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    # The one Python task of a check (the dependency cycles) runs this interpreter's packages.
+    env["PYSPARK_PYTHON"] = sys.executable
+    return env
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent ends (prctl PR_SET_PDEATHSIG)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
+def _listening(url: str) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or PORT), 1):
+            return True
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _end(pid: int) -> None:
+    """SIGTERM to the server's process group, SIGKILL after STOP_TIMEOUT; waits for it."""
+    for signum, wait in ((signal.SIGTERM, STOP_TIMEOUT), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signum)
+        deadline = time.monotonic() + wait
+        while _alive(pid) and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.2)
+        if not _alive(pid):
+            return
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    return lines[-1][:300] if lines else f"no output (log: {log})"

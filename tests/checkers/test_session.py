@@ -1,0 +1,177 @@
+"""The warm checker on a real Spark Connect server: it counts what a local Spark counts, runs
+the dependency cycles' one Python task, is found by `harness check` in another process, and
+never outlives a command that did not ask it to."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkers import session
+from checkers.bench_synth import GROUPS, synth
+from checkers.run import check_run
+from tests.checkers.test_cycles import TOPIC, write_history
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.spark
+HARNESS = [sys.executable, "-m", "harness.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A cache of the module's own: its state file names only the servers these tests start."""
+    root = tmp_path_factory.mktemp("cache")
+    before = os.environ.get("BJ_CACHE_DIR")
+    os.environ["BJ_CACHE_DIR"] = str(root)
+    yield root
+    if before is None:
+        os.environ.pop("BJ_CACHE_DIR")
+    else:
+        os.environ["BJ_CACHE_DIR"] = before
+
+
+@pytest.fixture(scope="module")
+def warm(cache: Path) -> Iterator[session.Server]:
+    server = session.start_server(_free_port())
+    yield server
+    session.stop_server()
+
+
+def _harness(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HARNESS, *argv],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def _synthetic_run(run: Path) -> Path:
+    synth(run / "history", 20_000)
+    (run / "manifest.json").write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+    return run
+
+
+def test_a_warm_check_counts_what_a_local_check_counts(
+    spark: Any, warm: session.Server, tmp_path: Path
+) -> None:
+    local = check_run(_synthetic_run(tmp_path / "local"), spark=spark)
+    checked = _harness("check", str(_synthetic_run(tmp_path / "warm")))
+    assert checked.returncode in (0, 1) and "Traceback" not in checked.stderr, checked.stderr
+    assert f"checked on warm Spark Connect at {warm.url}" in checked.stderr
+    on_warm = json.loads((tmp_path / "warm" / "verdict.json").read_text())
+    assert on_warm["checker"]["engine"] == "pyspark-connect"
+    assert on_warm["checker"]["master"] == warm.url
+    for key in ("groups", "sends", "log", "readers", "producers", "attribution", "stalls"):
+        assert on_warm[key] == local[key], key
+    assert local["groups"]["g1"]["lost"] > 0 and local["log"]["duplicate_offsets"] > 0
+    for name in ("lost", "duplicated", "reordered"):  # the ids behind the counts, too
+        for group in GROUPS:
+            ids = Path("ids") / group / f"{name}.txt"
+            assert (tmp_path / "warm" / ids).read_text() == (tmp_path / "local" / ids).read_text()
+
+
+def test_a_warm_check_finds_a_dependency_cycle(warm: session.Server, tmp_path: Path) -> None:
+    """The cycles' search is the check's one Python task: it runs in the server's Python."""
+    run = tmp_path / "run"
+    write_history(run / "history", {(TOPIC, 0): ["A:t1", "B:t1"], (TOPIC, 1): ["B:t1", "A:t1"]})
+    (run / "manifest.json").write_text(json.dumps({"groups": ["g"]}) + "\n")
+    checked = _harness("check", str(run), "--profile")
+    assert "Traceback" not in checked.stderr, checked.stderr
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["checker"]["engine"] == "pyspark-connect"
+    assert verdict["transactions"]["cycles"]["G0"] == 1
+    assert (run / "ids" / "cycles.txt").read_text().split() == ["G0", "A:t1", "B:t1"]
+    phases = {p["name"] for p in verdict["checker"]["profile"]}
+    assert {"read", "transactions", "cycles", "timeline"} <= phases
+    assert any(line.startswith("total") for line in checked.stdout.splitlines())
+
+
+def test_a_named_master_is_used_even_with_a_warm_session(
+    warm: session.Server, tmp_path: Path
+) -> None:
+    run = _synthetic_run(tmp_path / "run")
+    checked = _harness("check", str(run), "--master", "local[2]")
+    assert "checked on Spark master local[2]" in checked.stderr, checked.stderr
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["checker"] == verdict["checker"] | {"engine": "pyspark", "master": "local[2]"}
+
+
+def test_status_says_which_spark_a_check_would_use(warm: session.Server) -> None:
+    up = _harness("spark", "status")
+    assert up.returncode == 0 and warm.url in up.stdout
+    none = _harness("spark", "status", env={"BJ_CACHE_DIR": str(Path(warm.log).parent / "none")})
+    assert none.returncode == 1 and "none running" in none.stdout
+
+
+def test_a_server_started_for_a_command_ends_with_it(tmp_path: Path) -> None:
+    """Not detached: when the Python that started it dies, however it dies, the server does."""
+    script = (
+        "import os, sys\n"
+        "from checkers.session import start_server\n"
+        f"server = start_server({_free_port()})\n"
+        "print(server.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    env = {**os.environ, "BJ_CACHE_DIR": str(tmp_path / "cache")}
+    started = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    pid = int(started.stdout.split()[0])
+    assert _gone_within(pid, 60), f"the server {pid} outlived the command that started it"
+
+
+def test_spark_up_outlives_its_command_until_spark_down(tmp_path: Path) -> None:
+    env = {"BJ_CACHE_DIR": str(tmp_path / "cache")}
+    port = _free_port()
+    up = _harness("spark", "up", "--port", str(port), env=env)
+    assert up.returncode == 0 and f"sc://127.0.0.1:{port}" in up.stdout, up.stderr
+    state = json.loads((tmp_path / "cache" / "spark-connect.json").read_text())
+    try:
+        again = _harness("spark", "up", env=env)
+        assert again.returncode == 0 and "already up" in again.stdout
+        assert _harness("spark", "status", env=env).returncode == 0  # the CLI that started it ended
+    finally:
+        down = _harness("spark", "down", env=env)
+    assert down.returncode == 0 and "stopped" in down.stdout
+    assert _gone_within(state["pid"], 10)
+    assert not (tmp_path / "cache" / "spark-connect.json").exists()
+    assert "no warm session" in _harness("spark", "down", env=env).stdout
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        stat = Path(f"/proc/{pid}/stat")
+        if stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z":
+            return True
+        time.sleep(0.5)
+    return False

@@ -1,0 +1,54 @@
+"""Which Spark a check uses, from the state file and SPARK_REMOTE alone (no JVM started)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checkers import session
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BJ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+
+
+def test_no_state_file_means_no_warm_session() -> None:
+    assert session.recorded_server() is None and session.warm_url() is None
+
+
+def test_a_state_file_of_a_process_gone_is_removed() -> None:
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead = session.Server("sc://127.0.0.1:15002", int(gone.stdout), "log", 0.0)
+    session.state_file().parent.mkdir(parents=True)
+    session.state_file().write_text(dead.to_json())
+    assert session.recorded_server() is None
+    assert not session.state_file().exists()
+
+
+def test_a_live_server_that_does_not_listen_is_not_used() -> None:
+    """A server still starting (its port not open) is recorded but no check uses it yet."""
+    alive = session.Server("sc://127.0.0.1:9", os.getpid(), "log", 0.0)
+    session.state_file().parent.mkdir(parents=True)
+    session.state_file().write_text(alive.to_json())
+    assert session.recorded_server() == alive
+    assert session.warm_url() is None
+
+
+def test_spark_remote_names_a_server_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_REMOTE", "sc://spark.example:15002")
+    assert session.warm_url() == "sc://spark.example:15002"
+
+
+def test_stop_without_a_server_says_none() -> None:
+    assert session.stop_server() is None
