@@ -5,16 +5,22 @@ Kafka history
 (checkers.bench_synth) is checked three ways, each in a process of its own so its wall time and
 peak memory (the whole process tree: Python and Spark's JVM) are its own:
   duckdb         checkers.bench_duckdb on the JSONL files
-  harness check  the first check: JSONL parsed into the Parquet copy, then checked (and the
-                 run's report.html and junit.xml written)
-  check again    the Parquet copy there already (what re-checking a run costs)
+  cold check     the first check in a local Spark of its own (--master local[*]): JSONL parsed
+                 into the Parquet copy, then checked (and report.html and junit.xml written)
+  cold again     the Parquet copy there already (what re-checking a run costs)
+  warm check     the first check again, on a warm Spark Connect server (checkers.session) that
+                 the bench starts once and warms with a small history before the first size;
+                 its peak memory adds the server's
+  warm again     likewise, from the Parquet copy
 and then `harness report` rebuilds report.html and junit.xml from the verdict and timeline.
+BENCH_WARM=0 leaves the warm rows out.
 The two implementations' answers are compared; any difference fails the bench. Figures, not
 assertions: goals are read from the table, never enforced by a timed test.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,13 +58,37 @@ def main() -> int:
         f"{'x duckdb':>8} {'peak MB':>8}"
     )
     differ = False
-    try:
-        for n in sizes:
-            differ |= not _bench_size(root / f"run-{n}", n)
-    finally:
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
+    with _warm_session(root) as server_pid:
+        try:
+            for n in sizes:
+                differ |= not _bench_size(root / f"run-{n}", n, server_pid)
+        finally:
+            if not keep:
+                shutil.rmtree(root, ignore_errors=True)
     return 1 if differ else 0
+
+
+@contextlib.contextmanager
+def _warm_session(root: Path) -> Iterator[int | None]:
+    """The warm server's process (0 when it is elsewhere: SPARK_REMOTE), warmed by one check of
+    a small history; None with BENCH_WARM=0 or when it cannot start."""
+    if os.environ.get("BENCH_WARM") == "0":
+        yield None
+        return
+    from checkers.session import recorded_server, warm_server
+
+    with warm_server() as url:
+        if url is None:
+            yield None
+            return
+        warm_up = root / "warm-up"
+        if not (warm_up / MANIFEST).exists():
+            synth(warm_up / "history", 2_000)
+            (warm_up / MANIFEST).write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+        took = _timed([sys.executable, "-m", "harness.cli", "check", str(warm_up)], (0, 1))
+        print(f"warm Spark Connect at {url}, warmed by a 2k-message check in {took.seconds:.1f} s")
+        server = recorded_server()
+        yield server.pid if server and server.url == url else 0
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -69,7 +100,7 @@ def parse_sizes(text: str) -> list[int]:
         raise SystemExit(2) from None
 
 
-def _bench_size(run: Path, messages: int) -> bool:
+def _bench_size(run: Path, messages: int, server_pid: int | None) -> bool:
     """Times one size; returns whether the two implementations agree."""
     history = run / "history"
     if not (run / MANIFEST).exists():  # written last: a history cut short is made again
@@ -82,13 +113,19 @@ def _bench_size(run: Path, messages: int) -> bool:
     duck_out = run / "duckdb.json"
     python = sys.executable
     harness = [python, "-m", "harness.cli", "check", str(run)]
+    cold = [*harness, "--master", "local[*]"]
     timings = {
         "duckdb": _timed([python, "-m", "checkers.bench_duckdb", str(run), str(duck_out)]),
-        "harness check": _timed(harness, ok_codes=(0, 1)),
-        "check again": _timed(harness, ok_codes=(0, 1)),
-        # report.html and junit.xml again, from verdict.json and timeline.json alone
-        "report": _timed([python, "-m", "harness.cli", "report", str(run)]),
+        "cold check": _timed(cold, ok_codes=(0, 1)),
+        "cold again": _timed(cold, ok_codes=(0, 1)),
     }
+    if server_pid is not None:
+        shutil.rmtree(run / "history.parquet", ignore_errors=True)
+        also = [server_pid] if server_pid else []
+        timings["warm check"] = _timed(harness, (0, 1), also)
+        timings["warm again"] = _timed(harness, (0, 1), also)
+    # report.html and junit.xml again, from verdict.json and timeline.json alone
+    timings["report"] = _timed([python, "-m", "harness.cli", "report", str(run)])
     base = timings["duckdb"].seconds
     for engine, t in timings.items():
         print(
@@ -133,10 +170,13 @@ def _step_number(label: str) -> int:
     return int(number) if number.isdigit() else 0
 
 
-def _timed(cmd: list[str], ok_codes: tuple[int, ...] = (0,)) -> Timing:
+def _timed(
+    cmd: list[str], ok_codes: tuple[int, ...] = (0,), also: list[int] | None = None
+) -> Timing:
+    """The command's wall time and the peak memory of its process tree and of `also`'s."""
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = _PeakRss(proc.pid)
+    peak = _PeakRss([proc.pid, *(also or [])])
     try:
         _, err = proc.communicate(timeout=PHASE_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -157,8 +197,8 @@ class _PeakRss:
     """The highest resident memory of a process and all its descendants, sampled 5 times a
     second from /proc (Spark's JVM is a grandchild, out of rusage's reach while it runs)."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
         self.mb = 0.0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -170,7 +210,8 @@ class _PeakRss:
 
     def _sample(self) -> None:
         while not self._done.wait(0.2):
-            self.mb = max(self.mb, sum(_rss_mb(p) for p in _tree(self.pid)))
+            tree = {p for root in self.pids for p in _tree(root)}
+            self.mb = max(self.mb, sum(_rss_mb(p) for p in tree))
 
 
 def _tree(root: int) -> list[int]:

@@ -6,12 +6,13 @@ Bad input gets one line and exit 2; a verdict that does not match its claim exit
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -353,6 +354,20 @@ def check(
     raise typer.Exit(_print_verdict(verdict, run_dir))
 
 
+@contextlib.contextmanager
+def _warm_checker() -> Iterator[None]:
+    """For a command that checks many runs: each run's check on one warm Spark Connect server
+    (the one up already, or one that ends with this command), said in a line."""
+    from checkers.session import warm_server
+
+    with warm_server() as url:
+        if url:
+            err.print(
+                f"checker: every run's check on the warm Spark Connect at {url}", markup=False
+            )
+        yield
+
+
 def _print_profile(checker: dict) -> None:
     from checkers.profile import Phase, Profile
 
@@ -503,15 +518,16 @@ def claims(
             have = len(current_runs(measured.get(c.key, [])))
             out.print(f"{c.key:32} {c.expect:12} runs {have}/{c.runs}", markup=False)
         return
-    measured = run_matrix(
-        chosen,
-        measured_file,
-        results,
-        again,
-        budget_minutes * 60,
-        run_timeout,
-        lambda s: out.print(s, markup=False),
-    )
+    with _warm_checker():
+        measured = run_matrix(
+            chosen,
+            measured_file,
+            results,
+            again,
+            budget_minutes * 60,
+            run_timeout,
+            lambda s: out.print(s, markup=False),
+        )
     table = render_table(every, measured, machine_line())
     (DOCS / "claims-results.md").write_text(table)
     out.print(f"table: {DOCS / 'claims-results.md'}", markup=False)
@@ -581,7 +597,8 @@ def chaos(
         out.print(steps_yaml(steps), markup=False, end="")
         return
     say = functools.partial(out.print, markup=False)
-    found = chaos_runs(spec, options, runs, results, mode, kafka, say)
+    with _warm_checker() if runs > 1 else contextlib.nullcontext():
+        found = chaos_runs(spec, options, runs, results, mode, kafka, say)
     counts = tally(found)
     say("chaos: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if counts["violation"]:
@@ -655,7 +672,8 @@ def nightly(
     say = functools.partial(out.print, markup=False)
     first = seed if seed is not None else first_seed_of(time.strftime("%Y-%m-%d", time.gmtime()))
     try:
-        night = run_night(chosen, hours, minutes, first, results, SCENARIOS_DIR, say, shrink)
+        with _warm_checker():
+            night = run_night(chosen, hours, minutes, first, results, SCENARIOS_DIR, say, shrink)
     except (ScenarioError, ChaosError) as e:
         raise _fail(str(e)) from None
     summary, junit = write_night(night, chosen, results)

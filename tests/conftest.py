@@ -32,6 +32,21 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def warm_checker(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """Every `harness run` and `harness check` the tests start checks on one warm Spark Connect
+    server, started for the session and ended with it (checkers.session), as make claims and
+    make chaos do; a unit-only session starts none."""
+    costly = ("spark", "cluster", "e2e")
+    if not any(i.get_closest_marker(m) for i in request.session.items for m in costly):
+        yield None
+        return
+    from checkers.session import warm_server
+
+    with warm_server() as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def docker_client() -> Any:
     import docker
