@@ -32,6 +32,7 @@ from checkers.engine import is_connect
 from checkers.jvm import archive_path
 from checkers.read import HistoryError
 from contract.cache import cache_root, write_whole
+from contract.process import alive
 
 PORT = 15002  # Spark Connect's own default
 START_TIMEOUT = 180.0  # seconds for the server to listen: a JVM loading Spark on 2 busy cores
@@ -76,7 +77,7 @@ def recorded_server() -> Server | None:
         server = Server(**json.loads(state_file().read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    if not _alive(server.pid):
+    if not alive(server.pid):
         state_file().unlink(missing_ok=True)
         return None
     return server
@@ -253,30 +254,17 @@ def _listening(url: str) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _end(pid: int) -> None:
     """SIGTERM to the server's process group, SIGKILL after STOP_TIMEOUT; waits for it."""
     for signum, wait in ((signal.SIGTERM, STOP_TIMEOUT), (signal.SIGKILL, 5.0)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signum)
         deadline = time.monotonic() + wait
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
             time.sleep(0.2)
-        if not _alive(pid):
+        if not alive(pid):
             return
 
 

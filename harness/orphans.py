@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contract.manifest import ManifestError, read_manifest
+from contract.process import alive
 
 PROC = Path("/proc")
 _CLIENT_MODULE = re.compile(r"workloads\.\w+\.clients")
@@ -128,18 +129,6 @@ def orphan_checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
     ]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie has ended; its parent (init, for an orphan) reaps it.
-    fields = _stat(PROC / str(pid))
-    return bool(fields) and fields[0] != "Z"
-
-
 def _signal(pid: int, signum: int) -> None:
     # A client leads a process group of its own (the harness starts it in a new session):
     # the group takes anything it started with it. The checker's JVM takes its Python workers.
@@ -159,7 +148,7 @@ def stop(pid: int, timeout: float = STOP_TIMEOUT) -> str:
         return "had ended"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not alive(pid):
             return "stopped"
         time.sleep(0.1)
     try:
