@@ -73,6 +73,9 @@ class MessageTable:
         """(group, metric, msg_id) of every message flagged with each of `metrics` in each
         group, from one scan of the table."""
         F = _F()
+        if not self.groups:  # no reader: an empty array would have no type to write by
+            blank = F.lit(None).cast("string")
+            return self.frame.select(blank.alias("group"), blank.alias("metric"), "msg_id").limit(0)
         tags = F.array(
             *[
                 F.struct(

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,9 @@ def spark_session(
     # rules say (SPARK_LOCAL_IP if set, else the host's address), so executors can reach it.
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # The one Python task of a transactional check (checkers.cycles) runs in a worker of
+        # this interpreter, which has the checker's packages; PATH's python3 may have none.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # A master named is a Spark of this process's own: SPARK_REMOTE would make it a Connect one.
     os.environ.pop("SPARK_REMOTE", None)
     log4j = f"-Dlog4j2.configurationFile=file:{Path(__file__).parent / 'log4j2.properties'}"

@@ -175,3 +175,28 @@ def _gone_within(pid: int, seconds: float) -> bool:
             return True
         time.sleep(0.5)
     return False
+
+
+def test_a_local_check_of_transactions_runs_its_python_task_in_the_checkers_python(
+    tmp_path: Path,
+) -> None:
+    """The cycles' task needs pyarrow and networkx: a Spark of the check's own runs it in the
+    harness's interpreter, not whatever python3 PATH finds. And a run no group read (no
+    reader at all) is checked, not failed."""
+    run = tmp_path / "run"
+    write_history(run / "history", {(TOPIC, 0): ["A:t1", "B:t1"], (TOPIC, 1): ["B:t1", "A:t1"]})
+    (run / "manifest.json").write_text(json.dumps({"groups": []}) + "\n")
+    bare = {"PATH": "/usr/bin:/bin", "PYSPARK_PYTHON": ""}
+    env = {k: v for k, v in {**os.environ, **bare}.items() if v}
+    checked = subprocess.run(
+        [*HARNESS, "check", str(run), "--master", "local[2]"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert "Traceback" not in checked.stderr and "error" not in checked.stderr, checked.stderr
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["transactions"]["cycles"]["G0"] == 1 and verdict["groups"] == {}
