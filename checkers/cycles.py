@@ -156,8 +156,21 @@ def find_cycles(edges: DataFrame) -> dict[str, Any]:
     (a dependency graph is one group: a cycle may run through any partition of the frame).
     mapInArrow, which a Spark Connect session has as a local one does (no RDD there); the one
     task answers one JSON row."""
+    _pickled_by_value()
     found = edges.select(*EDGE_COLUMNS).repartition(1).mapInArrow(_search, "found string").collect()
     return json.loads(found[0]["found"]) if found else _search_rows([])
+
+
+def _pickled_by_value() -> None:
+    """The search travels to the Python worker as code, not as a name to import there: a
+    worker's own copy of this module (a warm server started from another checkout, a cluster's
+    workers) would search with other code than the verdict names. It needs networkx and
+    pyarrow there, and nothing of the project."""
+    import sys
+
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def _search(batches: Iterable[Any]) -> Iterator[Any]:

@@ -16,7 +16,7 @@ def on_this_machine(spark: Any) -> bool:
     it: local mode, or a Connect server on loopback."""
     if is_connect(spark):
         host = str(spark.client.host)
-        return host in ("localhost", "::1") or host.startswith("127.")
+        return host in ("localhost", "::1", "[::1]") or host.startswith("127.")
     return bool(spark.sparkContext.master.startswith("local"))
 
 

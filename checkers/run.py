@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
-from checkers.engine import cancel_all
+from checkers.engine import cancel_all, is_connect
 from checkers.profile import phase, profiling
 from checkers.read import history_files, write_parquet
 from checkers.session import Where, checker_session, session_of
@@ -45,17 +45,23 @@ def check_run(
     (checkers.profile)."""
     if not run_dir.is_dir():
         raise HistoryError(f"{run_dir}: not a directory")
-    run = RunDir(run_dir)
+    # Absolute: a Connect server resolves a relative path against its own directory.
+    run = RunDir(run_dir.resolve())
     manifest = _manifest(run)
     expect = expect or manifest.expect
     started = time.monotonic()
+    own = spark is None
     if spark is None:
         spark, where = checker_session(master, _history_bytes(run))
     else:
         where = session_of(spark)
     session_seconds = time.monotonic() - started
-    with profiling(spark) if profile else contextlib.nullcontext() as profiled:
-        result = checked_history(run, spark, manifest.groups, timeout)
+    try:
+        with profiling(spark) if profile else contextlib.nullcontext() as profiled:
+            result = checked_history(run, spark, manifest.groups, timeout)
+    finally:
+        if own and is_connect(spark):  # the server's session, and all it held, released now
+            spark.stop()
     span_end = (result.history_span or {}).get("last") or 0.0
     result.stalls = with_sync_windows(result.stalls, manifest.mirrored_queues, span_end)
     coverage = coverage_of(
@@ -100,7 +106,10 @@ def checked_history(run: RunDir, session: Any, groups: list[str] | None, timeout
         if done.wait(timeout):
             return
         while not done.wait(0.2):
-            cancel_all(session)
+            try:
+                cancel_all(session)
+            except Exception:  # noqa: BLE001 (a server gone: the check fails on its own)
+                return
 
     watchdog = threading.Thread(target=cancel_when_late, daemon=True)
     watchdog.start()

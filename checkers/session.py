@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ START_TIMEOUT = 180.0  # seconds for the server to listen: a JVM loading Spark o
 STOP_TIMEOUT = 30.0
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 LOG4J = Path(__file__).parent / "log4j2.properties"
+ROLE = "-Dbrokerjepsen.role=warm-checker"  # on the server's command line: how it is known
+RETRIES = 4  # a client's retries of a call the server did not answer: about 4 s in all
 
 
 @dataclass(frozen=True)
@@ -49,9 +52,23 @@ class Server:
     pid: int
     log: str
     started: float
+    detached: bool = False  # `harness spark up`'s: outlives its command, spared by heal
+    owner: int = 0  # the process it dies with, unless detached
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__, indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Server | None:
+        """The record, or None when it is not one (a file another version or a person wrote)."""
+        try:
+            fields = json.loads(text)
+            server = cls(**fields)
+        except (ValueError, TypeError):
+            return None
+        if not (isinstance(server.pid, int) and isinstance(server.url, str)) or server.pid <= 1:
+            return None
+        return server
 
 
 @dataclass(frozen=True)
@@ -72,19 +89,27 @@ def log_file() -> Path:
 
 
 def recorded_server() -> Server | None:
-    """The server the state file names, when its process is alive; a stale file is removed."""
+    """The server the state file names, when that process is still the server it started (a
+    pid is reused after a reboot: its command line must say so); a stale file is removed."""
+    with _locked():
+        return _record()
+
+
+def _record() -> Server | None:
+    """recorded_server's work, for a caller that holds the lock."""
     try:
-        server = Server(**json.loads(state_file().read_text()))
-    except (OSError, ValueError, TypeError):
+        server = Server.from_json(state_file().read_text())
+    except OSError:
         return None
-    if not alive(server.pid):
+    if server is None or not _is_our_server(server.pid):
         state_file().unlink(missing_ok=True)
         return None
     return server
 
 
 def warm_url() -> str | None:
-    """The Connect server a check should use: SPARK_REMOTE's, else this machine's warm one."""
+    """The Connect server a check should use: SPARK_REMOTE's, else this machine's warm one
+    when it listens."""
     remote = os.environ.get("SPARK_REMOTE")
     if remote:
         return remote
@@ -94,36 +119,60 @@ def warm_url() -> str | None:
 
 def start_server(port: int = PORT, detached: bool = False) -> Server:
     """Starts a Connect server on loopback and waits until it listens. Unless `detached`, it
-    ends with the process that started it (the kernel's parent-death signal), so it never
+    ends with the process that started it (the kernel's parent-death signal, sent when the
+    thread that started it ends: every caller starts it from its main thread), so it never
     outlives a command that did not ask it to."""
-    running = recorded_server()
-    if running is not None:
-        raise HistoryError(f"a Spark Connect server is running already: {running.url}")
     url = f"sc://127.0.0.1:{port}"
-    if _listening(url):
-        raise HistoryError(f"port {port} on 127.0.0.1 is taken by another program")
-    log = log_file()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            _server_argv(port),
-            env=_server_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=None if detached else _die_with_parent,
-        )
-    server = Server(url, proc.pid, str(log), time.time())
-    write_whole(state_file(), server.to_json())
+    with _locked():  # one starter at a time: the check, the start and the record together
+        running = _record()
+        if running is not None:
+            raise HistoryError(f"a Spark Connect server is running already: {running.url}")
+        if _listening(url):
+            raise HistoryError(f"port {port} on 127.0.0.1 is taken by another program")
+        proc = _spawn(port, detached)
+        server = Server(url, proc.pid, str(log_file()), time.time(), detached, os.getpid())
+        try:
+            write_whole(state_file(), server.to_json())
+        except OSError as e:
+            _end(proc.pid)
+            raise HistoryError(f"cannot record the Spark Connect server: {e}") from None
+    try:
+        _wait_listening(proc, url)
+    except BaseException:  # a refusal, or ^C while it starts: nothing is left behind
+        _end(proc.pid)
+        with _locked():
+            state_file().unlink(missing_ok=True)
+        raise
+    return server
+
+
+def _spawn(port: int, detached: bool) -> subprocess.Popen[bytes]:
+    log, workdir = log_file(), cache_root() / "spark-connect"
+    try:
+        # Its own working directory, holding nothing: a relative path that reached it would
+        # fail there rather than name another run's files.
+        workdir.mkdir(parents=True, exist_ok=True)
+        with log.open("w") as out:
+            return subprocess.Popen(
+                _server_argv(port),
+                cwd=workdir,
+                env=_server_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=None if detached else _dies_with(os.getpid()),
+            )
+    except OSError as e:
+        raise HistoryError(f"cannot start the Spark Connect server: {e}") from None
+
+
+def _wait_listening(proc: subprocess.Popen[bytes], url: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while not _listening(url):
         if proc.poll() is not None or time.monotonic() > deadline:
-            _end(proc.pid)
-            state_file().unlink(missing_ok=True)
-            raise HistoryError(f"the Spark Connect server did not start: {_last_line(log)}")
+            raise HistoryError(f"the Spark Connect server did not start: {_last_line(log_file())}")
         time.sleep(0.5)
-    return server
 
 
 def stop_server() -> Server | None:
@@ -132,7 +181,8 @@ def stop_server() -> Server | None:
     if server is None:
         return None
     _end(server.pid)
-    state_file().unlink(missing_ok=True)
+    with _locked():
+        state_file().unlink(missing_ok=True)
     return server
 
 
@@ -159,22 +209,34 @@ def warm_server() -> Iterator[str | None]:
 
 
 def checker_session(master: str | None, history_bytes: int | None) -> tuple[Any, Where]:
-    """The session a check runs on: `master` when named (local[*], spark://...), else the warm
-    server if one answers, else a local Spark of this process's own."""
+    """The session a check runs on: `master` when named (local[*], spark://..., or sc://... for
+    a Connect server), else the warm server if one answers, else a local Spark of this
+    process's own. A warm server of this machine that does not answer (it ended while this
+    check began) costs a line and a local Spark; SPARK_REMOTE's or --master's is an error."""
     from checkers.spark import spark_session
 
+    if master and master.startswith("sc://"):
+        return connect_session(master), Where(
+            "pyspark-connect", master, f"Spark Connect at {master}"
+        )
     url = None if master else warm_url()
-    if url is None:
-        master = master or "local[*]"
-        said = f"Spark master {master}" if master != "local[*]" else "local Spark"
-        return spark_session(master, history_bytes), Where("pyspark", master, said)
-    return connect_session(url), Where("pyspark-connect", url, f"warm Spark Connect at {url}")
+    if url is not None:
+        try:
+            where = Where("pyspark-connect", url, f"warm Spark Connect at {url}")
+            return connect_session(url), where
+        except HistoryError as e:
+            if os.environ.get("SPARK_REMOTE"):
+                raise
+            print(f"checker: {e}; a local Spark instead", file=sys.stderr)
+    master = master or "local[*]"
+    said = f"Spark master {master}" if master != "local[*]" else "local Spark"
+    return spark_session(master, history_bytes), Where("pyspark", master, said)
 
 
 def session_of(spark: Any) -> Where:
     """What a session handed in (a test's, the class archive's training) is."""
     if is_connect(spark):
-        url = f"sc://{spark.client.host}"
+        url = f"sc://{spark.client.host}:{spark.client._builder.port}"  # noqa: SLF001
         return Where("pyspark-connect", url, f"Spark Connect at {url}")
     master = str(spark.sparkContext.master)
     return Where("pyspark", master, f"Spark master {master}")
@@ -183,9 +245,12 @@ def session_of(spark: Any) -> Where:
 def connect_session(url: str) -> Any:
     """A Connect session to `url`; one line when it does not answer."""
     from pyspark.sql import SparkSession
+    from pyspark.sql.connect.client.retries import DefaultPolicy
 
     try:
         session = SparkSession.builder.remote(url).getOrCreate()
+        # A few seconds of retries, not Spark's ten minutes: a server gone is said, not waited on.
+        session.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES)])
         _ = session.version  # the first call that reaches the server
         return session
     except Exception as e:  # noqa: BLE001 (grpc's errors are many: the first line says which)
@@ -197,7 +262,7 @@ def _server_argv(port: int) -> list[str]:
     import pyspark
 
     home = Path(pyspark.__file__).parent
-    java = [f"-Dlog4j2.configurationFile=file:{LOG4J}", "-Dbrokerjepsen.role=warm-checker"]
+    java = [f"-Dlog4j2.configurationFile=file:{LOG4J}", ROLE, "-XX:G1PeriodicGCInterval=60000"]
     if archive_path().is_file():
         java += [f"-XX:SharedArchiveFile={archive_path()}", "-Xlog:cds=off"]
     return [
@@ -223,6 +288,10 @@ def _confs(port: int) -> list[str]:
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
+        # A check whose client died (a run killed at its timeout) stops soon, and its session's
+        # state goes with it, rather than holding the 2 cores the next run needs.
+        "spark.connect.execute.manager.detachedTimeout": "30s",
+        "spark.connect.session.manager.defaultSessionTimeout": "10min",
     }
     return [a for k, v in confs.items() for a in ("--conf", f"{k}={v}")]
 
@@ -239,10 +308,49 @@ def _server_env() -> dict[str, str]:
     return env
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the parent ends (prctl PR_SET_PDEATHSIG)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM, 0, 0, 0)
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: a forked child must not load
+PR_SET_PDEATHSIG = 1
+
+
+def _dies_with(parent: int) -> Callable[[], None]:
+    """What the child runs before exec: SIGTERM when `parent` ends, and an exit at once if it
+    ended before the child asked."""
+
+    def arm() -> None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """The state file's lock: one process at a time reads, writes or removes it."""
+    lock = state_file().with_suffix(".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _is_our_server(pid: int) -> bool:
+    """Whether `pid` is alive and is a Connect server this module started (its marker)."""
+    if not alive(pid):
+        return False
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return ROLE.encode() in argv
+
+
+def answers(url: str) -> bool:
+    """Whether something listens at the url's host and port (a server, most likely)."""
+    return _listening(url)
 
 
 def _listening(url: str) -> bool:

@@ -84,7 +84,6 @@ def spark_session(
     `archive_to` when it exits."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise HistoryError("Java is not installed: PySpark needs Java 17 or newer (make setup)")
-    from pyspark.sql import SparkSession
 
     # Local mode stays on loopback; for a cluster master the driver binds where Spark's own
     # rules say (SPARK_LOCAL_IP if set, else the host's address), so executors can reach it.
@@ -93,14 +92,27 @@ def spark_session(
         # The one Python task of a transactional check (checkers.cycles) runs in a worker of
         # this interpreter, which has the checker's packages; PATH's python3 may have none.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # A master named is a Spark of this process's own: SPARK_REMOTE would make it a Connect one.
-    os.environ.pop("SPARK_REMOTE", None)
     log4j = f"-Dlog4j2.configurationFile=file:{Path(__file__).parent / 'log4j2.properties'}"
     if archive_to is not None:
         jvm = f"-XX:ArchiveClassesAtExit={archive_to}"
     else:
         jvm = driver_options(history_bytes)
-    spark = (
+    # A master named is a Spark of this process's own: SPARK_REMOTE would make it a Connect
+    # one, so the builder does not see it (and the environment keeps it for the children).
+    remote = os.environ.pop("SPARK_REMOTE", None)
+    try:
+        spark = _built(master, f"{log4j} {jvm}".strip())
+    finally:
+        if remote is not None:
+            os.environ["SPARK_REMOTE"] = remote
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _built(master: str, java_options: str) -> Any:
+    from pyspark.sql import SparkSession
+
+    return (
         SparkSession.builder.master(master)
         .appName("brokerjepsen-checker")
         .config("spark.ui.enabled", "false")
@@ -108,11 +120,9 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.driver.memory", os.environ.get("BJ_CHECKER_MEMORY", "6g"))
-        .config("spark.driver.extraJavaOptions", f"{log4j} {jvm}".strip())
+        .config("spark.driver.extraJavaOptions", java_options)
         .getOrCreate()
     )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 def check_history(

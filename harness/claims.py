@@ -326,14 +326,18 @@ def run_matrix(
         for c in cells:
             measured.pop(c.key, None)
     deadline = time.monotonic() + budget_s
+    tried: dict[str, int] = {}  # runs made this sitting: a cell whose runs never count stops
     for depth in range(1, max((c.runs for c in cells), default=0) + 1):
         for c in cells:
-            while (have := c.runs - missing_runs(c, measured.get(c.key, []))) < min(depth, c.runs):
+            while (have := c.runs - missing_runs(c, measured.get(c.key, []))) < min(
+                depth, c.runs
+            ) and tried.get(c.key, 0) < depth:
                 if time.monotonic() >= deadline:  # no run starts later; one may end later
                     say(f"budget spent: {c.key} and other cells left for another sitting")
                     save_measured(measured_file, measured)
                     return measured
                 say(f"{c.key}: run {have + 1} of {c.runs}")
+                tried[c.key] = tried.get(c.key, 0) + 1
                 record = run_cell_once(c, results, run_timeout)
                 measured.setdefault(c.key, []).append(record)
                 say(

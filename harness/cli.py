@@ -413,9 +413,11 @@ def spark_down() -> None:
 @spark_app.command("status")
 def spark_status() -> None:
     """Which Spark a check would run on now; exit 0 when a warm session answers, else 1."""
-    from checkers.session import warm_url
+    from checkers.session import answers, warm_url
 
     url = warm_url()
+    if url and not answers(url):
+        raise _fail(f"spark: SPARK_REMOTE names {url}, which does not answer", 1)
     out.print(f"spark: {'warm at ' + url if url else 'none running: checks start a local Spark'}")
     raise typer.Exit(0 if url else 1)
 

@@ -117,7 +117,8 @@ def checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
 
 def orphan_checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
     """The checker JVMs whose Python driver is gone (their parent is no Python process), but
-    for the warm Spark Connect server `harness spark up` started, which has none by design."""
+    for the warm Spark Connect server `harness spark up` started, which has none by design (a
+    server started for a command that is gone is an orphan like any other)."""
     from checkers.session import recorded_server
 
     warm = recorded_server()
@@ -125,7 +126,7 @@ def orphan_checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
         j
         for j in checker_jvms(proc)
         if "python" not in " ".join(_argv(proc / str(j.parent)))
-        and (warm is None or j.pid != warm.pid)
+        and not (warm is not None and warm.detached and j.pid == warm.pid)
     ]
 
 

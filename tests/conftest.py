@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -30,21 +31,6 @@ def spark() -> Iterator[Any]:
     session = spark_session("local[2]")
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def warm_checker(request: pytest.FixtureRequest) -> Iterator[str | None]:
-    """Every `harness run` and `harness check` the tests start checks on one warm Spark Connect
-    server, started for the session and ended with it (checkers.session), as make claims and
-    make chaos do; a unit-only session starts none."""
-    costly = ("spark", "cluster", "e2e")
-    if not any(i.get_closest_marker(m) for i in request.session.items for m in costly):
-        yield None
-        return
-    from checkers.session import warm_server
-
-    with warm_server() as url:
-        yield url
 
 
 @pytest.fixture(scope="session")
@@ -90,11 +76,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     tiers.select(config, items)
 
 
+WARM = contextlib.ExitStack()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Every `harness run` and `harness check` the tests start checks on one warm Spark Connect
+    server, started here (outside any test's measured time) and ended with the session
+    (checkers.session), as make claims and make chaos do; a session of unit tests alone, or
+    one collecting only, starts none."""
+    costly = ("spark", "cluster", "e2e")
+    if session.config.option.collectonly or not any(
+        i.get_closest_marker(m) for i in session.items for m in costly
+    ):
+        return
+    from checkers.session import warm_server
+
+    WARM.enter_context(warm_server())
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     CLOCK.add(report)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    WARM.close()
     if session.config.getoption("--record-durations") and CLOCK.seconds:
         tiers.record(CLOCK)
 

@@ -89,6 +89,24 @@ def test_a_warm_check_counts_what_a_local_check_counts(
             assert (tmp_path / "warm" / ids).read_text() == (tmp_path / "local" / ids).read_text()
 
 
+def test_a_relative_run_directory_is_the_one_this_command_names(
+    warm: session.Server, tmp_path: Path
+) -> None:
+    """The server has a working directory of its own: the check sends it absolute paths."""
+    _synthetic_run(tmp_path / "here")
+    checked = subprocess.run(
+        [*HARNESS, "check", "here"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert "checked on warm Spark Connect" in checked.stderr, checked.stderr
+    assert json.loads((tmp_path / "here" / "verdict.json").read_text())["groups"]["g1"]["lost"] > 0
+
+
 def test_a_warm_check_finds_a_dependency_cycle(warm: session.Server, tmp_path: Path) -> None:
     """The cycles' search is the check's one Python task: it runs in the server's Python."""
     run = tmp_path / "run"

@@ -415,3 +415,22 @@ def test_the_matrix_as_junit_one_case_per_cell_judged_like_the_table() -> None:
     outside, refused = cases["K9/kraft-dedicated/4.1"], cases["K9/zk/4.4"]
     assert (outside.skipped, outside.failure) == ("outside the default lines", None)
     assert (refused.skipped, refused.failure) == ("cannot run: Kafka 4.4 has no zk mode", None)
+
+
+def test_a_cell_whose_runs_never_count_does_not_spend_the_sitting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scenario without the final read makes runs that never count: it gets a run a pass,
+    not every run the budget allows, and the cells after it still run."""
+    import harness.claims as claims
+
+    ran: list[str] = []
+
+    def fake_run(cell: Cell, results: Path, timeout: float) -> RunRecord:
+        ran.append(cell.key)
+        return run("reproduced", final_read=False if cell.claim == "K1" else True)
+
+    monkeypatch.setattr(claims, "run_cell_once", fake_run)
+    cells = [Cell("K1", "K1", "loss", "zk", "3.9", 3), Cell("K4", "K4", "safe", "kraft", "3.9", 1)]
+    claims.run_matrix(cells, tmp_path / "m.json", tmp_path, False, 60, 100, lambda _: None)
+    assert ran == ["K1/zk/3.9", "K4/kraft/3.9", "K1/zk/3.9", "K1/zk/3.9"]

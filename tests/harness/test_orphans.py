@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,9 @@ def test_the_warm_checker_is_no_orphan(tmp_path: Path, monkeypatch: pytest.Monke
     _fake_proc(proc, 1, 0, ["/sbin/init"], tmp_path)
     _fake_proc(proc, 61, 1, [*java, "pyspark-shell"], tmp_path)
     _fake_proc(proc, 81, 1, [*java, session.SERVER_CLASS], tmp_path)
-    warm = session.Server("sc://127.0.0.1:15002", 81, "log", 0.0)
+    warm = session.Server("sc://127.0.0.1:15002", 81, "log", 0.0, detached=True)
     monkeypatch.setattr(session, "recorded_server", lambda: warm)
     assert [j.pid for j in orphan_checker_jvms(proc)] == [61]
+    # One started for a command dies with it; if its command is gone and it is not, heal ends it.
+    monkeypatch.setattr(session, "recorded_server", lambda: replace(warm, detached=False))
+    assert [j.pid for j in orphan_checker_jvms(proc)] == [61, 81]
