@@ -280,10 +280,13 @@ def superseded_runs(runs: list[RunRecord]) -> list[RunRecord]:
 
 
 def missing_runs(cell: Cell, runs: list[RunRecord]) -> int:
-    """How many more runs the cell needs before it counts as done."""
+    """How many more runs the cell needs before it counts as done. A run that gave no verdict
+    (the harness could not carry it out) measured nothing: it stays in the row, and the next
+    sitting runs the cell again."""
     if cell.refusal:
         return 0
-    return max(0, cell.runs - len(current_runs(runs)))
+    measured = [r for r in current_runs(runs) if r.word != "error"]
+    return max(0, cell.runs - len(measured))
 
 
 def still_to_run(cells: Iterable[Cell], measured: dict[str, list[RunRecord]]) -> tuple[int, int]:

@@ -434,3 +434,20 @@ def test_a_cell_whose_runs_never_count_does_not_spend_the_sitting(
     cells = [Cell("K1", "K1", "loss", "zk", "3.9", 3), Cell("K4", "K4", "safe", "kraft", "3.9", 1)]
     claims.run_matrix(cells, tmp_path / "m.json", tmp_path, False, 60, 100, lambda _: None)
     assert ran == ["K1/zk/3.9", "K4/kraft/3.9", "K1/zk/3.9", "K1/zk/3.9"]
+
+
+def test_a_run_without_a_verdict_is_made_again_next_sitting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.claims as claims
+
+    ran: list[str] = []
+    monkeypatch.setattr(claims, "run_cell_once", lambda c, r, t: ran.append(c.key) or run("error"))
+    cells = [Cell("K24", "K24", "safe", "kraft", "4.4", 1)]
+    claims.run_matrix(cells, tmp_path / "m.json", tmp_path, False, 60, 100, lambda _: None)
+    assert ran == ["K24/kraft/4.4"]  # once this sitting, though it measured nothing
+    claims.run_matrix(cells, tmp_path / "m.json", tmp_path, False, 60, 100, lambda _: None)
+    assert (
+        ran == ["K24/kraft/4.4"] * 2
+        and len(load_measured(tmp_path / "m.json")["K24/kraft/4.4"]) == 2
+    )

@@ -1,0 +1,45 @@
+"""The harness's own metadata requests: one that timed out is asked again (a broker a fault
+slows towards the clients slows the harness's admin client too)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from systems.kafka.admin import KafkaAdmin
+
+
+class _Admin:
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.asked = 0
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        self.asked += 1
+        if self.asked <= self.failures:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata"))
+        partitions = {0: SimpleNamespace(leader=1, isrs=[1], replicas=[1])}
+        topics = {topic: SimpleNamespace(error=None, partitions=partitions)}
+        return SimpleNamespace(topics=topics)
+
+
+def _admin(failures: int) -> tuple[KafkaAdmin, _Admin]:
+    admin = KafkaAdmin.__new__(KafkaAdmin)
+    fake = _Admin(failures)
+    admin.admin, admin.topic = fake, "jepsen"
+    return admin, fake
+
+
+def test_a_timed_out_metadata_request_is_asked_again() -> None:
+    admin, fake = _admin(failures=2)
+    assert admin.topic_metadata().topics["jepsen"].partitions
+    assert fake.asked == 3
+
+
+def test_past_the_deadline_the_timeout_is_the_answer() -> None:
+    admin, _ = _admin(failures=99)
+    with pytest.raises(KafkaException):
+        admin.topic_metadata(within=1)
