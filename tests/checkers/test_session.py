@@ -52,16 +52,17 @@ def warm(cache: Path) -> Iterator[session.Server]:
     session.stop_server()
 
 
-def _harness(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _command(
+    argv: list[str], env: dict[str, str], cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    """`argv` in `env` as it is (nothing of this process's environment added)."""
     return subprocess.run(
-        [*HARNESS, *argv],
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
     )
+
+
+def _harness(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return _command([*HARNESS, *argv], {**os.environ, **(env or {})})
 
 
 def _synthetic_run(run: Path) -> Path:
@@ -94,14 +95,8 @@ def test_a_relative_run_directory_is_the_one_this_command_names(
 ) -> None:
     """The server has a working directory of its own: the check sends it absolute paths."""
     _synthetic_run(tmp_path / "here")
-    checked = subprocess.run(
-        [*HARNESS, "check", "here"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    checked = _command(
+        [*HARNESS, "check", "here"], {**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path
     )
     assert "checked on warm Spark Connect" in checked.stderr, checked.stderr
     assert json.loads((tmp_path / "here" / "verdict.json").read_text())["groups"]["g1"]["lost"] > 0
@@ -150,15 +145,8 @@ def test_a_server_started_for_a_command_ends_with_it(tmp_path: Path) -> None:
         "os._exit(0)\n"
     )
     env = {**os.environ, "BJ_CACHE_DIR": str(tmp_path / "cache")}
-    started = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
+    started = _command([sys.executable, "-c", script], env)
+    assert started.returncode == 0, started.stderr
     pid = int(started.stdout.split()[0])
     assert _gone_within(pid, 60), f"the server {pid} outlived the command that started it"
 
@@ -206,15 +194,7 @@ def test_a_local_check_of_transactions_runs_its_python_task_in_the_checkers_pyth
     (run / "manifest.json").write_text(json.dumps({"groups": []}) + "\n")
     bare = {"PATH": "/usr/bin:/bin", "PYSPARK_PYTHON": ""}
     env = {k: v for k, v in {**os.environ, **bare}.items() if v}
-    checked = subprocess.run(
-        [*HARNESS, "check", str(run), "--master", "local[2]"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    checked = _command([*HARNESS, "check", str(run), "--master", "local[2]"], env)
     assert "Traceback" not in checked.stderr and "error" not in checked.stderr, checked.stderr
     verdict = json.loads((run / "verdict.json").read_text())
     assert verdict["transactions"]["cycles"]["G0"] == 1 and verdict["groups"] == {}
