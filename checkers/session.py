@@ -114,7 +114,7 @@ def warm_url() -> str | None:
     if remote:
         return remote
     server = recorded_server()
-    return server.url if server and _listening(server.url) else None
+    return server.url if server and listening(server.url) else None
 
 
 def start_server(port: int = PORT, detached: bool = False) -> Server:
@@ -127,7 +127,7 @@ def start_server(port: int = PORT, detached: bool = False) -> Server:
         running = _record()
         if running is not None:
             raise HistoryError(f"a Spark Connect server is running already: {running.url}")
-        if _listening(url):
+        if listening(url):
             raise HistoryError(f"port {port} on 127.0.0.1 is taken by another program")
         proc = _spawn(port, detached)
         server = Server(url, proc.pid, str(log_file()), time.time(), detached, os.getpid())
@@ -169,7 +169,7 @@ def _spawn(port: int, detached: bool) -> subprocess.Popen[bytes]:
 
 def _wait_listening(proc: subprocess.Popen[bytes], url: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT
-    while not _listening(url):
+    while not listening(url):
         if proc.poll() is not None or time.monotonic() > deadline:
             raise HistoryError(f"the Spark Connect server did not start: {_last_line(log_file())}")
         time.sleep(0.5)
@@ -348,12 +348,8 @@ def _is_our_server(pid: int) -> bool:
     return ROLE.encode() in argv
 
 
-def answers(url: str) -> bool:
+def listening(url: str) -> bool:
     """Whether something listens at the url's host and port (a server, most likely)."""
-    return _listening(url)
-
-
-def _listening(url: str) -> bool:
     parsed = urlparse(url)
     try:
         with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or PORT), 1):

@@ -52,8 +52,8 @@ KAFKA_HELP = (
 )
 
 MASTER_HELP = (
-    "Spark master for the checker: local[*], spark://host:7077 (default: the warm Spark Connect "
-    "session when one runs, else a local Spark)"
+    "Spark master for the checker: local[*], spark://host:7077, sc://host:15002 (default: the "
+    "warm Spark Connect session when one runs, else a local Spark)"
 )
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -413,10 +413,10 @@ def spark_down() -> None:
 @spark_app.command("status")
 def spark_status() -> None:
     """Which Spark a check would run on now; exit 0 when a warm session answers, else 1."""
-    from checkers.session import answers, warm_url
+    from checkers.session import listening, warm_url
 
     url = warm_url()
-    if url and not answers(url):
+    if url and not listening(url):
         raise _fail(f"spark: SPARK_REMOTE names {url}, which does not answer", 1)
     out.print(f"spark: {'warm at ' + url if url else 'none running: checks start a local Spark'}")
     raise typer.Exit(0 if url else 1)
