@@ -42,7 +42,13 @@ from systems.kafka.config import DEFAULT_KAFKA_LINE, KAFKA_LINES, MODES
 from systems.kafka.releases import check_spec
 from systems.kafka.scenario import KafkaScenario
 from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
-from systems.registry import find_scenario, load_scenario, on_release, with_config_files
+from systems.registry import (
+    find_scenario,
+    load_scenario,
+    on_release,
+    scenario_files,
+    with_config_files,
+)
 from systems.scenario import ScenarioError
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -437,15 +443,20 @@ def heal(
 
 
 @app.command()
-def validate(files: Annotated[list[Path], typer.Argument(help="scenario files")]) -> None:
-    """Check scenario files; one line per problem."""
+def validate(
+    files: Annotated[
+        list[Path], typer.Argument(help="scenario files, folders of them, or glob patterns")
+    ],
+) -> None:
+    """Check scenario files; one line per problem, at its file, line and column."""
     bad = 0
-    for f in files:
+    for f in scenario_files(files):
         try:
             load_scenario(f)
             out.print(f"{f}: ok", markup=False)
         except ScenarioError as e:
-            err.print(f"error: {e}", markup=False)
+            for problem in e.problems:
+                err.print(f"error: {problem}", markup=False)
             bad += 1
     raise typer.Exit(EXIT_BAD_INPUT if bad else 0)
 

@@ -17,10 +17,11 @@ from systems.kafka.run import KafkaRun
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka_mock.run import KafkaMockRun
 from systems.kafka_mock.scenario import KafkaMockScenario
+from systems.problems import validation_problems, yaml_problem
 from systems.rabbitmq.run import RabbitMQRun
 from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.run import PhaseProgress, RunOptions, ScenarioRun
-from systems.scenario import ScenarioError, first_error, read_user_file, scenario_data
+from systems.scenario import ScenarioError, read_user_file, scenario_data
 
 AnyScenario = RabbitMQScenario | KafkaMockScenario | KafkaScenario
 
@@ -47,9 +48,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> AnyScenario:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ScenarioError(f"{source}:{where} not valid YAML") from None
+        raise ScenarioError(yaml_problem(e).located(source)) from None
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: expected a mapping of scenario fields")
     cluster = data.get("cluster")
@@ -59,7 +58,18 @@ def parse_scenario(text: str, source: str = "<scenario>") -> AnyScenario:
     try:
         return system.scenario.model_validate(data)
     except ValidationError as e:
-        raise ScenarioError(f"{source}: {first_error(e)}") from None
+        raise _scenario_error(e, system.scenario, text, source) from None
+
+
+def _scenario_error(
+    error: ValidationError, model: type[AnyScenario], text: str, source: str
+) -> ScenarioError:
+    """One line naming the first problem and counting the rest; each problem located in the
+    file for `harness validate`."""
+    problems = validation_problems(error, model, text)
+    more = len(problems) - 1
+    first = problems[0].summary(source) + (f" (and {more} more)" if more else "")
+    return ScenarioError(first, [p.located(source) for p in problems])
 
 
 def load_scenario(path: Path, rabbitmq: str | None = None) -> AnyScenario:
@@ -81,6 +91,23 @@ def _on_release_text(text: str, version: str) -> str:
         return text
     cluster["version"] = version
     return yaml.safe_dump(data, sort_keys=False)
+
+
+def scenario_files(paths: list[Path]) -> list[Path]:
+    """The scenario files `paths` name: files as given, every *.yaml/*.yml under a folder, and
+    the matches of a glob pattern the shell left alone; a path that names none is kept, so
+    that reading it says why."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+        elif not path.exists() and any(c in str(path) for c in "*?["):
+            anchor = Path(path.anchor or ".")
+            pattern = str(path.relative_to(anchor)) if path.is_absolute() else str(path)
+            found += sorted(anchor.glob(pattern)) or [path]
+        else:
+            found.append(path)
+    return list(dict.fromkeys(found))
 
 
 def find_scenario(name: str, scenarios_dir: Path) -> Path:

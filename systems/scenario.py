@@ -19,13 +19,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
     model_validator,
 )
 
 from contract.expectations import known_expectation
+from contract.numbers import parse_count
 from contract.situations import known_situation
-from faults.registry import System, check_op
+from faults.registry import System, check_op, ops_of
+from systems.problems import did_you_mean
 
 
 def _joined(value: object) -> object:
@@ -33,6 +34,26 @@ def _joined(value: object) -> object:
 
 
 Expectation = Annotated[str, BeforeValidator(_joined), AfterValidator(known_expectation)]
+
+
+def _count_word(value: object) -> object:
+    return parse_count(value) if isinstance(value, str) else value
+
+
+def _listed(value: object) -> object:
+    return [value] if isinstance(value, str) else value
+
+
+def _spelt(value: object) -> object:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+# A number of messages, written as the README writes counts (3, 60k, 1M) or as a number.
+MessageCount = Annotated[int, BeforeValidator(_count_word), Field(ge=1, le=10_000_000)]
+# Node names; one name may stand alone (`nodes: rabbit2`).
+NodeNames = Annotated[list[str], BeforeValidator(_listed)]
+# A setting whose words are numbers (`acks: 1`), read whether the file quotes it or not.
+NumberWord = BeforeValidator(_spelt)
 Situation = Annotated[str, AfterValidator(known_situation)]
 
 
@@ -40,13 +61,22 @@ def fault_op(system: System) -> AfterValidator:
     """A step's `op`: one of the fault registry's ops for `system`."""
 
     def known(name: str) -> str:
-        return check_op(system, name)
+        try:
+            return check_op(system, name)
+        except ValueError as e:
+            raise ValueError(f"{e}{did_you_mean(name, ops_of(system))}") from None
 
     return AfterValidator(known)
 
 
 class ScenarioError(Exception):
-    """A scenario file that cannot be used; the message is one line for the user."""
+    """A scenario file that cannot be used; the message is one line for the user. A file with
+    several problems keeps each (`problems`, for `harness validate`); the message names the
+    first and counts the rest."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or [message]
 
 
 def read_user_file(path: Path, named: str) -> str:
@@ -143,11 +173,3 @@ def to_yaml(data: Any, header: list[str] | None = None) -> str:
 def scenario_data(scenario: ScenarioBase) -> dict[str, Any]:
     """What a scenario file holds: the fields it set, in the file's spelling (`from`)."""
     return scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
-
-
-def first_error(err: ValidationError) -> str:
-    first = err.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    msg = first["msg"].removeprefix("Value error, ")
-    more = len(err.errors()) - 1
-    return f"{where}: {msg}" + (f" (and {more} more)" if more else "")

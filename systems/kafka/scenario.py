@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
 from faults.registry import OPS
 from faults.registry import op as fault
@@ -30,7 +30,8 @@ from systems.kafka.settings import (
     typed_conflict,
 )
 from systems.kafka.targets import COORDINATOR_TOPICS, SELECTOR_ROLES
-from systems.scenario import ScenarioBase, Strict, fault_op
+from systems.problems import did_you_mean
+from systems.scenario import MessageCount, NumberWord, ScenarioBase, Strict, fault_op
 
 
 class KafkaTransactionSpec(Strict):
@@ -50,9 +51,9 @@ class KafkaTransactionSpec(Strict):
 
 class KafkaProducerSpec(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
-    count: Annotated[int, Field(ge=1, le=10_000_000)]
+    count: MessageCount
     rate: Annotated[float, Field(ge=0)] = 0.0
-    acks: Literal["0", "1", "all"] = "all"
+    acks: Annotated[Literal["0", "1", "all"], NumberWord] = "all"
     enable_idempotence: bool = False
     retries: Annotated[int, Field(ge=0)] = 2147483647
     delivery_timeout_ms: Annotated[int, Field(ge=1)] = 30000
@@ -257,9 +258,16 @@ class KafkaWorkload(Strict):
         return self
 
 
+def _bare_node(value: object) -> object:
+    """A lone name that is no role and no @label is a node (`target: kafka2`)."""
+    if isinstance(value, str) and value not in SELECTOR_ROLES and not value.startswith("@"):
+        return [value]
+    return value
+
+
 # A role resolved from live metadata when the step runs (systems.kafka.targets), "@label" (what
 # an earlier step with that label resolved to), or node names.
-Selector = str | list[str]
+Selector = Annotated[str | list[str], BeforeValidator(_bare_node)]
 # The ops whose step names one of the workload's clients (`client: P1`) rather than nodes.
 CLIENT_OPS = tuple(o.name for o in OPS if o.arguments == "client")
 
@@ -371,10 +379,6 @@ class KafkaStep(Strict):
 
     @model_validator(mode="after")
     def _arguments(self) -> KafkaStep:
-        for sel in (self.target, self.from_, self.to):
-            if isinstance(sel, str) and sel not in SELECTOR_ROLES and not sel.startswith("@"):
-                roles = ", ".join(sorted(SELECTOR_ROLES))
-                raise ValueError(f"{sel!r} is not a role ({roles}), an @label or a node list")
         arguments = fault(self.op).arguments
         if arguments == "target" and self.target is None:
             raise ValueError(f"{self.op} needs a target (a role or node names)")
@@ -465,9 +469,11 @@ class KafkaScenario(ScenarioBase):
             for i, step in enumerate(self.nemesis):
                 unknown = [n for n in step.named_nodes() if n not in known]
                 if unknown:
+                    hint = did_you_mean(unknown[0], sorted(known | SELECTOR_ROLES))
                     raise ValueError(
-                        f"nemesis.{i}: no node {unknown[0]!r} in mode {mode} "
-                        f"(nodes are {', '.join(sorted(known))})"
+                        f"nemesis.{i}: no node {unknown[0]!r} in mode {mode}{hint} "
+                        f"(nodes are {', '.join(sorted(known))}; roles are "
+                        f"{', '.join(sorted(SELECTOR_ROLES))})"
                     )
                 if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
                     raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")

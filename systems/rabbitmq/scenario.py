@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from compose.releases import SPEC_PATTERN, version_key
 from faults.registry import op as fault
+from systems.problems import did_you_mean
 from systems.rabbitmq.cluster import NODE_NAMES
 from systems.rabbitmq.settings import (
     ScalarField,
@@ -19,7 +20,7 @@ from systems.rabbitmq.settings import (
     queue_arguments_refusal,
     sets_partition_handling,
 )
-from systems.scenario import ScenarioBase, Strict, fault_op
+from systems.scenario import MessageCount, NodeNames, ScenarioBase, Strict, fault_op
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 # A step may aim at a role of the workload's first queue (quorum queue or stream), resolved when
@@ -154,7 +155,7 @@ class Publisher(Strict):
     # Connection list in the order the client tries it (the RabbitMQ reliability article's
     # connection factory had all three).
     nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
-    count: Annotated[int, Field(ge=1, le=10_000_000)]
+    count: MessageCount
     rate: Annotated[float, Field(ge=0)] = (
         0.0  # messages per second; 0 = as fast as in_flight allows
     )
@@ -214,11 +215,11 @@ class Workload(Strict):
 class NemesisStep(Strict):
     at: Annotated[float, Field(ge=0, le=3600)]  # seconds after the workload starts
     op: Annotated[str, fault_op("rabbitmq")]
-    nodes: list[str] = Field(default_factory=list)
+    nodes: NodeNames = Field(default_factory=list)
     within: Annotated[float, Field(gt=0, le=3600)] = 120.0  # wait-drained: the bound
     groups: list[list[str]] = Field(default_factory=list)
-    from_: list[str] = Field(default_factory=list, alias="from")
-    to: list[str] = Field(default_factory=list)
+    from_: NodeNames = Field(default_factory=list, alias="from")
+    to: NodeNames = Field(default_factory=list)
     # Names the nodes this step's roles resolved to, for a later step's @label.
     label: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]*$")] = ""
 
@@ -301,4 +302,8 @@ def queue_type_refusal(queue_type: str, version: str | None) -> str | None:
 def _check_nodes(names: list[str]) -> None:
     unknown = [n for n in names if n not in RABBITMQ_NODES]
     if unknown:
-        raise ValueError(f"unknown node {unknown[0]!r} (nodes are {', '.join(RABBITMQ_NODES)})")
+        hint = did_you_mean(unknown[0], [*RABBITMQ_NODES, *QUEUE_ROLES])
+        raise ValueError(
+            f"unknown node {unknown[0]!r}{hint} (nodes are {', '.join(RABBITMQ_NODES)}; "
+            f"roles are {', '.join(QUEUE_ROLES)})"
+        )

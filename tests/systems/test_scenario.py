@@ -23,7 +23,10 @@ def test_a_bases_warmup_is_read_and_written_back_as_the_file_said_it() -> None:
     ("block", "message"),
     [
         ("chaos: {warmup: -1}", "chaos.warmup: Input should be greater than or equal to 0"),
-        ("chaos: {warmup: 25, start: 3}", "chaos.start: Extra inputs are not permitted"),
+        (
+            "chaos: {warmup: 25, start: 3}",
+            "chaos.start: Extra inputs are not permitted (keys here: warmup)",
+        ),
         ("chaos: {}", "chaos.warmup: Field required"),
     ],
 )

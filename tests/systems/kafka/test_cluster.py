@@ -215,7 +215,10 @@ workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
 @pytest.mark.parametrize(
     ("nemesis", "message"),
     [
-        ("[{at: 1, op: kill, target: leaderr}]", "'leaderr' is not a role"),
+        (
+            "[{at: 1, op: kill, target: leaderr}]",
+            "no node 'leaderr' in mode zk (did you mean leader?)",
+        ),
         ("[{at: 1, op: kill}]", "kill needs a target"),
         ("[{at: 1, op: cut, from: leader}]", "cut needs from and to"),
         ("[{at: 1, op: degrade, from: leader, to: followers}]", "degrade needs loss_pct"),
