@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 COMMA := ,
 
-.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format bench bench-lazyfs bench-clients clean
+.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format schema bench bench-lazyfs bench-clients clean
 
 setup:
 	@bash scripts/setup.sh
@@ -68,6 +68,10 @@ lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports chaos harness workloads
+
+# The scenario JSON Schema in docs/ (tests/systems/test_schema.py fails while it is stale).
+schema:
+	$(PY) -m harness.cli schema --out docs/scenario.schema.json
 
 format:
 	$(VENV)/bin/ruff format .

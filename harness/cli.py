@@ -461,6 +461,26 @@ def validate(
     raise typer.Exit(EXIT_BAD_INPUT if bad else 0)
 
 
+@app.command()
+def schema(
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="write it here (default: print it)")
+    ] = None,
+) -> None:
+    """The JSON Schema of a scenario file, for editors and other tools (the repository keeps it
+    as docs/scenario.schema.json; each shipped scenario's first line points at it)."""
+    from systems.schema import schema_text
+
+    if out_file is None:
+        typer.echo(schema_text(), nl=False)
+        return
+    try:
+        out_file.write_text(schema_text())
+    except OSError as e:
+        raise _fail(f"{out_file}: cannot write ({e.strerror})") from None
+    out.print(f"wrote {out_file}", markup=False)
+
+
 @app.command("list")
 def list_scenarios() -> None:
     """The shipped scenarios, their claims and expectations."""

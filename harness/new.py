@@ -8,6 +8,7 @@ from pathlib import Path
 
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
+from systems.schema import modeline
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SYSTEMS = tuple(sorted(p.stem for p in TEMPLATES.glob("*.yaml")))
@@ -18,7 +19,8 @@ def template_text(name: str, system: str, path: Path) -> str:
         raise ScenarioError(f"--system takes {', '.join(SYSTEMS)}, not {system!r}")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise ScenarioError(f"a scenario id is letters, digits and . _ -, not {name!r}")
-    text = (TEMPLATES / f"{system}.yaml").read_text().format(id=name, path=path)
+    template = (TEMPLATES / f"{system}.yaml").read_text()
+    text = template.format(id=name, path=path, modeline=modeline(path))
     parse_scenario(text, str(path))  # a template that no longer loads is our bug, said here
     return text
 

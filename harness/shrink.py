@@ -21,6 +21,7 @@ from contract.rundir import RunDir
 from harness.chaos import run_scenario
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError, to_yaml
+from systems.schema import modeline
 
 # What a verdict can show that a shrink can chase.
 VIOLATIONS = frozenset({"loss", "anomalies", "duplicates", "reordered"})
@@ -152,7 +153,9 @@ def write_found(
         "runs_spent": result.runs_spent,
     }
     data["generated"] = generated
+    path = found_dir / f"{data['id']}.yaml"
     header = [
+        modeline(path),
         f"Found by harness shrink from {run_dir} ({original['id']}, seed {manifest.seed}).",
         f"{result.original_steps} steps shrunk to {len(data['nemesis'])} in {result.runs_spent} "
         f"runs; the minimal schedule showed {outcome} in {result.reproduced} of "
@@ -160,7 +163,6 @@ def write_found(
         f"Run it: make test-scenario SCENARIO=found/{data['id']}",
     ]
     found_dir.mkdir(parents=True, exist_ok=True)
-    path = found_dir / f"{data['id']}.yaml"
     path.write_text(to_yaml(data, header))
     return path
 

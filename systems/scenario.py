@@ -9,6 +9,7 @@ field, never as a traceback.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,8 +20,12 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 from contract.expectations import known_expectation
 from contract.numbers import parse_count
@@ -33,7 +38,11 @@ def _joined(value: object) -> object:
     return "+".join(str(v) for v in value) if isinstance(value, list) else value
 
 
-Expectation = Annotated[str, BeforeValidator(_joined), AfterValidator(known_expectation)]
+Expectation = Annotated[
+    str,
+    BeforeValidator(_joined, json_schema_input_type=str | list[str]),
+    AfterValidator(known_expectation),
+]
 
 
 def _count_word(value: object) -> object:
@@ -48,25 +57,45 @@ def _spelt(value: object) -> object:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+# What the JSON Schema lets an editor accept for a count: a number, or one written 60k or 1M.
+CountWord = Annotated[str, Field(pattern=r"^[0-9_]+[kKmM]?$")]
 # A number of messages, written as the README writes counts (3, 60k, 1M) or as a number.
-MessageCount = Annotated[int, BeforeValidator(_count_word), Field(ge=1, le=10_000_000)]
+MessageCount = Annotated[
+    int,
+    Field(ge=1, le=10_000_000),
+    BeforeValidator(
+        _count_word, json_schema_input_type=Annotated[int, Field(ge=1, le=10_000_000)] | CountWord
+    ),
+]
 # Node names; one name may stand alone (`nodes: rabbit2`).
-NodeNames = Annotated[list[str], BeforeValidator(_listed)]
+NodeNames = Annotated[list[str], BeforeValidator(_listed, json_schema_input_type=list[str] | str)]
 # A setting whose words are numbers (`acks: 1`), read whether the file quotes it or not.
-NumberWord = BeforeValidator(_spelt)
+NumberWord = BeforeValidator(_spelt, json_schema_input_type=Literal["0", "1", "all", 0, 1])
 Situation = Annotated[str, AfterValidator(known_situation)]
 
 
-def fault_op(system: System) -> AfterValidator:
-    """A step's `op`: one of the fault registry's ops for `system`."""
+@dataclass(frozen=True)
+class FaultOp:
+    """A step's `op` (`Annotated[str, FaultOp("kafka")]`): one of the fault registry's ops for
+    the system, which the JSON Schema lists so that an editor completes it."""
 
-    def known(name: str) -> str:
+    system: System
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._known, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), "enum": list(ops_of(self.system))}
+
+    def _known(self, name: str) -> str:
         try:
-            return check_op(system, name)
+            return check_op(self.system, name)
         except ValueError as e:
-            raise ValueError(f"{e}{did_you_mean(name, ops_of(system))}") from None
-
-    return AfterValidator(known)
+            raise ValueError(f"{e}{did_you_mean(name, ops_of(self.system))}") from None
 
 
 class ScenarioError(Exception):

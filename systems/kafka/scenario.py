@@ -31,7 +31,7 @@ from systems.kafka.settings import (
 )
 from systems.kafka.targets import COORDINATOR_TOPICS, SELECTOR_ROLES
 from systems.problems import did_you_mean
-from systems.scenario import MessageCount, NumberWord, ScenarioBase, Strict, fault_op
+from systems.scenario import FaultOp, MessageCount, NumberWord, ScenarioBase, Strict
 
 
 class KafkaTransactionSpec(Strict):
@@ -357,7 +357,7 @@ class KafkaClusterSpec(KafkaSettings):
 
 class KafkaStep(Strict):
     at: Annotated[float, Field(ge=0, le=3600)]
-    op: Annotated[str, fault_op("kafka")]
+    op: Annotated[str, FaultOp("kafka")]
     target: Selector | None = None
     from_: Selector | None = Field(default=None, alias="from")
     to: Selector | None = None

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from faults.registry import op as fault
 from systems.kafka.scenario import KafkaWorkload
-from systems.scenario import ScenarioBase, Strict, fault_op
+from systems.scenario import FaultOp, ScenarioBase, Strict
 
 # The roles the mock's metadata can answer (it has no control-plane quorum).
 MockRole = Literal["leader", "followers", "isr", "replicas", "controller", "non-controllers"]
@@ -31,7 +31,7 @@ class KafkaMockClusterSpec(Strict):
 
 class KafkaMockStep(Strict):
     at: Annotated[float, Field(ge=0, le=3600)]
-    op: Annotated[str, fault_op("kafka-mock")]
+    op: Annotated[str, FaultOp("kafka-mock")]
     # Whom to hit: a role resolved from live metadata at the moment of the fault, or ids.
     target: MockRole | None = None
     brokers: list[int] = Field(default_factory=list)

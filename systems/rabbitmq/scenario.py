@@ -20,7 +20,7 @@ from systems.rabbitmq.settings import (
     queue_arguments_refusal,
     sets_partition_handling,
 )
-from systems.scenario import MessageCount, NodeNames, ScenarioBase, Strict, fault_op
+from systems.scenario import FaultOp, MessageCount, NodeNames, ScenarioBase, Strict
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 # A step may aim at a role of the workload's first queue (quorum queue or stream), resolved when
@@ -214,7 +214,7 @@ class Workload(Strict):
 
 class NemesisStep(Strict):
     at: Annotated[float, Field(ge=0, le=3600)]  # seconds after the workload starts
-    op: Annotated[str, fault_op("rabbitmq")]
+    op: Annotated[str, FaultOp("rabbitmq")]
     nodes: NodeNames = Field(default_factory=list)
     within: Annotated[float, Field(gt=0, le=3600)] = 120.0  # wait-drained: the bound
     groups: list[list[str]] = Field(default_factory=list)
