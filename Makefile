@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 COMMA := ,
 
-.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format schema bench bench-lazyfs bench-clients clean
+.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format reference bench bench-lazyfs bench-clients clean
 
 setup:
 	@bash scripts/setup.sh
@@ -69,9 +69,10 @@ lint:
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports chaos harness workloads
 
-# The scenario JSON Schema in docs/ (tests/systems/test_schema.py fails while it is stale).
-schema:
-	$(PY) -m harness.cli schema --out docs/scenario.schema.json
+# The scenario JSON Schema and the reference in docs/, generated from the code (a test fails
+# while either is stale).
+reference:
+	$(PY) -m harness.cli schema --out docs/scenario.schema.json --reference docs/reference
 
 format:
 	$(VENV)/bin/ruff format .

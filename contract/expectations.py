@@ -11,7 +11,23 @@ producer (FIFO per producer broken) and nothing acknowledged lost. A list of wor
 
 from __future__ import annotations
 
-EXPECTATIONS = ("loss", "safe", "unavailable", "duplicates", "no-duplicates", "reordered")
+# Each word and what a run must show for the verdict to match it.
+MEANINGS: dict[str, str] = {
+    "loss": "At least one acknowledged (confirmed) message is missing from what the readers and "
+    "the final read saw: the configuration can lose data under these faults.",
+    "safe": "No acknowledged message is lost and (Kafka) no offset held two different messages, "
+    "with the faults in effect: a run whose faults never brought about what the scenario "
+    "requires is inconclusive, never safe.",
+    "unavailable": "Nothing acknowledged is lost, and sends were refused or left unknown while a "
+    "fault was in effect (or a client blocked inside one): the configuration chooses "
+    "unavailability over loss.",
+    "duplicates": "At least one message duplicated (Kafka: written at two offsets; RabbitMQ: "
+    "delivered twice) and nothing acknowledged lost.",
+    "no-duplicates": "Nothing lost and nothing duplicated.",
+    "reordered": "At least one message first delivered after a later one of its producer (FIFO "
+    "per producer broken) and nothing acknowledged lost.",
+}
+EXPECTATIONS = tuple(MEANINGS)
 COMBINABLE = frozenset({"duplicates", "reordered"})
 
 

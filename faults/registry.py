@@ -76,6 +76,7 @@ class FaultOp:
     writes: tuple[str, ...]  # the history names of its events (a system writes one of them)
     healed_by: str | None  # the op that ends it; None: one-off, or itself a recovery
     needs_lazy_disks: bool = False
+    does: str = ""  # what it does, for the reference (docs/reference/faults.md)
 
 
 HISTORY_NAMES: tuple[HistoryName, ...] = (
@@ -105,37 +106,263 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
 
 OPS: tuple[FaultOp, ...] = (
     # network, both real systems (iptables in each node's namespace)
-    FaultOp("isolate", REAL, "target", ("start-partition",), "heal"),
-    FaultOp("partition", REAL, "groups", ("start-partition",), "heal"),
-    FaultOp("cut", REAL, "from-to", ("start-partition",), "heal"),
-    FaultOp("cut-clients", REAL, "target", ("start-partition",), "heal"),
-    FaultOp("heal", REAL | MOCK, "optional", ("stop-partition", "heal"), None),
+    FaultOp(
+        "isolate",
+        REAL,
+        "target",
+        ("start-partition",),
+        "heal",
+        does=(
+            "Each target drops what every other node sends it (iptables, both ways between "
+            "nodes); clients still reach it."
+        ),
+    ),
+    FaultOp(
+        "partition",
+        REAL,
+        "groups",
+        ("start-partition",),
+        "heal",
+        does=(
+            "Nodes that share no group are cut apart both ways; a node in two groups bridges "
+            "them, a node in none is a group of its own."
+        ),
+    ),
+    FaultOp(
+        "cut",
+        REAL,
+        "from-to",
+        ("start-partition",),
+        "heal",
+        does=(
+            "Traffic from the `from` nodes to the `to` nodes is dropped (one way unless both_ways)."
+        ),
+    ),
+    FaultOp(
+        "cut-clients",
+        REAL,
+        "target",
+        ("start-partition",),
+        "heal",
+        does=(
+            "The workload's clients can no longer reach the targets; the nodes still see each "
+            "other."
+        ),
+    ),
+    FaultOp(
+        "heal",
+        REAL | MOCK,
+        "optional",
+        ("stop-partition", "heal"),
+        None,
+        does=(
+            "Ends every network fault (cuts and degraded links), or those of the targets when "
+            "named."
+        ),
+    ),
     # processes, both real systems (Docker)
-    FaultOp("kill", REAL, "target", ("kill",), "start"),
-    FaultOp("stop", REAL, "target", ("stop",), "start"),
-    FaultOp("start", REAL, "target", ("start",), None),
-    FaultOp("restart", REAL, "target", ("restart",), None),
-    FaultOp("pause", REAL, "target", ("pause",), "resume"),
-    FaultOp("resume", REAL, "target", ("resume",), None),
-    FaultOp("power-loss", REAL, "target", ("power-loss",), None, needs_lazy_disks=True),
+    FaultOp(
+        "kill",
+        REAL,
+        "target",
+        ("kill",),
+        "start",
+        does="SIGKILL to the targets' broker processes (the containers stop at once).",
+    ),
+    FaultOp(
+        "stop",
+        REAL,
+        "target",
+        ("stop",),
+        "start",
+        does="A graceful stop of the targets (SIGTERM, the broker's own shutdown).",
+    ),
+    FaultOp(
+        "start",
+        REAL,
+        "target",
+        ("start",),
+        None,
+        does="Starts stopped or killed targets again.",
+    ),
+    FaultOp(
+        "restart",
+        REAL,
+        "target",
+        ("restart",),
+        None,
+        does="A graceful stop and a start of the targets, one step.",
+    ),
+    FaultOp(
+        "pause",
+        REAL,
+        "target",
+        ("pause",),
+        "resume",
+        does=(
+            "Freezes the targets' containers (the cgroup freezer, as docker pause): alive to the "
+            "network, answering nothing."
+        ),
+    ),
+    FaultOp(
+        "resume",
+        REAL,
+        "target",
+        ("resume",),
+        None,
+        does="Thaws paused targets.",
+    ),
+    FaultOp(
+        "power-loss",
+        REAL,
+        "target",
+        ("power-loss",),
+        None,
+        needs_lazy_disks=True,
+        does=(
+            "Kills the targets and drops what their filesystem had not synced (lazyfs), then "
+            "starts them: a machine losing power."
+        ),
+    ),
     # RabbitMQ: the manual resolution of a partition (memory watermark 0, wait for empty queues)
-    FaultOp("block-publishers", RABBITMQ, "target", ("block-publishers",), None),
-    FaultOp("wait-drained", RABBITMQ, "target", ("wait-drained",), None),
+    FaultOp(
+        "block-publishers",
+        RABBITMQ,
+        "target",
+        ("block-publishers",),
+        None,
+        does=(
+            "Sets the targets' memory watermark to 0, so that RabbitMQ blocks every publisher "
+            "connected to them."
+        ),
+    ),
+    FaultOp(
+        "wait-drained",
+        RABBITMQ,
+        "target",
+        ("wait-drained",),
+        None,
+        does=(
+            "Waits (up to `within` seconds) until the targets' queues are empty: the manual way "
+            "out of a partition."
+        ),
+    ),
     # Kafka
-    FaultOp("cut-from-quorum", KAFKA, "target", ("start-partition",), "heal"),
-    FaultOp("degrade", KAFKA, "from-to", ("start-degrade",), "heal"),
-    FaultOp("rolling-restart", KAFKA, "optional", ("restart",), None),
-    FaultOp("elect", KAFKA, "none", ("elect",), None),
-    FaultOp("leaders", KAFKA, "none", ("leaders",), None),
+    FaultOp(
+        "cut-from-quorum",
+        KAFKA,
+        "target",
+        ("start-partition",),
+        "heal",
+        does=(
+            "Cuts the targets from the KRaft controller quorum (or ZooKeeper) while they still "
+            "reach the brokers and clients."
+        ),
+    ),
+    FaultOp(
+        "degrade",
+        KAFKA,
+        "from-to",
+        ("start-degrade",),
+        "heal",
+        does=(
+            "Drops a share of the packets (loss_pct) or limits the bandwidth (rate_kbit) from "
+            "`from` to `to`; delay and jitter need the kernel's netem."
+        ),
+    ),
+    FaultOp(
+        "rolling-restart",
+        KAFKA,
+        "optional",
+        ("restart",),
+        None,
+        does=(
+            "Restarts every broker (or the targets) one at a time, each back in the ISR before "
+            "the next (within `within` seconds)."
+        ),
+    ),
+    FaultOp(
+        "elect",
+        KAFKA,
+        "none",
+        ("elect",),
+        None,
+        does=(
+            "Asks the controller for a leader election of the workload's partitions: preferred, "
+            "or unclean."
+        ),
+    ),
+    FaultOp(
+        "leaders",
+        KAFKA,
+        "none",
+        ("leaders",),
+        None,
+        does=(
+            "Records where the partitions' leaders are (expect_balanced: every partition on its "
+            "preferred replica)."
+        ),
+    ),
     # the workload's own client processes (SIGSTOP, SIGCONT): a zombie instance (KIP-98)
-    FaultOp("pause-client", KAFKA, "client", ("pause-client",), "resume-client"),
-    FaultOp("resume-client", KAFKA, "client", ("resume-client",), None),
+    FaultOp(
+        "pause-client",
+        KAFKA,
+        "client",
+        ("pause-client",),
+        "resume-client",
+        does=(
+            "Freezes one of the workload's clients (SIGSTOP): a zombie instance, alive but silent."
+        ),
+    ),
+    FaultOp(
+        "resume-client",
+        KAFKA,
+        "client",
+        ("resume-client",),
+        None,
+        does="Thaws a paused client (SIGCONT).",
+    ),
     # kafka-mock: librdkafka's mock cluster through its own API
-    FaultOp("broker-down", MOCK, "target", ("broker-down",), "broker-up"),
-    FaultOp("broker-up", MOCK, "target", ("broker-up",), None),
-    FaultOp("move-leader", MOCK, "none", ("move-leader",), None),
-    FaultOp("produce-errors", MOCK, "none", ("inject-errors",), "heal"),
-    FaultOp("rtt", MOCK, "target", ("start-slow",), "heal"),
+    FaultOp(
+        "broker-down",
+        MOCK,
+        "target",
+        ("broker-down",),
+        "broker-up",
+        does="The mock cluster takes the target broker down.",
+    ),
+    FaultOp(
+        "broker-up",
+        MOCK,
+        "target",
+        ("broker-up",),
+        None,
+        does="The mock cluster brings the target broker back.",
+    ),
+    FaultOp(
+        "move-leader",
+        MOCK,
+        "none",
+        ("move-leader",),
+        None,
+        does="The mock cluster moves the partition's leadership to another broker.",
+    ),
+    FaultOp(
+        "produce-errors",
+        MOCK,
+        "none",
+        ("inject-errors",),
+        "heal",
+        does="The mock cluster answers produce requests with errors (NOT_ENOUGH_REPLICAS, ...).",
+    ),
+    FaultOp(
+        "rtt",
+        MOCK,
+        "target",
+        ("start-slow",),
+        "heal",
+        does="The mock cluster delays the target broker's answers.",
+    ),
 )
 
 _OPS = {op.name: op for op in OPS}

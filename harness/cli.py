@@ -466,19 +466,27 @@ def schema(
     out_file: Annotated[
         Path | None, typer.Option("--out", help="write it here (default: print it)")
     ] = None,
+    reference: Annotated[
+        Path | None,
+        typer.Option(help="also write the Markdown reference (fields, fault ops) in this folder"),
+    ] = None,
 ) -> None:
     """The JSON Schema of a scenario file, for editors and other tools (the repository keeps it
-    as docs/scenario.schema.json; each shipped scenario's first line points at it)."""
+    as docs/scenario.schema.json, each shipped scenario's first line pointing at it, and the
+    reference generated with it in docs/reference/: make reference)."""
+    from harness.reference import write_reference
     from systems.schema import schema_text
 
-    if out_file is None:
-        typer.echo(schema_text(), nl=False)
-        return
     try:
-        out_file.write_text(schema_text())
+        if out_file is None:
+            typer.echo(schema_text(), nl=False)
+        else:
+            out_file.write_text(schema_text())
+            out.print(f"wrote {out_file}", markup=False)
+        for path in write_reference(reference) if reference is not None else []:
+            out.print(f"wrote {path}", markup=False)
     except OSError as e:
-        raise _fail(f"{out_file}: cannot write ({e.strerror})") from None
-    out.print(f"wrote {out_file}", markup=False)
+        raise _fail(f"cannot write ({e.strerror}: {e.filename})") from None
 
 
 @app.command("list")

@@ -75,8 +75,8 @@ Situation = Annotated[str, AfterValidator(known_situation)]
 
 
 @dataclass(frozen=True)
-class FaultOp:
-    """A step's `op` (`Annotated[str, FaultOp("kafka")]`): one of the fault registry's ops for
+class KnownOp:
+    """A step's `op` (`Annotated[str, KnownOp("kafka")]`): one of the fault registry's ops for
     the system, which the JSON Schema lists so that an editor completes it."""
 
     system: System
@@ -120,13 +120,16 @@ def read_user_file(path: Path, named: str) -> str:
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Timeouts(Strict):
     cluster_up: Annotated[float, Field(gt=0, le=1800)] = 240.0
+    """Seconds the cluster may take to start and answer."""
     workload: Annotated[float, Field(gt=0, le=7200)] = 600.0
+    """Seconds the workload (producers, faults, readers' drain) may take."""
     recovery: Annotated[float, Field(gt=0, le=1800)] = 120.0
+    """Seconds the cluster may take to heal after the last fault."""
 
 
 class ErrorExpectation(Strict):
@@ -134,7 +137,9 @@ class ErrorExpectation(Strict):
     error contains `error` (any error when empty)."""
 
     f: Literal["send", "commit"] = "send"
+    """The outcome's kind: a send or a reader's offset commit."""
     error: str = ""
+    """Text the error must contain (any error when empty)."""
 
 
 class Generated(Strict):
@@ -143,38 +148,51 @@ class Generated(Strict):
 
     base: str  # the base scenario's id
     seed: int
-    mode: str | None = None  # Kafka: the mode the schedule was drawn for
+    mode: str | None = None
+    """Kafka: the mode the schedule was drawn for."""
     options: dict[str, Any] = Field(default_factory=dict)  # the generator's options
-    # harness shrink: the run it shrank, its steps, and how often this schedule reproduced
     shrunk_from: dict[str, Any] | None = None
+    """harness shrink: the run it shrank, its steps, and how often this schedule reproduced."""
 
 
 class ChaosSettings(Strict):
     """What a chaos base says of the schedules drawn for it (harness chaos, the nightly)."""
 
-    # Seconds of traffic before the first fault, at least: a workload that needs time before a
-    # fault can test anything (the exactly-once copiers' first transaction on a fresh cluster)
-    # says so here; the generator's own warmup applies when it is longer.
     warmup: Annotated[float, Field(ge=0, le=3600)]
+    """Seconds of traffic before the first fault, at least: a workload that needs time before a
+    fault can test anything (the exactly-once copiers' first transaction on a fresh cluster) says so
+    here; the generator's own warmup applies when it is longer."""
 
 
 class ScenarioBase(Strict):
     """What every scenario has; each system adds its cluster, workload and nemesis steps."""
 
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    """The scenario's name: letters, digits and . _ - (its results folder)."""
     description: str = ""
+    """One line saying what the scenario tests."""
     expect: Expectation
+    """What the configuration promises: safe, loss, unavailable, duplicates, no-duplicates or
+    reordered; several joined with + (loss+duplicates)."""
     expect_errors: list[ErrorExpectation] = Field(default_factory=list)
+    """Client errors the run must show (each at least once)."""
     timeouts: Timeouts = Timeouts()
-    claim: str | None = None  # a row of the claims catalogue, e.g. "R1"; None for a baseline
-    # Situations the faults must bring about for a pass to count (contract.situations): a run
-    # that never reached one is inconclusive, never "safe".
+    """The bound of each phase."""
+    claim: str | None = None
+    """A row of the claims catalogue (docs/claims.md), e.g. R1; none for a scenario of your own."""
     requires: list[Situation] = Field(default_factory=list)
-    chaos: ChaosSettings | None = None  # a chaos base's word on its schedules
+    """Situations the faults must bring about for a pass to count (contract.situations): a run that
+    never reached one is inconclusive, never "safe"."""
+    chaos: ChaosSettings | None = None
+    """A chaos base's word on the schedules drawn for it."""
     cluster: Any
+    """The cluster: its system, size, release and configuration."""
     workload: Any
+    """The clients: who writes, who reads, and how."""
     nemesis: list[Any] = Field(default_factory=list)
+    """The faults, in time order: each step names an op, when it starts and whom it hits."""
     generated: Generated | None = None
+    """Where a generated schedule came from (written by harness chaos and harness shrink)."""
 
     @model_validator(mode="after")
     def _ordered(self) -> ScenarioBase:

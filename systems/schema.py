@@ -43,14 +43,30 @@ def scenario_schema() -> dict[str, Any]:
             "then": ref,
             "else": choice,
         }
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": "brokerjepsen scenario",
-        "description": "A scenario file: a cluster, a workload, the faults and what it promises.",
-        **choice,
-        "$defs": top["$defs"],
-    }
+    return _plain_descriptions(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": SCHEMA_ID,
+            "title": "brokerjepsen scenario",
+            "description": "A scenario: a cluster, a workload, the faults and what it promises.",
+            **choice,
+            "$defs": top["$defs"],
+        }
+    )
+
+
+def _plain_descriptions(node: Any) -> Any:
+    """Descriptions on one line: they come from docstrings wrapped to the code's width."""
+    if isinstance(node, dict):
+        return {
+            k: " ".join(v.split())
+            if k == "description" and isinstance(v, str)
+            else _plain_descriptions(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_plain_descriptions(v) for v in node]
+    return node
 
 
 def schema_text() -> str:

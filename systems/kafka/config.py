@@ -34,24 +34,35 @@ class KafkaSettings(Strict):
     """What a scenario sets of the brokers (each one explicit in the rendered compose file)."""
 
     brokers: Annotated[int, Field(ge=3, le=6)] = 3
-    racks: dict[int, str] = Field(default_factory=dict)  # broker id -> rack (a "DC")
+    """Kafka brokers in the cluster."""
+    racks: dict[int, str] = Field(default_factory=dict)
+    """Broker id to rack (a data centre): broker.rack."""
     min_insync_replicas: Annotated[int, Field(ge=1, le=6)] = 2
+    """Replicas that must have a write before acks=all acknowledges it."""
     unclean_leader_election: bool = False
+    """Whether a replica outside the ISR may become leader (and lose what it lacks)."""
     replica_lag_time_max_ms: Annotated[int, Field(ge=500, le=60_000)] = 5000
-    # zookeeper.session.timeout.ms / broker.session.timeout.ms
+    """How long a follower may lag before it leaves the ISR."""
     session_timeout_ms: Annotated[int, Field(ge=2000, le=60_000)] = 6000
+    """zookeeper.session.timeout.ms / broker.session.timeout.ms."""
     auto_leader_rebalance: bool = False
+    """Whether the controller moves leadership back to preferred replicas."""
     leader_imbalance_check_interval_seconds: Annotated[int, Field(ge=1, le=3600)] = 300
-    # log.flush.interval.messages; None: the OS decides
+    """How often the controller checks leadership balance."""
     flush_messages: Annotated[int, Field(ge=1)] | None = None
-    # Every broker's log directory on the power-loss filesystem (lazyfs): needed by power-loss.
+    """log.flush.interval.messages; None: the OS decides."""
     lazy_disks: bool = False
+    """Every broker's log directory on the power-loss filesystem (lazyfs): needed by power-loss."""
     image: str | None = None
+    """A local image of your own for the Kafka nodes (default: the release's, built by make
+    setup)."""
     zookeeper_image: str | None = None
-    # Any server.properties key, on every Kafka node (brokers and KRaft controllers), and per
-    # node id (systems.kafka.settings says how they meet the typed knobs above).
+    """A local image of your own for ZooKeeper (zk mode)."""
     broker_config: dict[str, PropertyValue] = Field(default_factory=dict)
+    """Any server.properties key, on every Kafka node (brokers and KRaft controllers), and per node
+    id (systems.kafka.settings says how they meet the typed knobs above)."""
     broker_overrides: dict[int, dict[str, PropertyValue]] = Field(default_factory=dict)
+    """Server properties for one node id only, over broker_config."""
 
 
 class KafkaClusterConfig(KafkaSettings):
@@ -65,7 +76,8 @@ class KafkaClusterConfig(KafkaSettings):
 class Node:
     name: str
     role: NodeRole
-    node_id: int  # broker / KRaft node id; ZooKeeper myid
+    node_id: int
+    """broker / KRaft node id; ZooKeeper myid."""
     address: str
 
 

@@ -31,7 +31,7 @@ from systems.kafka.settings import (
 )
 from systems.kafka.targets import COORDINATOR_TOPICS, SELECTOR_ROLES
 from systems.problems import did_you_mean
-from systems.scenario import FaultOp, MessageCount, NumberWord, ScenarioBase, Strict
+from systems.scenario import KnownOp, MessageCount, NumberWord, ScenarioBase, Strict
 
 
 class KafkaTransactionSpec(Strict):
@@ -39,35 +39,50 @@ class KafkaTransactionSpec(Strict):
     transaction spread over the topic's partitions, a share `abort_ratio` aborted on purpose."""
 
     size: Annotated[int, Field(ge=1, le=10_000)] = 10
+    """Records per transaction."""
     abort_ratio: Annotated[float, Field(ge=0, le=1)] = 0.1
+    """Share of transactions aborted on purpose."""
     timeout_ms: Annotated[int, Field(ge=1000, le=900_000)] = 60000
-    # default: the producer's id (two producers with one id fence each other: zombie fencing)
+    """transaction.timeout.ms."""
     transactional_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]*$")] = ""
-    # confluent-kafka (librdkafka: transaction protocol version 1 everywhere), or Kafka's own
-    # Java client of the release under test (version 2 on a 4.x cluster whose
-    # transaction.version is 2, KIP-890).
+    """default: the producer's id (two producers with one id fence each other: zombie fencing)."""
     client: Literal["confluent-kafka", "java"] = "confluent-kafka"
+    """confluent-kafka (librdkafka: transaction protocol version 1 everywhere), or Kafka's own Java
+    client of the release under test (version 2 on a 4.x cluster whose transaction.version is 2,
+    KIP-890)."""
 
 
 class KafkaProducerSpec(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    """The producer's name in the history (and its transactional id's default)."""
     count: MessageCount
+    """Messages to send: a number, or 60k, 1M."""
     rate: Annotated[float, Field(ge=0)] = 0.0
+    """Messages per second; 0: as fast as the client sends."""
     acks: Annotated[Literal["0", "1", "all"], NumberWord] = "all"
+    """Which replicas must have a record before it is acknowledged: 0, 1 or all."""
     enable_idempotence: bool = False
+    """The idempotent producer: the broker drops a retried duplicate."""
     retries: Annotated[int, Field(ge=0)] = 2147483647
+    """How often a failed send is retried."""
     delivery_timeout_ms: Annotated[int, Field(ge=1)] = 30000
+    """How long a send may take, retries included, before it fails."""
     request_timeout_ms: Annotated[int, Field(ge=1)] = 10000
+    """How long one produce request may wait for its answer."""
     max_in_flight: Annotated[int, Field(ge=1, le=1000)] = 5
+    """Unacknowledged requests per connection."""
     linger_ms: Annotated[int, Field(ge=0, le=900_000)] = 5
+    """How long a batch waits for more records."""
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
-    # Any other librdkafka producer key (systems.kafka.settings: how it meets the knobs above).
+    """The batches' compression codec."""
     config: dict[str, PropertyValue] = Field(default_factory=dict)
+    """Any other librdkafka producer key (systems.kafka.settings: how it meets the knobs above)."""
     transaction: KafkaTransactionSpec | None = None
-    # Seconds after the workload starts before its first send; a transactional producer's
-    # instance initialises only then, fencing a running instance of its transactional id (the
-    # replacement of a zombie, KIP-98).
+    """Send in transactions (needs enable_idempotence and acks: all)."""
     start_at: Annotated[float, Field(ge=0, le=7200)] = 0.0
+    """Seconds after the workload starts before its first send; a transactional producer's instance
+    initialises only then, fencing a running instance of its transactional id (the replacement of a
+    zombie, KIP-98)."""
 
     @model_validator(mode="after")
     def _transactions_need_idempotence(self) -> KafkaProducerSpec:
@@ -110,17 +125,25 @@ class KafkaCopierSpec(Strict):
     sharing a group share the input's partitions."""
 
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
+    """The copier's name in the history."""
     group: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "copy"
+    """The consumer group it reads the input in."""
     size: Annotated[int, Field(ge=1, le=10_000)] = 50
+    """Records per transaction."""
     abort_ratio: Annotated[float, Field(ge=0, le=1)] = 0.0
+    """Share of transactions aborted on purpose."""
     timeout_ms: Annotated[int, Field(ge=1000, le=900_000)] = 60000
+    """transaction.timeout.ms."""
     transactional_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]*$")] = ""
+    """default: the copier's id."""
     delivery_timeout_ms: Annotated[int, Field(ge=1)] = 30000
+    """delivery.timeout.ms of its producer."""
     request_timeout_ms: Annotated[int, Field(ge=1)] = 10000
-    # confluent-kafka (librdkafka: transaction protocol version 1 everywhere), or Kafka's own
-    # Java client of the release under test (workloads/kafka/java/TransactionalCopier.java:
-    # version 2 on a 4.x cluster whose transaction.version is 2, KIP-890).
+    """request.timeout.ms of its producer."""
     client: Literal["confluent-kafka", "java"] = "confluent-kafka"
+    """confluent-kafka (librdkafka: transaction protocol version 1 everywhere), or Kafka's own Java
+    client of the release under test (workloads/kafka/java/TransactionalCopier.java: version 2 on a
+    4.x cluster whose transaction.version is 2, KIP-890)."""
 
     @model_validator(mode="after")
     def _records_outlive_no_transaction(self) -> KafkaCopierSpec:
@@ -146,24 +169,25 @@ def output_topic(topic: str) -> str:
 
 class KafkaReaderSpec(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
-    # input: the workload's topic; output: the exactly-once copy's output topic (<topic>-copy)
+    """The reader's name in the history (in group mode, its group)."""
     topic: Literal["input", "output"] = "input"
-    # assign: every partition from the earliest offset, nothing committed. group: a consumer
-    # group member (rebalances), committing offsets synchronously every `commit_every` records;
-    # every commit's outcome goes to the history (f: commit).
+    """input: the workload's topic; output: the exactly-once copy's output topic (<topic>-copy)."""
     mode: Literal["assign", "group"] = "assign"
+    """assign: every partition from the earliest offset, nothing committed. group: a consumer group
+    member (rebalances), committing offsets synchronously every `commit_every` records; every
+    commit's outcome goes to the history (f: commit)."""
     commit_every: Annotated[int, Field(ge=1, le=100_000)] = 100
-    # group mode: the classic rebalance protocol, or KIP-848's (group.protocol=consumer: the
-    # broker assigns partitions; Kafka 4.0 on).
     group_protocol: Literal["classic", "consumer"] = "classic"
-    # Seconds spent on each record before the next poll: a reader that must lag behind its
-    # producers (so that it still reads, and commits, while a fault holds them back).
+    """group mode: the classic rebalance protocol, or KIP-848's (group.protocol=consumer: the broker
+    assigns partitions; Kafka 4.0 on)."""
     delay: Annotated[float, Field(ge=0, le=10)] = 0.0
-    # read_committed: only committed transactions' records, up to the last stable offset
-    # (librdkafka's default); read_uncommitted: every record written, aborted ones too.
+    """Seconds spent on each record before the next poll: a reader that must lag behind its
+    producers (so that it still reads, and commits, while a fault holds them back)."""
     isolation: Literal["read_committed", "read_uncommitted"] = "read_committed"
-    # Any other librdkafka consumer key.
+    """read_committed: only committed transactions' records, up to the last stable offset
+    (librdkafka's default); read_uncommitted: every record written, aborted ones too."""
     config: dict[str, PropertyValue] = Field(default_factory=dict)
+    """Any other librdkafka consumer key."""
 
     @model_validator(mode="after")
     def _protocol_is_a_groups(self) -> KafkaReaderSpec:
@@ -187,14 +211,17 @@ FINAL_READER = "final"  # the group of the final read (a reader id no scenario m
 
 class KafkaWorkload(Strict):
     producers: Annotated[list[KafkaProducerSpec], Field(min_length=1)]
+    """Who writes: at least one producer."""
     readers: Annotated[list[KafkaReaderSpec], Field(min_length=1)]
-    # The exactly-once copy from the topic to <topic>-copy; with copiers, the final read reads
-    # the output topic (what the copy promises: every acknowledged input record there once).
+    """Who reads while the faults run: at least one reader."""
     copiers: list[KafkaCopierSpec] = Field(default_factory=list)
+    """The exactly-once copy from the topic to <topic>-copy; with copiers, the final read reads the
+    output topic (what the copy promises: every acknowledged input record there once)."""
     drain_timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
-    # After the drain, a fresh reader reads the whole log from its first offset: what a reader
-    # saw during a fault (a stale leader's writes, truncated later) is no proof the log kept it.
+    """Seconds the readers may take to catch up after the producers finish."""
     final_read: bool = True
+    """After the drain, a fresh reader reads the whole log from its first offset: what a reader saw
+    during a fault (a stale leader's writes, truncated later) is no proof the log kept it."""
 
     def client_ids(self) -> list[str]:
         """Every client process the run starts for this workload, by its id."""
@@ -274,22 +301,26 @@ CLIENT_OPS = tuple(o.name for o in OPS if o.arguments == "client")
 
 class KafkaClusterSpec(KafkaSettings):
     system: Literal["kafka"]
-    # The modes this row applies to (the catalogue: both unless the row says otherwise); the
-    # first is the default, `harness run --mode` picks another.
+    """kafka."""
     modes: Annotated[list[Mode], Field(min_length=1)] = Field(
         default_factory=lambda: list[Mode](("zk", "kraft"))
     )
+    """The modes this row applies to (the catalogue: both unless the row says otherwise); the first
+    is the default, `harness run --mode` picks another."""
     topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "jepsen"
+    """The workload's topic."""
     partitions: Annotated[int, Field(ge=1, le=64)] = 1
+    """Partitions of the workload's topic."""
     replication_factor: Annotated[int, Field(ge=1, le=6)] = 3
-    # Explicit replicas per partition, preferred leader first (rack placement, K21/K22).
+    """Replicas of each partition."""
     replica_assignment: list[list[int]] | None = None
-    # Any topic-level config of the workload's topic.
+    """Explicit replicas per partition, preferred leader first (rack placement, K21/K22)."""
     topic_config: dict[str, PropertyValue] = Field(default_factory=dict)
-    # Kafka 4.x: the transaction.version feature set once the cluster is up (0 and 1: the
-    # original protocol; 2: KIP-890's epoch bump per transaction, 4.x's default). Unset: the
-    # release's default.
+    """Any topic-level config of the workload's topic."""
     transaction_version: Annotated[int, Field(ge=0, le=2)] | None = None
+    """Kafka 4.x: the transaction.version feature set once the cluster is up (0 and 1: the original
+    protocol; 2: KIP-890's epoch bump per transaction, 4.x's default). Unset: the release's
+    default."""
 
     @model_validator(mode="after")
     def _passthrough(self) -> KafkaClusterSpec:
@@ -357,25 +388,44 @@ class KafkaClusterSpec(KafkaSettings):
 
 class KafkaStep(Strict):
     at: Annotated[float, Field(ge=0, le=3600)]
-    op: Annotated[str, FaultOp("kafka")]
+    """Seconds after the workload starts."""
+    op: Annotated[str, KnownOp("kafka")]
+    """The fault (or heal): see docs/reference/faults.md."""
     target: Selector | None = None
+    """Whom it hits: a role resolved when the step runs (leader, followers, controller, ...), an
+    earlier step's @label, or node names."""
     from_: Selector | None = Field(default=None, alias="from")
+    """cut, degrade: the side whose traffic is cut or degraded."""
     to: Selector | None = None
+    """cut, degrade: the other side."""
     both_ways: bool = False
+    """cut, degrade: both directions, not only from -> to."""
     groups: list[list[str]] = Field(default_factory=list)
-    partition: Annotated[int, Field(ge=0)] = 0  # whose leader/followers/ISR a role means
+    """partition: the sides, each a list of nodes."""
+    partition: Annotated[int, Field(ge=0)] = 0
+    """whose leader/followers/ISR a role means."""
     loss_pct: Annotated[float, Field(ge=0, le=100)] = 0.0
+    """degrade: the share of packets dropped."""
     delay_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+    """degrade: added delay (needs the kernel's netem)."""
     jitter_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+    """degrade: delay jitter (needs the kernel's netem)."""
     rate_kbit: Annotated[int, Field(ge=0, le=10_000_000)] = 0
+    """degrade: the bandwidth left."""
     election: Literal["preferred", "unclean"] = "preferred"
-    within: Annotated[float, Field(gt=0, le=600)] = 60.0  # elect / rolling-restart: time bound
+    """elect: a preferred or an unclean leader election."""
+    within: Annotated[float, Field(gt=0, le=600)] = 60.0
+    """elect / rolling-restart: time bound."""
     label: str = ""
-    expect_balanced: bool | None = None  # leaders: every partition led by its preferred replica
-    # pause-client, resume-client: the workload client (a producer's, reader's or copier's id)
+    """A name for the nodes this step's roles resolved to, for a later step's @label."""
+    expect_balanced: bool | None = None
+    """leaders: every partition led by its preferred replica."""
     client: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")] | None = None
+    """pause-client, resume-client: the workload client (a producer's, reader's or copier's id)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
+    )
 
     @model_validator(mode="after")
     def _arguments(self) -> KafkaStep:
@@ -408,8 +458,11 @@ class KafkaStep(Strict):
 
 class KafkaScenario(ScenarioBase):
     cluster: KafkaClusterSpec
+    """The cluster: its system, size, release and configuration."""
     workload: KafkaWorkload
+    """The clients: who writes, who reads, and how."""
     nemesis: list[KafkaStep] = Field(default_factory=list)
+    """The faults, in time order: each step names an op, when it starts and whom it hits."""
 
     def line_refusal(self, line: str) -> str | None:
         """One line when a release line lacks what the scenario's clients use, else None."""

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from faults.registry import op as fault
 from systems.kafka.scenario import KafkaWorkload
-from systems.scenario import FaultOp, ScenarioBase, Strict
+from systems.scenario import KnownOp, ScenarioBase, Strict
 
 # The roles the mock's metadata can answer (it has no control-plane quorum).
 MockRole = Literal["leader", "followers", "isr", "replicas", "controller", "non-controllers"]
@@ -17,10 +17,15 @@ MockRole = Literal["leader", "followers", "isr", "replicas", "controller", "non-
 
 class KafkaMockClusterSpec(Strict):
     system: Literal["kafka-mock"]
+    """kafka-mock: librdkafka's mock cluster, in the harness's process."""
     brokers: Annotated[int, Field(ge=1, le=9)] = 3
+    """Mock brokers."""
     topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "jepsen"
+    """The workload's topic."""
     partitions: Annotated[int, Field(ge=1, le=64)] = 3
+    """Partitions of the workload's topic."""
     replication_factor: Annotated[int, Field(ge=1, le=9)] = 3
+    """Replicas of each partition."""
 
     @model_validator(mode="after")
     def _rf_fits(self) -> KafkaMockClusterSpec:
@@ -31,13 +36,16 @@ class KafkaMockClusterSpec(Strict):
 
 class KafkaMockStep(Strict):
     at: Annotated[float, Field(ge=0, le=3600)]
-    op: Annotated[str, FaultOp("kafka-mock")]
-    # Whom to hit: a role resolved from live metadata at the moment of the fault, or ids.
+    """Seconds after the workload starts."""
+    op: Annotated[str, KnownOp("kafka-mock")]
+    """The fault (or heal)."""
     target: MockRole | None = None
+    """Whom to hit: a role resolved from live metadata at the moment of the fault, or ids."""
     brokers: list[int] = Field(default_factory=list)
     partition: Annotated[int, Field(ge=0)] = 0
     to: int | None = None  # move-leader: the new leader's broker id
-    errors: list[str] = Field(default_factory=list)  # produce-errors: KafkaError names
+    errors: list[str] = Field(default_factory=list)
+    """produce-errors: KafkaError names."""
     rtt_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
 
     @model_validator(mode="after")
@@ -52,10 +60,14 @@ class KafkaMockStep(Strict):
 
 
 class KafkaMockScenario(ScenarioBase):
-    claim: None = None  # the mock tier never tests a K-claim
+    claim: None = None
+    """the mock tier never tests a K-claim."""
     cluster: KafkaMockClusterSpec
+    """The cluster: its system, size, release and configuration."""
     workload: KafkaWorkload
+    """The clients: who writes, who reads, and how."""
     nemesis: list[KafkaMockStep] = Field(default_factory=list)
+    """The faults, in time order: each step names an op, when it starts and whom it hits."""
 
     @model_validator(mode="after")
     def _producers_start_within_the_workload(self) -> KafkaMockScenario:

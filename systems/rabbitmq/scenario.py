@@ -20,7 +20,7 @@ from systems.rabbitmq.settings import (
     queue_arguments_refusal,
     sets_partition_handling,
 )
-from systems.scenario import FaultOp, MessageCount, NodeNames, ScenarioBase, Strict
+from systems.scenario import KnownOp, MessageCount, NodeNames, ScenarioBase, Strict
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 # A step may aim at a role of the workload's first queue (quorum queue or stream), resolved when
@@ -48,38 +48,45 @@ class Policy(Strict):
 
 class RabbitMQClusterSpec(Strict):
     system: Literal["rabbitmq"] = "rabbitmq"
-    # Required unless rabbitmq_conf (or advanced_config) sets cluster_partition_handling.
+    """rabbitmq (the default)."""
     partition_handling: PartitionHandling | None = None
-    # pause_if_all_down: a node pauses when it cannot reach any of these.
+    """Required unless rabbitmq_conf (or advanced_config) sets cluster_partition_handling."""
     pause_if_all_down_nodes: list[str] = Field(default_factory=list)
+    """pause_if_all_down: a node pauses when it cannot reach any of these."""
     pause_if_all_down_recover: Literal["ignore", "autoheal"] = "autoheal"
+    """pause_if_all_down: what a node does once it reaches them again."""
     queue_type: QueueType
-    # Seconds; short so a partition is detected in seconds, not a minute.
+    """The workload's queues: classic, mirrored (3.x), quorum or stream."""
     net_ticktime: Annotated[int, Field(ge=2, le=120)] = 5
-    # Each node's data directory on the power-loss filesystem (lazyfs): needed by power-loss.
+    """Seconds; short so a partition is detected in seconds, not a minute."""
     lazy_disks: bool = False
-    nodes: Annotated[int, Field(ge=2, le=3)] = 3  # rabbit1..rabbitN
-    # HAProxy in front: every client through it, all on the first node while it answers (R4).
+    """Each node's data directory on the power-loss filesystem (lazyfs): needed by power-loss."""
+    nodes: Annotated[int, Field(ge=2, le=3)] = 3
+    """rabbit1..rabbitN."""
     load_balancer: bool = False
-    # The release line ("4.0") or release ("4.0.5") of the local image; None: 3.10, the last
-    # line with mirrored queues (an official image is preferred when present).
+    """HAProxy in front: every client through it, all on the first node while it answers (R4)."""
     version: Annotated[str, Field(pattern=SPEC_PATTERN)] | None = None
+    """The release line ("4.0") or release ("4.0.5") of the local image; None: 3.10, the last line
+    with mirrored queues (an official image is preferred when present)."""
     image: str | None = None
-    # Mirrored queues: whether an unsynchronised mirror may be promoted when the master's node
-    # shuts down (a pause is one) or fails; None leaves RabbitMQ's default (shutdown:
-    # when-synced, failure: always, since 3.7).
+    """A local image of your own for the nodes."""
     ha_promote_on_shutdown: Literal["when-synced", "always"] | None = None
+    """Mirrored queues: whether an unsynchronised mirror may be promoted when the master's node
+    shuts down (a pause is one) or fails; None leaves RabbitMQ's default (shutdown: when-synced,
+    failure: always, since 3.7)."""
     ha_promote_on_failure: Literal["when-synced", "always"] | None = None
-    # Mirrored queues: automatic, a new or rejoining mirror is synchronised at once (blocking the
-    # queue while it is); manual, RabbitMQ's default, it catches up only with new messages.
+    """Mirrored queues: as ha_promote_on_shutdown, when the master's node fails."""
     ha_sync_mode: Literal["automatic", "manual"] = "automatic"
-    # The user's own configuration (systems.rabbitmq.settings: how it meets the knobs above):
-    # any rabbitmq.conf key of the release, written after the harness's own lines; Erlang terms
-    # for the nodes' advanced.config, for what only lives there; policies set before the
-    # workload.
+    """Mirrored queues: automatic, a new or rejoining mirror is synchronised at once (blocking the
+    queue while it is); manual, RabbitMQ's default, it catches up only with new messages."""
     rabbitmq_conf: dict[str, ScalarField] = Field(default_factory=dict)
+    """The user's own configuration (systems.rabbitmq.settings: how it meets the knobs above): any
+    rabbitmq.conf key of the release, written after the harness's own lines; Erlang terms for the
+    nodes' advanced.config, for what only lives there; policies set before the workload."""
     advanced_config: str | None = None
+    """Erlang terms for the nodes' advanced.config, for what only lives there."""
     policies: list[Policy] = Field(default_factory=list)
+    """Policies set before the workload."""
 
     @model_validator(mode="after")
     def _own_configuration(self) -> RabbitMQClusterSpec:
@@ -136,12 +143,16 @@ class Connection(Strict):
     """pika's ConnectionParameters of a client's connections; unset: the harness's
     (workloads.rabbitmq.clients.CONNECTION_DEFAULTS), else pika's."""
 
-    heartbeat: Annotated[int, Field(ge=0, le=65_535)] | None = None  # seconds; 0: none
-    frame_max: Annotated[int, Field(ge=4096, le=131_072)] | None = None  # bytes
+    heartbeat: Annotated[int, Field(ge=0, le=65_535)] | None = None
+    """seconds; 0: none."""
+    frame_max: Annotated[int, Field(ge=4096, le=131_072)] | None = None
+    """bytes."""
     channel_max: Annotated[int, Field(ge=1, le=65_535)] | None = None
     blocked_connection_timeout: Annotated[float, Field(ge=0, le=3600)] | None = None
-    connection_attempts: Annotated[int, Field(ge=1, le=100)] | None = None  # per node
-    retry_delay: Annotated[float, Field(ge=0, le=600)] | None = None  # between those attempts
+    connection_attempts: Annotated[int, Field(ge=1, le=100)] | None = None
+    """per node."""
+    retry_delay: Annotated[float, Field(ge=0, le=600)] | None = None
+    """between those attempts."""
     socket_timeout: Annotated[float, Field(gt=0, le=600)] | None = None
     stack_timeout: Annotated[float, Field(gt=0, le=600)] | None = None
 
@@ -152,42 +163,57 @@ class Connection(Strict):
 
 class Publisher(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
-    # Connection list in the order the client tries it (the RabbitMQ reliability article's
-    # connection factory had all three).
+    """The publisher's name in the history."""
     nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
+    """Connection list in the order the client tries it (the RabbitMQ reliability article's
+    connection factory had all three)."""
     count: MessageCount
-    rate: Annotated[float, Field(ge=0)] = (
-        0.0  # messages per second; 0 = as fast as in_flight allows
-    )
+    """Messages to publish: a number, or 60k, 1M."""
+    rate: Annotated[float, Field(ge=0)] = 0.0
+    """messages per second; 0 = as fast as in_flight allows."""
     in_flight: Annotated[int, Field(ge=1, le=10_000)] = 1
+    """Unconfirmed messages at a time."""
     confirm_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
-    # Each body padded to this many bytes (0: producer and seq alone, about 30 bytes).
+    """Seconds to wait for a confirm before the publish counts as unknown."""
     body_bytes: Annotated[int, Field(ge=0, le=1_048_576)] = 0
+    """Each body padded to this many bytes (0: producer and seq alone, about 30 bytes)."""
     connection: Connection = Connection()
+    """Connection settings."""
 
 
 class Consumer(Strict):
     queue: str
+    """The queue it consumes."""
     nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
+    """Connection list in the order the client tries it."""
     prefetch: Annotated[int, Field(ge=1, le=65_535)] = 1
-    delay: Annotated[float, Field(ge=0, le=60)] = 0.0  # seconds per message before the ack
+    """Unacknowledged deliveries at a time (basic.qos)."""
+    delay: Annotated[float, Field(ge=0, le=60)] = 0.0
+    """seconds per message before the ack."""
     connection: Connection = Connection()
+    """Connection settings."""
 
 
 class Drain(Strict):
     quiet: Annotated[float, Field(gt=0, le=600)] = 5.0
+    """Seconds without a delivery after which a queue counts as drained."""
     timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    """Seconds the drain may take."""
 
 
 class Workload(Strict):
     exchange: str = "jepsen.fanout"
+    """The fanout exchange the publishers publish to."""
     queues: Annotated[list[str], Field(min_length=1)]
+    """Queues bound to it (each one gets every message)."""
     publishers: Annotated[list[Publisher], Field(min_length=1)]
+    """Who publishes: at least one publisher."""
     consumers: list[Consumer]
+    """Who consumes: one or more per queue."""
     drain: Drain = Drain()
-    # A queue's own declare arguments (x-max-length, x-overflow, x-delivery-limit, ...), over
-    # those of its type.
     queue_arguments: dict[str, dict[str, ScalarField]] = Field(default_factory=dict)
+    """A queue's own declare arguments (x-max-length, x-overflow, x-delivery-limit, ...), over those
+    of its type."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
@@ -213,17 +239,26 @@ class Workload(Strict):
 
 
 class NemesisStep(Strict):
-    at: Annotated[float, Field(ge=0, le=3600)]  # seconds after the workload starts
-    op: Annotated[str, FaultOp("rabbitmq")]
+    at: Annotated[float, Field(ge=0, le=3600)]
+    """seconds after the workload starts."""
+    op: Annotated[str, KnownOp("rabbitmq")]
+    """The fault (or heal): see docs/reference/faults.md."""
     nodes: NodeNames = Field(default_factory=list)
-    within: Annotated[float, Field(gt=0, le=3600)] = 120.0  # wait-drained: the bound
+    """Whom it hits: node names, a queue role (leader, followers) or an earlier step's @label."""
+    within: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    """wait-drained: the bound."""
     groups: list[list[str]] = Field(default_factory=list)
+    """partition: the sides, each a list of nodes."""
     from_: NodeNames = Field(default_factory=list, alias="from")
+    """cut: the side whose traffic is cut."""
     to: NodeNames = Field(default_factory=list)
-    # Names the nodes this step's roles resolved to, for a later step's @label.
+    """cut: the other side."""
     label: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]*$")] = ""
+    """Names the nodes this step's roles resolved to, for a later step's @label."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
+    )
 
     @model_validator(mode="after")
     def _arguments(self) -> NemesisStep:
@@ -245,8 +280,11 @@ class NemesisStep(Strict):
 
 class RabbitMQScenario(ScenarioBase):
     cluster: RabbitMQClusterSpec
+    """The cluster: its system, size, release and configuration."""
     workload: Workload
+    """The clients: who writes, who reads, and how."""
     nemesis: list[NemesisStep] = Field(default_factory=list)
+    """The faults, in time order: each step names an op, when it starts and whom it hits."""
 
     @model_validator(mode="after")
     def _configuration_fits_the_workload(self) -> RabbitMQScenario:

@@ -26,7 +26,7 @@ def _errors(data: Any) -> list[str]:
 
 
 def test_the_schema_in_docs_is_the_one_the_models_give() -> None:
-    assert SCHEMA_FILE.read_text() == schema_text(), "stale: run make schema"
+    assert SCHEMA_FILE.read_text() == schema_text(), "stale: run make reference"
     Draft202012Validator.check_schema(json.loads(schema_text()))
 
 
