@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from compose.cli import ComposeError
@@ -54,21 +56,51 @@ def new_topic(
 METADATA_TIMEOUT = 5.0  # seconds for one metadata request
 
 
+class _AppendingHandler(logging.Handler):
+    """Each record appended to a file opened for it alone: nothing held open between the
+    rare lines of an admin client, however many runs one process makes."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(self.format(record) + "\n")
+        except OSError:
+            self.handleError(record)
+
+
+# In a run's logs/: what the harness's own admin client (metadata, the partition watch, the
+# nemesis's elections) heard from librdkafka.
+ADMIN_LOG = "harness-admin.log"
+
+
+def librdkafka_log(path: Path) -> logging.Logger:
+    """A logger for a librdkafka client of the harness's own process (`logger` in its config):
+    its lines (a broker refusing connections while a fault holds it) go to the run's logs, not
+    to the console the user reads."""
+    log = logging.Logger(f"librdkafka:{path.name}")  # unregistered: it goes with its client
+    log.addHandler(_AppendingHandler(path))
+    return log
+
+
 class KafkaAdmin:
     """The admin-API side of a running cluster: metadata, topics, elections (KafkaControl)."""
 
-    def __init__(self, cluster: KafkaCluster, topic: str) -> None:
+    def __init__(self, cluster: KafkaCluster, topic: str, log: Path | None = None) -> None:
         from confluent_kafka.admin import AdminClient
 
         self.cluster = cluster
         self.topic = topic
-        self.admin = AdminClient(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "log_level": 3,
-                "socket.timeout.ms": 5000,
-            }
-        )
+        config: dict[str, str | int | float | bool] = {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "log_level": 3,
+            "socket.timeout.ms": 5000,
+        }
+        self.admin = AdminClient(config, **({"logger": librdkafka_log(log)} if log else {}))
 
     def metadata(self, need_controller: bool = False, topic: str | None = None) -> Any:
         from systems.kafka.targets import from_cluster_metadata
@@ -110,6 +142,7 @@ class KafkaAdmin:
             time.sleep(0.5)
 
     def registered_brokers(self) -> set[int]:
+        self.admin.poll(0)  # serves the client's queued log lines to its logger
         try:
             return set(self.admin.list_topics(timeout=5).brokers)
         except Exception:  # noqa: BLE001 - not up yet

@@ -12,7 +12,7 @@ from contract.history import WATCH_PROCESS, HistoryWriter
 from contract.wait import wait_until
 from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis
-from systems.kafka.admin import KafkaAdmin
+from systems.kafka.admin import ADMIN_LOG, KafkaAdmin
 from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.cluster import KafkaCluster
 from systems.kafka.config import DEFAULT_KAFKA_LINE, KafkaClusterConfig, mode_refusal
@@ -123,7 +123,7 @@ class KafkaRun(KafkaClientsRun):
         self.manifest.compose_project = cluster.project
         self.manifest.bootstrap_servers = cluster.bootstrap_servers
         self.manifest.write(self.run_dir)
-        self.admin = admin = KafkaAdmin(cluster, c.topic)
+        self.admin = admin = KafkaAdmin(cluster, c.topic, self.paths.logs / ADMIN_LOG)
         expected = set(cluster.node_of)
         cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected)
         self.manifest.cluster_network = f"{cluster.net_prefix}.0/24"

@@ -69,6 +69,7 @@ class PartitionWatch:
             self._stop.wait(POLL_SECONDS)
 
     def poll_once(self) -> None:
+        self.admin_client.poll(0)  # serves the client's queued log lines to its logger
         self.poll_partitions()
         for topic in dict.fromkeys(COORDINATOR_TOPICS[role] for role, _ in self.coordinated):
             self.poll_coordinators(topic)

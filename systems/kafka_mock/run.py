@@ -10,6 +10,7 @@ from confluent_kafka.admin import AdminClient
 
 from contract.history import HistoryWriter
 from contract.wait import wait_until
+from systems.kafka.admin import ADMIN_LOG, librdkafka_log
 from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.targets import Metadata, from_cluster_metadata
 from systems.kafka_mock.cluster import TIER, MockKafkaCluster
@@ -32,7 +33,10 @@ class KafkaMockRun(KafkaClientsRun):
 
     def _metadata(self) -> Metadata:
         assert self.cluster is not None
-        admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers, "log_level": 3})
+        admin = AdminClient(
+            {"bootstrap.servers": self.cluster.bootstrap_servers, "log_level": 3},
+            logger=librdkafka_log(self.paths.logs / ADMIN_LOG),
+        )
         return from_cluster_metadata(admin.list_topics(self.scenario.cluster.topic, timeout=10))
 
     def _cluster_up(self) -> None:

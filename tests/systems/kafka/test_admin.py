@@ -3,6 +3,9 @@ slows towards the clients slows the harness's admin client too)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -10,6 +13,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from systems.kafka.admin import KafkaAdmin
+from tests.helpers import ROOT
 
 
 class _Admin:
@@ -43,3 +47,35 @@ def test_past_the_deadline_the_timeout_is_the_answer() -> None:
     admin, _ = _admin(failures=99)
     with pytest.raises(KafkaException):
         admin.topic_metadata(within=1)
+
+
+QUIET_ADMIN = """
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from systems.kafka.admin import KafkaAdmin
+
+log = Path(sys.argv[1])
+admin = KafkaAdmin(SimpleNamespace(bootstrap_servers="127.0.0.1:9"), "t", log)  # nothing listens
+try:
+    admin.admin.list_topics(timeout=1)
+except Exception:
+    pass
+admin.admin.poll(0)  # serves the lines it queued, as the watch and the harness's asks do
+"""
+
+
+def test_the_harness_admin_clients_librdkafka_lines_go_to_the_runs_log(tmp_path: Path) -> None:
+    """A broker refusing connections (down, or cut off by a fault) is the admin client's
+    everyday news: it belongs in the run's logs, not on the console above the verdict."""
+    log = tmp_path / "harness-admin.log"
+    done = subprocess.run(
+        [sys.executable, "-c", QUIET_ADMIN, str(log)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout == ""
+    assert "Connection refused" in log.read_text()

@@ -20,6 +20,9 @@ class Answers:
     def __init__(self, script: list[tuple[int, list[int]] | Exception]) -> None:
         self.script = script
 
+    def poll(self, timeout: float) -> int:
+        return 0  # no log lines queued
+
     def list_topics(self, topic: str, timeout: float) -> Any:
         step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
         if isinstance(step, Exception):
@@ -79,6 +82,9 @@ class InternalTopics:
 
     def __init__(self, script: list[dict[int, int] | None]) -> None:
         self.script = script
+
+    def poll(self, timeout: float) -> int:
+        return 0  # no log lines queued
 
     def list_topics(self, topic: str, timeout: float) -> Any:
         if topic == "__transaction_state":
