@@ -90,9 +90,10 @@ def coverage_of(
     open_transactions = None if transactions is None else transactions.get("open_in_faults", 0)
     for situation, count in _transaction_situations(transactions or {}).items():
         situations[situation] += count
-    totals = {
-        key: sum(w[key] for w in traffic) for key in ("acked", "sends", "delivered", "exposed")
-    }
+    totals = {key: sum(w[key] for w in traffic) for key in ("acked", "sends", "delivered")}
+    # A message undelivered through several windows was exposed at each: counted once, at the
+    # first (older verdicts' windows lack first_exposed).
+    totals["exposed"] = sum(w.get("first_exposed", w["exposed"]) for w in traffic)
     missing = [s for s in requires if not situations.get(s)]
     why = _vacuous_because(steps, totals, missing, expect, open_transactions)
     return {

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.messages import DELIVERY_ORDER, planned_abort
+from checkers.messages import ABORTED, DELIVERY_ORDER, planned_abort
 from contract.history import COORDINATOR_STATE, NEMESIS_PROCESS, PARTITION_STATE, event_value
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
@@ -53,10 +53,12 @@ def unavailable_intervals(summary: DataFrame) -> DataFrame:
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     ok = F.col("outcome") == "ok"
+    # A record of a transaction its producer aborted on purpose was neither refused nor lost
+    # in the making, and a message never sent (outcome null) is no send: neither is part of
+    # any interval.
+    sends = summary.filter(F.col("producer").isNotNull() & (F.col("outcome") != ABORTED))
     # Sends between the same two acks share the count of acks before them: one island each.
-    islands = summary.filter(F.col("producer").isNotNull()).withColumn(
-        "island", F.sum(ok.cast("int")).over(in_order)
-    )
+    islands = sends.withColumn("island", F.sum(ok.cast("int")).over(in_order))
     return (
         islands.filter(~ok)
         .groupBy("producer", "island")
@@ -90,11 +92,18 @@ def with_fault_overlap(intervals: DataFrame, windows: DataFrame) -> DataFrame:
 
 
 def window_traffic(summary: DataFrame, receives: DataFrame, windows: DataFrame) -> DataFrame:
-    """(w_start, w_end, acked, sends, exposed, delivered) per fault window: messages acknowledged
-    and sends begun inside it, messages acknowledged before it and not yet delivered when it
-    began (what it could still lose), and deliveries inside it. windows: (w_start, w_end)."""
+    """(w_start, w_end, acked, sends, exposed, first_exposed, delivered) per fault window:
+    messages acknowledged and sends begun inside it, messages acknowledged before it and not yet
+    delivered when it began (what it could still lose), those of them no earlier window found
+    exposed (summed over the windows, each message counts once), and deliveries inside it.
+    windows: (w_start, w_end)."""
+    from pyspark.sql import Window
+
     F = _F()
-    w = F.broadcast(windows)
+    # A message acknowledged before the previous window began was exposed at it too, if it
+    # is still undelivered now: it was counted there first.
+    earlier = F.lag("w_start").over(Window.orderBy("w_start"))
+    w = F.broadcast(windows.withColumn("w_prev", F.coalesce(earlier, F.lit(float("-inf")))))
 
     def inside(column: str) -> Any:
         return (F.col(column) >= F.col("w_start")) & (F.col(column) <= F.col("w_end"))
@@ -102,6 +111,7 @@ def window_traffic(summary: DataFrame, receives: DataFrame, windows: DataFrame) 
     ok = F.col("outcome") == "ok"
     waiting = F.col("first_delivery").isNull() | (F.col("first_delivery") >= F.col("w_start"))
     exposed = ok & (F.col("ack_time") < F.col("w_start")) & waiting
+    first_exposed = exposed & (F.col("ack_time") >= F.col("w_prev"))
     per_send = (
         summary.select("outcome", "ack_time", "invoke_time", "first_delivery")
         .crossJoin(w)
@@ -110,13 +120,16 @@ def window_traffic(summary: DataFrame, receives: DataFrame, windows: DataFrame) 
             F.sum((ok & inside("ack_time")).cast("int")).alias("acked"),
             F.sum(inside("invoke_time").cast("int")).alias("sends"),
             F.sum(exposed.cast("int")).alias("exposed"),
+            F.sum(first_exposed.cast("int")).alias("first_exposed"),
         )
     )
     delivered = (
         receives.select("time").crossJoin(w).filter(inside("time")).groupBy("w_start", "w_end")
     ).agg(F.count("*").alias("delivered"))
-    return w.join(per_send, ["w_start", "w_end"], "left").join(
-        delivered, ["w_start", "w_end"], "left"
+    return (
+        w.drop("w_prev")
+        .join(per_send, ["w_start", "w_end"], "left")
+        .join(delivered, ["w_start", "w_end"], "left")
     )
 
 
@@ -393,20 +406,9 @@ def coordinator_moves(control: list[dict[str, Any]]) -> list[tuple[str, str, flo
 
 
 def run_span(events: DataFrame) -> DataFrame:
-    """One row: the first and last time of the history (first, last), and the first and last
-    time a send was refused or left unknown (refused_first, refused_last)."""
+    """One row: the first and last time of the history (first, last)."""
     F = _F()
-    refused = (
-        F.col("type").isin("fail", "info")
-        & (F.col("f") == "send")
-        & ~F.coalesce(planned_abort(F.col), F.lit(False))
-    )
-    return events.agg(
-        F.min("time").alias("first"),
-        F.max("time").alias("last"),
-        F.min(F.when(refused, F.col("time"))).alias("refused_first"),
-        F.max(F.when(refused, F.col("time"))).alias("refused_last"),
-    )
+    return events.agg(F.min("time").alias("first"), F.max("time").alias("last"))
 
 
 def acks(summary: DataFrame) -> DataFrame:

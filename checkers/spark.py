@@ -202,7 +202,7 @@ def check_history(
             sends=sends,
             truncated_lines=history.truncated_lines,
             history_source=history.source,
-            refused_window=_refused_window(times),
+            refused_window=_refused_window(unavailability),
             errors=errors,
             placement=_placement(nemesis),
             log=log,
@@ -276,10 +276,13 @@ def _send_counts(summary: Any) -> dict[str, int]:
     return counts
 
 
-def _refused_window(times: dict[str, Any]) -> dict[str, float] | None:
-    first, last = times["refused_first"], times["refused_last"]
-    if first is None:
+def _refused_window(unavailability: dict[str, Any]) -> dict[str, float] | None:
+    """From the first send refused or left unknown to the last one's end, over every producer:
+    the span of the unavailable intervals, so that it and they never disagree."""
+    if not unavailability:
         return None
+    first = min(u["first"] for u in unavailability.values())
+    last = max(u["last"] for u in unavailability.values())
     return {"first": first, "last": last, "seconds": round(last - first, 3)}
 
 
@@ -299,6 +302,8 @@ def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]
         in_fault = F.col("touches_fault")
         totals = intervals.groupBy("producer").agg(
             F.count("*").alias("intervals"),
+            F.min("start").alias("first"),
+            F.max("end").alias("last"),
             F.sum("seconds").alias("seconds"),
             F.sum("in_faults").alias("in_faults"),
             F.sum(F.when(in_fault, F.col("refused") + F.col("unknown")).otherwise(0)).alias(
@@ -314,6 +319,8 @@ def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]
                 # fault can have caused (a publisher's in-flight sends at its own deadline
                 # are not).
                 "in_fault_sends": r["in_fault_sends"],
+                "first": r["first"],
+                "last": r["last"],
                 "longest": [],
             }
             for r in totals.collect()
@@ -352,7 +359,7 @@ def _window_traffic(
         {
             "start": r["w_start"],
             "end": r["w_end"],
-            **{k: r[k] or 0 for k in ("acked", "sends", "exposed", "delivered")},
+            **{k: r[k] or 0 for k in ("acked", "sends", "exposed", "first_exposed", "delivered")},
         }
         for r in rows
     ]

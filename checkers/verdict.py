@@ -423,15 +423,20 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     lines = [
         f"verdict: {verdict['outcome']} ({'matches' if verdict['matched'] else 'does not match'}"
         f" the expectation {verdict.get('expect') or 'none'}): {verdict['reason']}",
-        f"claim {verdict.get('claim') or '-'}: {claim_word(verdict)}",
         "sends: " + ", ".join(f"{k} {v}" for k, v in sorted(verdict["sends"].items())),
     ]
+    if verdict.get("claim"):  # a scenario of a user's own claims nothing
+        lines.insert(1, f"claim {verdict['claim']}: {claim_word(verdict)}")
     if verdict.get("cluster_recovered") is False:
         lines.append("warning: the cluster did not reunite within the recovery timeout")
     if verdict.get("drain_complete") is False:
         lines.append("warning: the drain could not confirm every queue empty")
     if window := verdict.get("refused_window"):
-        lines.append(f"sends refused or unknown over {window['seconds']:.1f} s")
+        start = (verdict.get("history_span") or {}).get("first") or 0.0
+        lines.append(
+            f"sends refused or unknown between +{window['first'] - start:.1f} s and "
+            f"+{window['last'] - start:.1f} s"
+        )
     lines += _unavailability_lines(verdict)
     lines += coverage_lines(verdict.get("coverage"))
     lines += _stall_lines(verdict)

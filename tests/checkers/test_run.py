@@ -124,8 +124,10 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
     # A group that received nothing still expects every acknowledged message.
     assert q3["lost"] == 6 and q3["received"] == 0
     assert result.sends == {"ok": 6, "fail": 1, "info": 2, "invoked": 9}
-    # A completion at 7.001 (info) and 8.001 (fail); the bare invoke at 9 has no completion.
-    assert result.refused_window == {"first": 7.001, "last": 8.001, "seconds": 1.0}
+    # Sends 7 (info) and 8 (fail) and the bare invoke at 9 (no completion: unknown) form one
+    # unavailable interval, from the first one's invoke at 7 to the last one's end at 9.
+    assert result.refused_window == {"first": 7.0, "last": 9.0, "seconds": 2.0}
+    assert result.unavailability["A"]["seconds"] == 2.0
 
 
 def test_reorder_ties_break_by_file_order_and_partitions_are_separate(
@@ -378,8 +380,30 @@ def test_unavailable_intervals_per_producer_and_inside_fault_windows(
     )
     assert a["in_fault_sends"] == 3  # seq 8 came after the heal
     assert "B" not in verdict["unavailability"]
+    # The span of the refused and unknown sends is that of the intervals: they agree.
+    assert verdict["refused_window"] == {"first": 3.0, "last": 8.001, "seconds": 5.001}
     summary = (tmp_path / "run" / "summary.txt").read_text()
     assert "unavailable A: 2 intervals, 2.0 s (1.5 s inside fault windows)" in summary
+    assert "sends refused or unknown between +2.0 s and +7.0 s" in summary
+
+
+def test_a_message_undelivered_through_two_faults_is_exposed_once_in_all(
+    spark: Any, tmp_path: Path
+) -> None:
+    ev: list[dict[str, Any]] = []
+    for seq in (1, 2):
+        ev += send("A", seq, seq, "ok")
+    for start, end in ((3.0, 4.0), (6.0, 7.0)):
+        ev.append(event("nemesis", "invoke", "start-partition", start, value={"op": "isolate"}))
+        ev.append(event("nemesis", "ok", "stop-partition", end, value={"remaining_cuts": []}))
+    ev += [recv("g", "A", seq, 100 + seq) for seq in (1, 2)]  # both delivered after the faults
+    write(tmp_path / "run" / "history", ev)
+    verdict = check_run(tmp_path / "run", spark=spark)
+    coverage = verdict["coverage"]
+    assert [w["exposed"] for w in coverage["windows"]] == [2, 2]  # exposed at each fault
+    assert coverage["exposed_at_faults"] == 2  # the same two messages: never more than acked
+    summary = (tmp_path / "run" / "summary.txt").read_text()
+    assert "2 acknowledged and undelivered as faults began" in summary
 
 
 def restart(node: str, start: float, end: float) -> list[dict[str, Any]]:
