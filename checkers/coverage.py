@@ -255,6 +255,8 @@ def _fault_steps(
             "roles": roles,
             "held_role": _held(resolved, watch),
             "leaders_hit": hit,
+            # Whose leader each of those partitions was: what the report shows beside its id.
+            "hit_leaders": {p: watch.leader[int(p)] for p in hit},
         }
         rows.append(row)
         situations.update(_step_situations(e["f"], v, roles, hit, watch, facts))

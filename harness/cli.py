@@ -786,12 +786,28 @@ def _on_rabbitmq(spec: Any, version: str | None) -> Any:
 
 
 @app.command("show")
-def show(run_dir: Annotated[Path, typer.Argument()]) -> None:
-    """Print a run's verdict.json."""
+def show(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    as_json: Annotated[bool, typer.Option("--json", help="the whole verdict.json")] = False,
+) -> None:
+    """A run's verdict: its summary, and where its report is (--json: verdict.json itself)."""
+    from checkers.verdict import summary_lines
+
     try:
-        out.print_json(json.dumps(json.loads((run_dir / "verdict.json").read_text())))
+        verdict = json.loads((run_dir / "verdict.json").read_text())
     except (OSError, ValueError) as e:
         raise _fail(f"{run_dir}: no readable verdict.json ({e})") from None
+    if as_json:
+        out.print_json(json.dumps(verdict))
+        return
+    try:
+        lines = summary_lines(verdict)
+    except (KeyError, TypeError) as e:
+        raise _fail(f"{run_dir}: verdict.json lacks {e} (harness show --json shows it)") from None
+    for line in lines:
+        out.print(line, markup=False)
+    if (run_dir / "report.html").exists():
+        out.print(f"report: {run_dir / 'report.html'}", markup=False)
 
 
 def main() -> None:

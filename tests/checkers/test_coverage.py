@@ -51,6 +51,7 @@ def test_a_kill_of_the_leader_named_by_role_held_the_role_and_hit_the_leader() -
     c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, [], "safe", 0.0)
     (step,) = c["steps"]
     assert step["held_role"] is True and step["leaders_hit"] == ["0"]
+    assert step["hit_leaders"] == {"0": "kafka1"}  # what the report shows beside the id
     assert step["step"] == "1. kill kafka1 at +10.0 s"
     assert c["situations"]["leader-faulted"] == 1
     assert "leader-faulted-isr-shrunk" not in c["situations"]

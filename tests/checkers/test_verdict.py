@@ -157,3 +157,11 @@ def test_a_zombie_commit_refutes_any_expectation_and_is_said_in_the_summary() ->
         "3 commits asked by instances a newer one had fenced, 1 of them took effect "
         "(zombie commits)"
     ) in summary_lines(verdict)
+
+
+def test_a_scenario_without_a_claim_says_nothing_about_claims() -> None:
+    verdict = {"outcome": "safe", "matched": True, "reason": "ok", "sends": {"ok": 3}}
+    mine = summary_lines(verdict | {"groups": {}})
+    assert not any(line.startswith("claim") for line in mine)
+    claimed = summary_lines(verdict | {"groups": {}, "claim": "K4", "expect": "safe"})
+    assert "claim K4: reproduced" in claimed
