@@ -491,17 +491,30 @@ def schema(
 
 @app.command("list")
 def list_scenarios() -> None:
-    """The shipped scenarios, their claims and expectations."""
-    for path in sorted(SCENARIOS_DIR.glob("*.yaml")):
-        try:
-            s = load_scenario(path)
-            modes = ",".join(s.cluster.modes) if isinstance(s, KafkaScenario) else s.cluster.system
-            out.print(
-                f"{s.id:30} {s.claim or '-':5} {modes:22} expect {s.expect:13} {s.description}",
-                markup=False,
-            )
-        except ScenarioError as e:
-            out.print(f"{path.stem:12} invalid: {e}", markup=False)
+    """Every shipped scenario (chaos bases and found schedules too): the name to run it by,
+    its claim, where it runs, what it expects."""
+    rows = [_scenario_row(path) for path in sorted(SCENARIOS_DIR.rglob("*.yaml"))]
+    header = ("scenario", "claim", "runs on", "expect", "description")
+    widths = [max(len(r[n]) for r in (header, *rows)) for n in range(4)]
+    for row in (header, *rows):
+        line = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  "
+        description = row[4]
+        # On a terminal, one line a scenario (the file has the whole description); piped, all.
+        room = out.width - len(line)
+        if out.is_terminal and len(description) > room:
+            description = description[: max(room - 1, 0)] + "…"
+        out.print(line + description, markup=False, style="bold" if row is header else None)
+
+
+def _scenario_row(path: Path) -> tuple[str, str, str, str, str]:
+    name = path.relative_to(SCENARIOS_DIR).with_suffix("").as_posix()
+    try:
+        s = load_scenario(path)
+    except ScenarioError as e:
+        return name, "", "", "invalid", e.problems[0]
+    if isinstance(s, KafkaScenario):
+        return name, s.claim or "-", "kafka " + ",".join(s.cluster.modes), s.expect, s.description
+    return name, s.claim or "-", s.cluster.system, s.expect, s.description
 
 
 def _csv(value: str | None) -> set[str] | None:
