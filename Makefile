@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 COMMA := ,
 
-.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format reference bench bench-lazyfs bench-clients clean
+.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format reference docs bench bench-lazyfs bench-clients clean
 
 setup:
 	@bash scripts/setup.sh
@@ -68,6 +68,10 @@ lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports chaos harness workloads
+
+# The documentation as a site in site/ (strict: a broken link or a page left out fails).
+docs:
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -q -d site
 
 # The scenario JSON Schema and the reference in docs/, generated from the code (a test fails
 # while either is stale).

@@ -2,7 +2,8 @@
 validates and runs a scenario, so that it cannot drift: every field with its type, default,
 range, the broker or client property it sets and what it means (the scenario JSON Schema); every
 fault op with its arguments, what it does, the systems that have it and the op that heals it
-(the fault registry); every expectation word (contract.expectations).
+(the fault registry); every expectation word (contract.expectations); every command of the
+CLI with its arguments and options (the CLI itself).
 
 `make reference` writes it with the JSON Schema; a test fails while either is stale.
 """
@@ -64,6 +65,7 @@ def reference_files() -> dict[str, str]:
         "scenario.md": scenario_page(),
         "faults.md": faults_page(),
         "expectations.md": expectations_page(),
+        "cli.md": cli_page(),
     }
 
 
@@ -242,3 +244,61 @@ def expectations_page() -> str:
 def _rows(meanings: Mapping[str, str]) -> Iterator[str]:
     for word, meaning in meanings.items():
         yield f"| `{word}` | {meaning} |"
+
+
+def cli_page() -> str:
+    """Every `harness` command: what it does, how it is called, each argument and option."""
+    import typer
+
+    from harness.cli import app
+
+    lines = [
+        GENERATED,
+        "# The harness CLI",
+        "",
+        "`harness COMMAND --help` says the same; `make test-scenario`, `make claims` and `make "
+        "chaos` call these commands (see the Makefile for the variables each takes).",
+    ]
+    for path, command in _commands(typer.main.get_command(app), ()):
+        lines += ["", f"## harness {' '.join(path)}", "", _one_line(command.help or "")]
+        arguments = [p for p in command.params if p.param_type_name == "argument"]
+        usage = " ".join(["harness", *path, "[OPTIONS]", *(a.name.upper() for a in arguments)])
+        lines += ["", "```", usage, "```"]
+        rows = []
+        context = _context(command, path)
+        for param in command.params:
+            record = param.get_help_record(context)
+            if record is None:
+                continue
+            name, text = record
+            meaning = _one_line(text).replace("|", "\\|")
+            rows.append(f"| `{name}` | {meaning} |")
+        if rows:
+            lines += ["", "| argument or option | meaning |", "|---|---|", *rows]
+    return "\n".join(lines) + "\n"
+
+
+def _commands(group: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    for name in sorted(group.commands):
+        command = group.commands[name]
+        if getattr(command, "hidden", False):
+            continue
+        if hasattr(command, "commands"):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def _context(command: Any, path: tuple[str, ...]) -> Any:
+    """A context to render a command's help records in, at a fixed width (the page must not
+    depend on the terminal that wrote it)."""
+    return type(_root_context())(command, info_name=path[-1], terminal_width=100)
+
+
+def _root_context() -> Any:
+    import typer
+
+    from harness.cli import app
+
+    group = typer.main.get_command(app)
+    return group.make_context("harness", [], resilient_parsing=True)

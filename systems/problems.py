@@ -68,8 +68,14 @@ def validation_problems(error: ValidationError, model: type[BaseModel], text: st
         if e["type"] == "extra_forbidden" and loc:
             message += _suggestion(loc[-1], _keys_at(model, loc[:-1]))
         line, column = _position(tree, loc)
-        problems.append(Problem(".".join(loc), message, line, column))
+        problems.append(Problem(".".join(map(_shown, loc)), message, line, column))
     return sorted(problems, key=lambda p: (p.line == 0, p.line, p.column))
+
+
+def _shown(key: str) -> str:
+    """A key as the one-line message shows it: quoted when it is no plain name (a key with a
+    newline or a space in it)."""
+    return key if re.fullmatch(r"[\w.@-]+", key) else repr(key)
 
 
 def close_names(word: str, names: typing.Iterable[str]) -> list[str]:
