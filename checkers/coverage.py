@@ -104,6 +104,7 @@ def coverage_of(
         "sends_in_faults": totals["sends"],
         "delivered_in_faults": totals["delivered"],
         "exposed_at_faults": totals["exposed"],
+        "late_steps": _late_steps(nemesis, run_start),
         "requires": requires,
         "missing": missing,
         "vacuous": bool(why),
@@ -204,6 +205,24 @@ def _watch_at(states: list[dict[str, Any]], t: float) -> _Watch:
 
 # ---- the nemesis's steps ---------------------------------------------------------------------
 
+LATE_STEP_S = 1.0  # a step whose fault began later than this after its `at` did not run as written
+
+
+def _late_steps(nemesis: list[dict[str, Any]], run_start: float) -> list[dict[str, Any]]:
+    """Every step whose fault began more than LATE_STEP_S after the time the schedule gave it
+    (a role resolved slowly, a fault that took long to apply): what ran is not what was
+    written, and the verdict says so."""
+    late, number = [], 0
+    for e in nemesis:
+        if e["type"] != "invoke":
+            continue
+        number += 1
+        lag = event_value(e.get("value")).get("lag")
+        if isinstance(lag, (int, float)) and lag > LATE_STEP_S:
+            label = step_label(number, e["f"], e.get("value"), e["time"] - run_start)
+            late.append({"step": label, "lag": lag})
+    return late
+
 
 def _touched(v: dict[str, Any]) -> set[str]:
     """The nodes a fault acts on (a partition's bridge, in every group, is not cut)."""
@@ -255,6 +274,7 @@ def _fault_steps(
             "roles": roles,
             "held_role": _held(resolved, watch),
             "leaders_hit": hit,
+            "lag": v.get("lag"),  # seconds after its `at` the fault began (None: not recorded)
             # Whose leader each of those partitions was: what the report shows beside its id.
             "hit_leaders": {p: watch.leader[int(p)] for p in hit},
         }

@@ -553,6 +553,8 @@ def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
         f"{coverage.get('delivered_in_faults', 0)} delivered; "
         f"{coverage.get('exposed_at_faults', 0)} acknowledged and undelivered as faults began"
     ]
+    for late in coverage.get("late_steps") or []:
+        lines.append(f"late: {late['step']} began {late['lag']:.1f} s after its scheduled time")
     if situations := coverage.get("situations"):
         lines.append("situations: " + ", ".join(f"{k} {n}" for k, n in situations.items()))
     if coverage.get("vacuous"):

@@ -118,6 +118,13 @@ class HistoryWriter:
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         # Publishers write from I/O callbacks and timers; one lock keeps lines whole.
         self._lock = threading.Lock()
+        self._scheduled: float | None = None  # when the next invoke was scheduled (a step)
+
+    def schedule_next_invoke(self, scheduled: float | None) -> None:
+        """The next invoke is a nemesis step the schedule set for `scheduled` (Unix time): its
+        value says when (`scheduled`) and how late it began (`lag`, seconds). None: no step is
+        pending (one that failed before its fault began leaves nothing for the next)."""
+        self._scheduled = scheduled
 
     def write(self, type: EventType, f: str, **fields: Any) -> dict[str, Any]:
         # Every send and receive goes through here (two lines per message): kept lean, as
@@ -135,6 +142,10 @@ class HistoryWriter:
         }
         if event["producer"] is not None and event["seq"] is not None and event["msg_id"] is None:
             event["msg_id"] = msg_id(event["producer"], event["seq"])
+        if self._scheduled is not None and type == "invoke":
+            lag = round(event["time"] - self._scheduled, 3)
+            event["value"] = {**(event["value"] or {}), "scheduled": self._scheduled, "lag": lag}
+            self._scheduled = None
         data = (_ENCODE(event) + "\n").encode()
         with self._lock:
             if self.failed is not None:  # after a line cut short, nothing more: no torn middle

@@ -254,9 +254,14 @@ class ScenarioRun:
     def _workload(self) -> None:
         start = time.time()
         producers = self._start_clients(start)
+        history = getattr(self.nemesis, "history", None)
         for i, step in enumerate(self.scenario.nemesis):
             _sleep_until(start + step.at)
+            if history is not None:  # the step's fault says how late it began
+                history.schedule_next_invoke(start + step.at)
             self._step(i, step)
+            if history is not None:
+                history.schedule_next_invoke(None)
             self.manifest.nemesis_steps_done += 1
         deadline = start + self.scenario.timeouts.workload + 30
         self.manifest.producer_exit_codes = {

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
-from checkers.verdict import Judgement
+from checkers.verdict import Judgement, coverage_lines
 
 KAFKA = ClusterFacts(replication_factor=3, min_insync_replicas=2, brokers=3)
 
@@ -216,3 +216,17 @@ def test_a_paused_client_is_a_fault_step_and_a_fenced_commit_a_situation() -> No
         nemesis, WATCH, traffic(), KAFKA, required, "safe", 0.0, section | {"fenced_commits": 0}
     )
     assert never["why_vacuous"] == ["the faults never brought about fenced-commit-asked"]
+
+
+def test_a_step_that_began_more_than_a_second_late_is_flagged() -> None:
+    nemesis = [
+        ev(10.3, "invoke", "kill", nodes=["kafka1"], scheduled=10.0, lag=0.3),
+        ev(10.5, "ok", "kill", nodes=["kafka1"]),
+        ev(22.5, "invoke", "start", nodes=["kafka1"], scheduled=15.0, lag=7.5),
+        ev(23.0, "ok", "start", nodes=["kafka1"]),
+    ]
+    c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, [], "safe", 0.0)
+    assert [s["lag"] for s in c["steps"]] == [0.3]  # the kill: its row says how late it began
+    assert c["late_steps"] == [{"step": "2. start kafka1 at +22.5 s", "lag": 7.5}]
+    lines = coverage_lines(c)
+    assert "late: 2. start kafka1 at +22.5 s began 7.5 s after its scheduled time" in lines

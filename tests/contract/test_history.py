@@ -70,3 +70,23 @@ def test_the_nemesis_writer_goes_on_and_leaves_no_torn_middle_line(
     text = (tmp_path / "nemesis.jsonl").read_text()
     whole, cut = text.split("\n")
     assert json.loads(whole)["type"] == "invoke" and len(cut) == 5  # only the last is cut
+
+
+def test_a_scheduled_steps_invoke_says_when_it_was_due_and_how_late_it_began(
+    tmp_path: Path,
+) -> None:
+    history = HistoryWriter(tmp_path, "nemesis", "kafka")
+    history.schedule_next_invoke(100.0)
+    history.write("info", "resolve", value={"op": "kill"})  # resolving the role: not the fault
+    invoke = history.write("invoke", "kill", value={"nodes": ["kafka1"]})
+    ok = history.write("ok", "kill", value={"nodes": ["kafka1"]})
+    later = history.write("invoke", "start", value={"nodes": ["kafka1"]})
+    assert invoke["value"] == {
+        "nodes": ["kafka1"],
+        "scheduled": 100.0,
+        "lag": round(invoke["time"] - 100.0, 3),
+    }
+    assert "lag" not in ok["value"] and "lag" not in later["value"]  # the step's first invoke only
+    history.schedule_next_invoke(200.0)
+    history.schedule_next_invoke(None)  # the step failed before its fault began
+    assert "lag" not in history.write("invoke", "kill", value={})["value"]

@@ -638,3 +638,21 @@ def test_a_node_that_exits_while_the_cluster_forms_is_named_with_its_last_line()
     cluster = object.__new__(KafkaCluster)
     cluster.containers = lambda: {"kafka1": exited, "kafka2": running}  # type: ignore[method-assign]
     assert cluster._exited() == {"kafka1": "kafka-storage: error: expected one argument"}
+
+
+def test_the_active_controller_is_the_leader_of_the_newest_epoch_a_voter_persisted() -> None:
+    from types import SimpleNamespace
+
+    from systems.kafka.cluster import KafkaCluster
+
+    nodes = [SimpleNamespace(name=f"controller{i}", node_id=100 + i) for i in (1, 2, 3)]
+    cluster = SimpleNamespace(nodes=nodes)
+
+    def leader(*states: tuple[int, int]) -> str | None:
+        persisted = [{"leaderId": lid, "leaderEpoch": epoch} for lid, epoch in states]
+        return KafkaCluster._leader_of(cluster, persisted)  # type: ignore[arg-type]
+
+    # An isolated old leader still names itself, of the older epoch.
+    assert leader((102, 1), (103, 2), (103, 2)) == "controller3"
+    # The newest epoch has no leader yet (an election under way): no controller to aim at.
+    assert leader((102, 1), (-1, 2)) is None
