@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,9 +70,27 @@ def profiling(spark: Any) -> Iterator[Profile]:
         _current.reset(token)
 
 
+_watcher: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "phase watcher", default=None
+)
+
+
+@contextlib.contextmanager
+def watching(on_phase: Callable[[str], None]) -> Iterator[None]:
+    """`on_phase(name)` as each phase begins inside this block: what a console shows while a
+    check runs, so that a minute of Spark is not a minute of silence."""
+    token = _watcher.set(on_phase)
+    try:
+        yield
+    finally:
+        _watcher.reset(token)
+
+
 @contextlib.contextmanager
 def phase(name: str) -> Iterator[None]:
-    """One phase of a check; recorded when a profile is active."""
+    """One phase of a check; said to a watcher, and recorded when a profile is active."""
+    if (on_phase := _watcher.get()) is not None:
+        on_phase(name)
     profile = _current.get()
     if profile is None:
         yield

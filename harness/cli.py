@@ -352,12 +352,23 @@ def check(
         except ValueError as e:
             raise _fail(f"--expect: {e}") from None
     try:
-        verdict = check_run(run_dir, master=master, expect=expect, profile=profile)
+        with _check_status():
+            verdict = check_run(run_dir, master=master, expect=expect, profile=profile)
     except HistoryError as e:
         raise _fail(str(e)) from None
     if profile:
         _print_profile(verdict["checker"])
     raise typer.Exit(_print_verdict(verdict, run_dir))
+
+
+@contextlib.contextmanager
+def _check_status() -> Iterator[None]:
+    """On a terminal, the phase a check is in, as it goes (nothing is printed when piped)."""
+    from checkers.profile import watching
+
+    with err.status("checking: starting Spark") as status:
+        with watching(lambda name: status.update(f"checking: {name}")):
+            yield
 
 
 @contextlib.contextmanager
