@@ -35,6 +35,7 @@ from contract.expectations import known_expectation
 from contract.numbers import parse_count
 from contract.rundir import DEFAULT_ROOT, RunDir
 from harness.progress import STATUS_CONSOLE
+from harness.prune import DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FAILURES_DAYS, DEFAULT_KEEP_LAST
 from nemesis.containers import NemesisError
 from systems.config_files import absolute_config_option
 from systems.kafka.cluster import ensure_kafka_release
@@ -498,6 +499,54 @@ def schema(
             out.print(f"wrote {path}", markup=False)
     except OSError as e:
         raise _fail(f"cannot write ({e.strerror}: {e.filename})") from None
+
+
+@app.command()
+def prune(
+    results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    keep_days: Annotated[
+        float, typer.Option(min=0, help="keep a run that matched this many days")
+    ] = DEFAULT_KEEP_DAYS,
+    keep_failures_days: Annotated[
+        float, typer.Option(min=0, help="keep a failed run (no verdict, or a mismatch) this long")
+    ] = DEFAULT_KEEP_FAILURES_DAYS,
+    keep_last: Annotated[
+        int, typer.Option(min=1, help="keep the newest N runs of each scenario whatever their age")
+    ] = DEFAULT_KEEP_LAST,
+    max_gb: Annotated[
+        float | None, typer.Option(min=0, help="then remove the oldest runs left over this size")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option(help="say what would be removed, remove nothing")
+    ] = False,
+) -> None:
+    """Remove old run folders by a retention policy. Never removes a run still running, a run
+    docs/claims-results.md or scenarios/found/ refers to, or the newest run of a scenario."""
+    import time
+
+    from harness.prune import Policy, decide, referenced_run_ids, runs_under
+    from harness.prune import prune as remove
+
+    if not results.is_dir():
+        raise _fail(f"--results {results}: no such folder")
+    runs = runs_under(results)
+    policy = Policy(keep_days, keep_failures_days, keep_last, max_gb)
+    decisions = decide(runs, policy, referenced_run_ids(SCENARIOS_DIR.parent), time.time())
+    verb = "would remove" if dry_run else "removed"
+    for d in decisions:
+        if d.remove:
+            out.print(f"{verb} {d.run.path} ({_mb(d.run.size)}): {d.why}", markup=False)
+    freed = remove(decisions, dry_run)
+    left = sum(r.size for r in runs) - freed
+    out.print(
+        f"{'would free' if dry_run else 'freed'} {_mb(freed)} of {len(runs)} runs; "
+        f"{_mb(left)} left in {results}",
+        markup=False,
+    )
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1024**2:.1f} MB"
 
 
 @app.command("list")

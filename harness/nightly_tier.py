@@ -251,7 +251,28 @@ def _failed_line(o: Outcome) -> str:
     return f"{o.phase.name}: {o.how}; {c.failures} failed, {c.errors} errors of {c.tests}"
 
 
-def write_summary(outcomes: Sequence[Outcome], path: Path, started: datetime) -> Path:
+def retention(results: Path) -> list[str]:
+    """The default retention policy applied to the results folder (harness.prune): the
+    summary's lines on what it removed and the disk the results use."""
+    from harness.prune import Policy, decide, prune, referenced_run_ids, runs_under
+
+    runs = runs_under(results)
+    policy = Policy()
+    decisions = decide(runs, policy, referenced_run_ids(ROOT), time.time())
+    freed = prune(decisions, dry_run=False)
+    removed = sum(1 for d in decisions if d.remove)
+    used = sum(r.size for r in runs) - freed
+    return [
+        f"Results use {used / 1024**3:.2f} GB in {len(runs) - removed} runs ({results}).",
+        f"Retention (passes {policy.keep_days:g} days, failures {policy.keep_failures_days:g} "
+        f"days, the newest {policy.keep_last} of each scenario, every run the repository refers "
+        f"to) removed {removed} runs, {freed / 1024**3:.2f} GB.",
+    ]
+
+
+def write_summary(
+    outcomes: Sequence[Outcome], path: Path, started: datetime, disk: Sequence[str] = ()
+) -> Path:
     failed = [o for o in outcomes if not o.passed]
     lines = [
         f"# Nightly tier, {started:%Y-%m-%d %H:%M} UTC",
@@ -270,6 +291,8 @@ def write_summary(outcomes: Sequence[Outcome], path: Path, started: datetime) ->
         )
     lines += ["", "## Commands", ""]
     lines += [f"- {o.phase.name}: `{' '.join(o.phase.command)}` (log: {o.log})" for o in outcomes]
+    if disk:
+        lines += ["", "## Disk", "", *disk]
     failing = [(o, case) for o in outcomes for case in _failing_cases(o)]
     if failing:
         lines += ["", "## What failed", ""]
@@ -315,7 +338,8 @@ def main(
             f"nightly: {phase.name} {outcome.how} after {outcome.seconds / 60:.1f} min", flush=True
         )
         outcomes.append(outcome)
-    print(f"summary: {write_summary(outcomes, out / 'summary.md', started)}")
+    disk = retention(results)
+    print(f"summary: {write_summary(outcomes, out / 'summary.md', started, disk)}")
     print(f"junit: {write_junit(outcomes, out / 'junit.xml')}")
     raise typer.Exit(0 if all(o.passed for o in outcomes) else 1)
 

@@ -110,3 +110,17 @@ def test_a_phase_that_names_its_junit_file_in_its_log_is_counted_from_it(tmp_pat
     phase = Phase("chaos", (sys.executable, "-c", said), 60, None, "", junit_in_log=True)
     outcome = run_phase(phase, tmp_path)
     assert outcome.passed and outcome.counts.tests == 3
+
+
+def test_the_night_prunes_its_results_and_the_summary_says_the_disk_used(tmp_path: Path) -> None:
+    from harness.nightly_tier import retention
+    from tests.harness.test_prune import plant
+
+    old = plant(tmp_path, "K4", 30, size=1024**2)
+    newest = [plant(tmp_path, "K4", days) for days in (3, 2, 1)]
+    disk = retention(tmp_path)
+    assert not old.exists() and all(r.exists() for r in newest)
+    assert disk[0].startswith("Results use 0.00 GB in 3 runs")
+    assert "removed 1 runs" in disk[1]
+    summary = write_summary([], tmp_path / "summary.md", datetime.now(UTC), disk)
+    assert "## Disk" in summary.read_text()
