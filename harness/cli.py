@@ -33,9 +33,9 @@ from compose.engine import EngineLost
 from compose.releases import SPEC_PATTERN
 from contract.expectations import known_expectation
 from contract.numbers import parse_count
+from contract.retention import DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FAILURES_DAYS, DEFAULT_KEEP_LAST
 from contract.rundir import DEFAULT_ROOT, RunDir
 from harness.progress import STATUS_CONSOLE
-from harness.prune import DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FAILURES_DAYS, DEFAULT_KEEP_LAST
 from nemesis.containers import NemesisError
 from systems.config_files import absolute_config_option
 from systems.kafka.cluster import ensure_kafka_release
@@ -524,8 +524,8 @@ def prune(
     docs/claims-results.md or scenarios/found/ refers to, or the newest run of a scenario."""
     import time
 
-    from harness.prune import Policy, decide, referenced_run_ids, runs_under
-    from harness.prune import prune as remove
+    from contract.retention import Policy, decide, referenced_run_ids, runs_under
+    from contract.retention import prune as remove
 
     if not results.is_dir():
         raise _fail(f"--results {results}: no such folder")

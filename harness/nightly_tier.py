@@ -252,9 +252,9 @@ def _failed_line(o: Outcome) -> str:
 
 
 def retention(results: Path) -> list[str]:
-    """The default retention policy applied to the results folder (harness.prune): the
+    """The default retention policy applied to the results folder (contract.retention): the
     summary's lines on what it removed and the disk the results use."""
-    from harness.prune import Policy, decide, prune, referenced_run_ids, runs_under
+    from contract.retention import Policy, decide, prune, referenced_run_ids, runs_under
 
     runs = runs_under(results)
     policy = Policy()

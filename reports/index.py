@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from contract import retention
 from contract.manifest import Manifest, ManifestError, read_manifest
 from contract.rundir import MANIFEST
 from reports.html import REPORT_NAME, TEMPLATES, verdict_colour, verdict_word
@@ -33,6 +34,9 @@ class RunRow:
     duplicated: int | None
     seconds: float | None
     run_id: str
+    size_mb: float = 0.0
+    # What the default retention policy does with it at the next prune ("" while it keeps it).
+    removed_next: str = ""
 
 
 def _json_or_none(path: Path) -> dict[str, Any] | None:
@@ -79,12 +83,22 @@ def _image_version(manifest: Manifest) -> str | None:
 
 
 def runs_under(root: Path) -> list[RunRow]:
-    """Every run at root/<scenario>/<run-id>/, newest first."""
-    rows = [
-        row
+    """Every run at root/<scenario>/<run-id>/, newest first, with its size and what the default
+    retention policy would do with it next."""
+    runs = {
+        manifest.parent: row
         for manifest in root.glob(f"*/*/{MANIFEST}")
         if not manifest.parent.is_symlink() and (row := run_row(root, manifest.parent)) is not None
-    ]
+    }
+    policy, referenced = retention.Policy(), retention.referenced_run_ids()
+    decided = retention.decide(retention.runs_under(root), policy, referenced, time.time())
+    fate = {d.run.path: d for d in decided}
+    rows = []
+    for run_dir, row in runs.items():
+        if (d := fate.get(run_dir)) is not None:
+            size = round(d.run.size / 1024**2, 1)
+            row = replace(row, size_mb=size, removed_next=d.why if d.remove else "")
+        rows.append(row)
     return sorted(rows, key=lambda r: r.started, reverse=True)
 
 

@@ -114,7 +114,7 @@ def test_a_phase_that_names_its_junit_file_in_its_log_is_counted_from_it(tmp_pat
 
 def test_the_night_prunes_its_results_and_the_summary_says_the_disk_used(tmp_path: Path) -> None:
     from harness.nightly_tier import retention
-    from tests.harness.test_prune import plant
+    from tests.contract.test_retention import plant
 
     old = plant(tmp_path, "K4", 30, size=1024**2)
     newest = [plant(tmp_path, "K4", days) for days in (3, 2, 1)]

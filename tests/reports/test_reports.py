@@ -530,6 +530,21 @@ def test_index_lists_every_run_newest_first_and_links_its_report(tmp_path: Path)
     assert "no verdict: no engine" in html
 
 
+def test_index_shows_each_runs_size_and_marks_what_the_next_prune_removes(
+    tmp_path: Path,
+) -> None:
+    from tests.contract.test_retention import plant
+
+    old = plant(tmp_path, "K4", 30, size=2 * 1024**2)
+    for days in (3, 2, 1):
+        plant(tmp_path, "K4", days)
+    html = render_index(tmp_path).read_text()
+    row = next(r for r in html.split("<tr>") if old.name in r)
+    assert '<td class="n">2.0</td>' in row
+    assert "removed at the next prune: run 30 days old (keep 14)" in row
+    assert html.count("removed at the next prune") == 1
+
+
 def test_cli_report_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     for args in (["report"], ["report", str(tmp_path / "nothing")], ["report", str(tmp_path)]):
         result = subprocess.run(

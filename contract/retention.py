@@ -1,5 +1,6 @@
-"""`harness prune`: a retention policy for a results folder, so that a year of nights fits on
-the machine that runs them.
+"""A retention policy for a results folder, so that a year of nights fits on the machine that
+runs them: `harness prune` applies it, the nightly tier after its phases, and the results index
+marks the runs it would remove next.
 
 A run folder is removed when it is older than its kind's age (a failure is kept longer than a
 pass), when it is not among the newest `keep_last` of its scenario, or, oldest first, while the
@@ -108,7 +109,10 @@ def folder_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def referenced_run_ids(repository: Path) -> set[str]:
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def referenced_run_ids(repository: Path = REPOSITORY) -> set[str]:
     """Run ids the repository's own files name: the evidence of published verdicts."""
     files = [
         repository / "docs" / "claims-results.md",
