@@ -11,18 +11,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_harness(
-    scenario: str, results: Path, *options: str, timeout: float = 1500
-) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """`harness run SCENARIO --results RESULTS [OPTIONS]`; returns the result and the run
-    directory."""
-    result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", scenario, "--results", str(results), *options],
+def harness(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`harness ARGS...` as a user types it, from the repository's root."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=timeout,
     )
+
+
+def run_harness(
+    scenario: str, results: Path, *options: str, timeout: float = 1500
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`harness run SCENARIO --results RESULTS [OPTIONS]`; returns the result and the run
+    directory."""
+    result = harness("run", scenario, "--results", str(results), *options, timeout=timeout)
     latest = results / "latest"
     assert latest.is_symlink(), result.stderr[-2000:]
     return result, latest.resolve()

@@ -73,7 +73,8 @@ def test_a_week_of_nights_stays_under_its_budget_keeping_failures_and_references
 ) -> None:
     """Fifteen runs a night for a week, one in five a failure, 1 MB each: a 0.05 GB budget
     removes the oldest passing runs and nothing else."""
-    failures, passes = [], []
+    failures: list[Path] = []
+    passes: list[Path] = []
     for night in range(7):
         for n in range(15):
             run = plant(tmp_path, f"chaos-s{n}", 7 - night, matched=n % 5 != 0, size=1024**2)

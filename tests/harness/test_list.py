@@ -3,20 +3,11 @@ with the name `make test-scenario` takes."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from tests.helpers import ROOT
+from tests.helpers import ROOT, harness
 
 
 def test_list_names_every_shipped_scenario_with_its_claim_and_expectation() -> None:
-    listed = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "list"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    listed = harness("list")
     assert listed.returncode == 0, listed.stderr
     rows = {line.split()[0]: line.split() for line in listed.stdout.splitlines()[1:]}
     shipped = {

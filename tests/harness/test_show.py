@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.helpers import ROOT
+from tests.helpers import harness
 
 VERDICT = {
     "outcome": "safe",
@@ -20,13 +19,7 @@ VERDICT = {
 
 
 def _show(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", "show", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    return harness("show", *args)
 
 
 def test_show_prints_the_summary_and_json_prints_the_verdict(tmp_path: Path) -> None:

@@ -4,8 +4,6 @@ column, a misspelt key or op answered with the name it meant, and the spellings 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from systems.problems import close_names
 from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.registry import parse_scenario, scenario_files
 from systems.scenario import ScenarioError
-from tests.helpers import ROOT
+from tests.helpers import ROOT, harness
 
 KAFKA = """\
 id: mine
@@ -172,13 +170,7 @@ def test_validate_prints_every_problem_of_every_file_and_exits_2(tmp_path: Path)
     (tmp_path / "bad.yaml").write_text(
         KAFKA.replace("op: kill", "op: kil").replace("count: 2000", "count: lots")
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "validate", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    result = harness("validate", str(tmp_path))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error: ")]
     assert [e.split(": ")[1] for e in errors] == [
