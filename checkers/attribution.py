@@ -11,7 +11,7 @@ from typing import Any
 
 from checkers import queries as q
 from checkers.frames import small_frame
-from contract.history import event_value
+from contract.history import SCHEDULE_KEYS, event_value
 from faults.registry import is_step
 
 
@@ -36,7 +36,8 @@ def describe(v: dict[str, Any]) -> str:
     if isinstance(v.get("from"), list) and isinstance(v.get("to"), list):
         words.append(f"{','.join(map(str, v['from']))} -> {','.join(map(str, v['to']))}")
     if not words:
-        words = [f"{k}={v[k]}" for k in sorted(v) if not isinstance(v[k], (dict, list))]
+        said = (k for k in sorted(v) if k not in SCHEDULE_KEYS)
+        words = [f"{k}={v[k]}" for k in said if not isinstance(v[k], (dict, list))]
     return "".join(f" {w}" for w in words)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from checkers.attribution import step_label
 from checkers.verdict import Judgement
 from contract.history import event_value
-from faults.registry import window_of
+from faults.registry import is_step, window_of
 
 FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "injected", "client-down")
 PARTITION_ROLES = ("leader", "follower", "followers", "isr", "in-sync-followers")
@@ -214,7 +214,7 @@ def _late_steps(nemesis: list[dict[str, Any]], run_start: float) -> list[dict[st
     written, and the verdict says so."""
     late, number = [], 0
     for e in nemesis:
-        if e["type"] != "invoke":
+        if e["type"] != "invoke" or not is_step(e["f"]):
             continue
         number += 1
         lag = event_value(e.get("value")).get("lag")
@@ -253,7 +253,7 @@ def _fault_steps(
         if e["type"] == "info" and e["f"] == "resolve":
             resolved = v
             continue
-        if e["type"] != "invoke":
+        if e["type"] != "invoke" or not is_step(e["f"]):  # numbered as attribution numbers
             continue
         number += 1
         if window_of(e["f"]) not in FAULT_WINDOWS:

@@ -53,6 +53,9 @@ INIT_TXN = "init-txn"
 # The error of a record whose transaction its producer aborted on purpose (f: send, type: fail):
 # neither acknowledged nor refused, so no count of refusals or unavailability takes it.
 PLANNED_ABORT = "ABORTED: the producer aborted its transaction"
+# A nemesis step's invoke: when the schedule set it (Unix time) and how late it began (seconds);
+# what the step did is the rest of its value.
+SCHEDULE_KEYS = ("scheduled", "lag")
 
 
 def event_value(raw: Any) -> dict[str, Any]:
@@ -144,7 +147,8 @@ class HistoryWriter:
             event["msg_id"] = msg_id(event["producer"], event["seq"])
         if self._scheduled is not None and type == "invoke":
             lag = round(event["time"] - self._scheduled, 3)
-            event["value"] = {**(event["value"] or {}), "scheduled": self._scheduled, "lag": lag}
+            scheduled = dict(zip(SCHEDULE_KEYS, (self._scheduled, lag), strict=True))
+            event["value"] = {**(event["value"] or {}), **scheduled}
             self._scheduled = None
         data = (_ENCODE(event) + "\n").encode()
         with self._lock:

@@ -730,9 +730,11 @@ def shrink(
     need: Annotated[int, typer.Option(parser=_count(20), help="of which must reproduce")] = 1,
     budget_minutes: Annotated[float, typer.Option(min=1, help="stop and keep the best")] = 60,
     results: Annotated[Path, typer.Option(help="results root for the candidates")] = DEFAULT_ROOT,
-    found: Annotated[Path, typer.Option(help="where the minimal scenario goes")] = (
-        SCENARIOS_DIR / "found"
-    ),
+    found: Annotated[
+        Path,
+        # The default as the repository names it, not this checkout's absolute path.
+        typer.Option(help="where the minimal scenario goes", show_default="scenarios/found"),
+    ] = SCENARIOS_DIR / "found",
 ) -> None:
     """Shrink RUN_DIR's schedule to the fewest steps that still show its violation."""
     from chaos.shrink import ShrinkOptions

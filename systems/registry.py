@@ -49,6 +49,10 @@ def parse_scenario(text: str, source: str = "<scenario>") -> AnyScenario:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ScenarioError(yaml_problem(e).located(source)) from None
+    except (ValueError, RecursionError) as e:  # an integer of thousands of digits, deep nesting
+        raise ScenarioError(
+            f"{source}: not a scenario YAML can hold ({type(e).__name__})"
+        ) from None
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: expected a mapping of scenario fields")
     cluster = data.get("cluster")
@@ -104,7 +108,8 @@ def scenario_files(paths: list[Path]) -> list[Path]:
         elif not path.exists() and any(c in str(path) for c in "*?["):
             anchor = Path(path.anchor or ".")
             pattern = str(path.relative_to(anchor)) if path.is_absolute() else str(path)
-            found += sorted(anchor.glob(pattern)) or [path]
+            matches = sorted(anchor.glob(pattern))
+            found += scenario_files(matches) if matches else [path]  # a folder matched: its files
         else:
             found.append(path)
     return list(dict.fromkeys(found))

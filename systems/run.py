@@ -259,9 +259,11 @@ class ScenarioRun:
             _sleep_until(start + step.at)
             if history is not None:  # the step's fault says how late it began
                 history.schedule_next_invoke(start + step.at)
-            self._step(i, step)
-            if history is not None:
-                history.schedule_next_invoke(None)
+            try:
+                self._step(i, step)
+            finally:  # a step that failed before its fault leaves nothing for the next invoke
+                if history is not None:
+                    history.schedule_next_invoke(None)
             self.manifest.nemesis_steps_done += 1
         deadline = start + self.scenario.timeouts.workload + 30
         self.manifest.producer_exit_codes = {

@@ -412,10 +412,19 @@ class KafkaCluster(ComposeCluster):
             return [s for s in pool.map(read, self.quorum) if s is not None]
 
     def _leader_of(self, states: list[dict[str, Any]]) -> str | None:
-        """The leader of the newest epoch any voter knows; None while that epoch has none (an
-        election under way): an isolated old leader still names itself, of an older epoch."""
-        newest = max(states, key=lambda s: int(s.get("leaderEpoch", -1)))
-        leader = int(newest.get("leaderId", -1))
+        """The leader of the newest epoch a voter knows a leader of: an isolated old leader
+        still names itself, of an older epoch, and an isolated voter raising its epoch in vain
+        (Kafka 3.x has no pre-vote) names none. None while a majority of the voters are past
+        that epoch with no leader: an election under way."""
+        led = [s for s in states if _whole(s.get("leaderId")) >= 0]
+        if not led:
+            return None
+        newest = max(led, key=lambda s: _whole(s.get("leaderEpoch")))
+        epoch = _whole(newest.get("leaderEpoch"))
+        electing = [s for s in states if _whole(s.get("leaderEpoch")) > epoch]
+        if len(electing) > len(self.quorum) // 2:
+            return None
+        leader = _whole(newest.get("leaderId"))
         return next((n.name for n in self.nodes if n.node_id == leader), None)
 
     def _active_controller_by_tool(self, candidates: list[str]) -> str | None:
@@ -512,3 +521,8 @@ def _kraft_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
+
+
+def _whole(value: Any) -> int:
+    """A number a persisted quorum state holds; -1 for anything else (a field null or gone)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1

@@ -97,6 +97,8 @@ def resolve(md: Metadata, role: Role, topic: str | None = None, partition: int =
             raise TargetError("no active controller in the metadata")
         return [md.brokers[md.controller]]
     if role in ("non-controllers", "non-controller"):
+        if md.controller is None:  # every broker would be one, the controller among them
+            raise TargetError("no active controller in the metadata")
         ids = sorted(b for b in md.brokers if b != md.controller)
         return [md.brokers[b] for b in (ids[:1] if role == "non-controller" else ids)]
     if role == "brokers":

@@ -230,3 +230,20 @@ def test_a_step_that_began_more_than_a_second_late_is_flagged() -> None:
     assert c["late_steps"] == [{"step": "2. start kafka1 at +22.5 s", "lag": 7.5}]
     lines = coverage_lines(c)
     assert "late: 2. start kafka1 at +22.5 s began 7.5 s after its scheduled time" in lines
+
+
+def test_steps_are_numbered_as_attribution_numbers_them_snapshots_left_out() -> None:
+    from checkers.attribution import describe
+
+    nemesis = [
+        ev(5, "invoke", "leaders", label="before", scheduled=5.0, lag=3.0),  # a snapshot
+        ev(10.2, "invoke", "kill", nodes=["kafka1"], scheduled=10.0, lag=0.2),
+        ev(22.5, "invoke", "elect", election="preferred", scheduled=15.0, lag=7.5),
+    ]
+    c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, [], "safe", 0.0)
+    assert [s["step"] for s in c["steps"]] == ["1. kill kafka1 at +10.2 s"]
+    # The schedule's keys are not what the step did: its label leaves them out.
+    assert c["late_steps"] == [{"step": "2. elect election=preferred at +22.5 s", "lag": 7.5}]
+    assert describe({"election": "preferred", "scheduled": 15.0, "lag": 7.5}) == (
+        " election=preferred"
+    )

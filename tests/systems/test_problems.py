@@ -161,6 +161,8 @@ def test_folders_and_patterns_name_the_scenario_files_in_them(tmp_path: Path) ->
         tmp_path / "deep" / "c.yaml",
     ]
     assert scenario_files([tmp_path / "*.yaml"]) == [tmp_path / "a.yaml"]
+    # A pattern that matches a folder names the scenario files in it.
+    assert scenario_files([tmp_path / "d*"]) == [tmp_path / "deep" / "c.yaml"]
     # A pattern or path that matches nothing is kept, so reading it says why.
     assert scenario_files([tmp_path / "none*.yaml"]) == [tmp_path / "none*.yaml"]
 
@@ -178,3 +180,8 @@ def test_validate_prints_every_problem_of_every_file_and_exits_2(tmp_path: Path)
         f"{tmp_path / 'bad.yaml'}:14:14",
     ]
     assert f"{tmp_path / 'good.yaml'}: ok" in result.stdout
+
+
+def test_yaml_no_scenario_can_hold_is_one_line() -> None:
+    (line,) = _problems("id: " + "9" * 5000 + "\n")
+    assert line == "s.yaml: not a scenario YAML can hold (ValueError)"

@@ -646,7 +646,7 @@ def test_the_active_controller_is_the_leader_of_the_newest_epoch_a_voter_persist
     from systems.kafka.cluster import KafkaCluster
 
     nodes = [SimpleNamespace(name=f"controller{i}", node_id=100 + i) for i in (1, 2, 3)]
-    cluster = SimpleNamespace(nodes=nodes)
+    cluster = SimpleNamespace(nodes=nodes, quorum=("controller1", "controller2", "controller3"))
 
     def leader(*states: tuple[int, int]) -> str | None:
         persisted = [{"leaderId": lid, "leaderEpoch": epoch} for lid, epoch in states]
@@ -654,5 +654,9 @@ def test_the_active_controller_is_the_leader_of_the_newest_epoch_a_voter_persist
 
     # An isolated old leader still names itself, of the older epoch.
     assert leader((102, 1), (103, 2), (103, 2)) == "controller3"
-    # The newest epoch has no leader yet (an election under way): no controller to aim at.
-    assert leader((102, 1), (-1, 2)) is None
+    # A lone voter raising its epoch in vain (no pre-vote on 3.x) names no leader: ignored.
+    assert leader((-1, 9), (103, 6), (103, 6)) == "controller3"
+    # A majority past the newest known leader's epoch with none: an election under way.
+    assert leader((-1, 7), (-1, 7), (102, 6)) is None
+    # A field null or gone is no leader.
+    assert KafkaCluster._leader_of(cluster, [{"leaderId": None}, {}]) is None  # type: ignore[arg-type]

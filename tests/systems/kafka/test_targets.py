@@ -51,8 +51,10 @@ def test_roles_that_name_nobody_say_so() -> None:
     with pytest.raises(TargetError, match="needs a topic"):
         resolve(MD, "followers")
     no_controller = Metadata(MD.brokers, None, MD.partitions)
-    with pytest.raises(TargetError, match="no active controller"):
-        resolve(no_controller, "controller")
+    for role in ("controller", "non-controllers", "non-controller"):
+        # Not knowing the controller, "every broker but the controller" would take it too.
+        with pytest.raises(TargetError, match="no active controller"):
+            resolve(no_controller, role)  # type: ignore[arg-type]
     with pytest.raises(TargetError, match="no quorum"):
         resolve(no_controller, "quorum")
 
