@@ -188,3 +188,30 @@ def prune(decisions: Iterable[Decision], dry_run: bool) -> int:
                 shutil.rmtree(d.run.path, ignore_errors=True)
             freed += d.run.size
     return freed
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """What a policy did (or, in a dry run, would do) to a results folder."""
+
+    decisions: list[Decision]
+    freed: int  # bytes
+
+    @property
+    def removed(self) -> list[Decision]:
+        return [d for d in self.decisions if d.remove]
+
+    @property
+    def left(self) -> int:
+        """Bytes the runs use once the removed ones are gone."""
+        return sum(d.run.size for d in self.decisions) - self.freed
+
+
+def plan(root: Path, policy: Policy | None = None) -> list[Decision]:
+    """The policy's decision on every run under `root`, now (the default policy if none)."""
+    return decide(runs_under(root), policy or Policy(), referenced_run_ids(), time.time())
+
+
+def apply_policy(root: Path, policy: Policy | None = None, dry_run: bool = False) -> Pruning:
+    decisions = plan(root, policy)
+    return Pruning(decisions, prune(decisions, dry_run))

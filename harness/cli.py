@@ -522,25 +522,18 @@ def prune(
 ) -> None:
     """Remove old run folders by a retention policy. Never removes a run still running, a run
     docs/claims-results.md or scenarios/found/ refers to, or the newest run of a scenario."""
-    import time
-
-    from contract.retention import Policy, decide, referenced_run_ids, runs_under
-    from contract.retention import prune as remove
+    from contract.retention import Policy, apply_policy
 
     if not results.is_dir():
         raise _fail(f"--results {results}: no such folder")
-    runs = runs_under(results)
     policy = Policy(keep_days, keep_failures_days, keep_last, max_gb)
-    decisions = decide(runs, policy, referenced_run_ids(SCENARIOS_DIR.parent), time.time())
+    pruning = apply_policy(results, policy, dry_run)
     verb = "would remove" if dry_run else "removed"
-    for d in decisions:
-        if d.remove:
-            out.print(f"{verb} {d.run.path} ({_mb(d.run.size)}): {d.why}", markup=False)
-    freed = remove(decisions, dry_run)
-    left = sum(r.size for r in runs) - freed
+    for d in pruning.removed:
+        out.print(f"{verb} {d.run.path} ({_mb(d.run.size)}): {d.why}", markup=False)
     out.print(
-        f"{'would free' if dry_run else 'freed'} {_mb(freed)} of {len(runs)} runs; "
-        f"{_mb(left)} left in {results}",
+        f"{'would free' if dry_run else 'freed'} {_mb(pruning.freed)} of "
+        f"{len(pruning.decisions)} runs; {_mb(pruning.left)} left in {results}",
         markup=False,
     )
 

@@ -254,19 +254,17 @@ def _failed_line(o: Outcome) -> str:
 def retention(results: Path) -> list[str]:
     """The default retention policy applied to the results folder (contract.retention): the
     summary's lines on what it removed and the disk the results use."""
-    from contract.retention import Policy, decide, prune, referenced_run_ids, runs_under
+    from contract.retention import Policy, apply_policy
 
-    runs = runs_under(results)
     policy = Policy()
-    decisions = decide(runs, policy, referenced_run_ids(ROOT), time.time())
-    freed = prune(decisions, dry_run=False)
-    removed = sum(1 for d in decisions if d.remove)
-    used = sum(r.size for r in runs) - freed
+    pruning = apply_policy(results, policy)
+    removed = len(pruning.removed)
+    kept = len(pruning.decisions) - removed
     return [
-        f"Results use {used / 1024**3:.2f} GB in {len(runs) - removed} runs ({results}).",
+        f"Results use {pruning.left / 1024**3:.2f} GB in {kept} runs ({results}).",
         f"Retention (passes {policy.keep_days:g} days, failures {policy.keep_failures_days:g} "
         f"days, the newest {policy.keep_last} of each scenario, every run the repository refers "
-        f"to) removed {removed} runs, {freed / 1024**3:.2f} GB.",
+        f"to) removed {removed} runs, {pruning.freed / 1024**3:.2f} GB.",
     ]
 
 

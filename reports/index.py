@@ -90,9 +90,7 @@ def runs_under(root: Path) -> list[RunRow]:
         for manifest in root.glob(f"*/*/{MANIFEST}")
         if not manifest.parent.is_symlink() and (row := run_row(root, manifest.parent)) is not None
     }
-    policy, referenced = retention.Policy(), retention.referenced_run_ids()
-    decided = retention.decide(retention.runs_under(root), policy, referenced, time.time())
-    fate = {d.run.path: d for d in decided}
+    fate = {d.run.path: d for d in retention.plan(root)}
     rows = []
     for run_dir, row in runs.items():
         if (d := fate.get(run_dir)) is not None:
