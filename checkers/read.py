@@ -9,12 +9,14 @@ Each row keeps its file and line number: ties in time break by file order, and a
 line is reported by file and line. Only the reason for a malformed line is found in Python, on
 the driver, for the one line reported.
 
-The JSONL files are the contract; history.parquet beside them is a columnar copy, made by one
-pass over the JSONL the first time a history is checked, and read from then on while it is
-fresh: its sidecar records each JSONL file's size and the columns read, and a history that
-changed since, or a copy made for other columns, is copied again. pandas (pyarrow) and DuckDB
-open it as they are (Spark's _SUCCESS and our sidecar start with "_", which they skip); a row
-whose `malformed` column is set is a last line cut off by a crash, not an event.
+The JSONL files are the contract, plain or packed (contract.packed); history.parquet beside
+them is a columnar copy, made by one pass over the JSONL the first time a history is checked,
+and read from then on while it is fresh: its sidecar records each JSONL file's plain size and
+the columns read, and a history that changed since, or a copy made for other columns, is copied
+again (a packed history is unpacked beside the run for that pass, and the copies removed).
+pandas (pyarrow) and DuckDB open it as they are (Spark's _SUCCESS and our sidecar start with
+"_", which they skip); a row whose `malformed` column is set is a last line cut off by a crash,
+not an event.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ from checkers.engine import on_this_machine
 from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
 from contract.history import EVENT_TYPES
+from contract.packed import history_paths, plain_history, plain_name, plain_size
 
 PARQUET = "history.parquet"  # beside the history directory
+SCRATCH = ".history-plain"  # beside the history directory: a packed history unpacked for a pass
 SIDECAR = "_brokerjepsen.json"  # in it: the JSONL sizes it was made from, and cut last lines
 MALFORMED = "malformed"  # in the Parquet copy: the text of a line that is not an event
 CORRUPT = "_corrupt_record"  # where Spark's JSON parser puts a line it could not read whole
@@ -52,7 +56,8 @@ class History:
 
 
 def history_files(history_dir: Path) -> list[Path]:
-    files = sorted(history_dir.glob("*.jsonl"))
+    """One file per process, plain (`*.jsonl`) or packed (`*.jsonl.zst`)."""
+    files = history_paths(history_dir)
     if not files:
         raise HistoryError(f"{history_dir}: no history files (*.jsonl)")
     return files
@@ -93,20 +98,21 @@ def _write_parquet(spark: Any, history_dir: Path) -> dict[str, Any]:
         return fresh
     path = parquet_path(history_dir)
     sizes = _sizes(history_dir)
-    truncated = _columnar_copy(spark, history_dir, path)
-    if truncated is None:
-        lengths = _parse_into(spark, history_dir, path)
-        try:
-            truncated = _truncated_or_raise(spark, path, history_dir, lengths)
-        except HistoryError:
-            shutil.rmtree(path, ignore_errors=True)
-            raise
+    with plain_history(history_dir, history_dir.parent / SCRATCH) as files:
+        truncated = _columnar_copy(spark, files, path)
+        if truncated is None:
+            lengths = _parse_into(spark, files, path)
+            try:
+                truncated = _truncated_or_raise(spark, path, history_dir, files, lengths)
+            except HistoryError:
+                shutil.rmtree(path, ignore_errors=True)
+                raise
     sidecar = {"files": sizes, "truncated_lines": truncated, "schema": EVENT_SCHEMA}
     (path / SIDECAR).write_text(json.dumps(sidecar, indent=1) + "\n")
     return sidecar
 
 
-def _columnar_copy(spark: Any, history_dir: Path, path: Path) -> list[str] | None:
+def _columnar_copy(spark: Any, files: list[Path], path: Path) -> list[str] | None:
     """On one machine, the copy made by pyarrow (checkers.columnar), and its cut last lines;
     None where Spark's reader must make it: on a cluster, whose executors read the files, or
     for a history that is not plainly well formed."""
@@ -114,7 +120,7 @@ def _columnar_copy(spark: Any, history_dir: Path, path: Path) -> list[str] | Non
         return None
     shutil.rmtree(path, ignore_errors=True)
     try:
-        truncated = columnar.copy(history_files(history_dir), path)
+        truncated = columnar.copy(files, path)
     except columnar.NotPlain:
         shutil.rmtree(path, ignore_errors=True)
         return None
@@ -122,7 +128,7 @@ def _columnar_copy(spark: Any, history_dir: Path, path: Path) -> list[str] | Non
 
 
 def _sizes(history_dir: Path) -> dict[str, int]:
-    return {p.name: p.stat().st_size for p in history_files(history_dir)}
+    return {plain_name(p): plain_size(p) for p in history_files(history_dir)}
 
 
 def _fresh_parquet(history_dir: Path) -> dict[str, Any] | None:
@@ -139,12 +145,11 @@ def _fresh_parquet(history_dir: Path) -> dict[str, Any] | None:
     return made_from
 
 
-def _parse_into(spark: Any, history_dir: Path, path: Path) -> dict[str, int]:
+def _parse_into(spark: Any, files: list[Path], path: Path) -> dict[str, int]:
     """Writes every line of the JSONL files to `path` as an event row, the text of a line that
     is not a well-formed event kept in `malformed`; returns each file's number of lines."""
     from pyspark.sql import functions as F
 
-    files = history_files(history_dir)
     lines, lengths = _numbered_lines(spark, files)
     parsed = lines.withColumn(
         "e",
@@ -155,7 +160,7 @@ def _parse_into(spark: Any, history_dir: Path, path: Path) -> dict[str, int]:
     parsed = parsed.filter(F.trim("text") != "")
     malformed = F.when(~_well_formed(), F.col("text")).alias(MALFORMED)
     rows = parsed.select(*EVENT_COLUMNS, "file", "line", malformed)
-    rows.write.mode("overwrite").parquet(str(path))
+    rows.write.mode("overwrite").option("compression", columnar.CODEC).parquet(str(path))
     return lengths
 
 
@@ -213,7 +218,7 @@ def _well_formed() -> Any:
 
 
 def _truncated_or_raise(
-    spark: Any, path: Path, history_dir: Path, lengths: dict[str, int]
+    spark: Any, path: Path, history_dir: Path, files: list[Path], lengths: dict[str, int]
 ) -> list[str]:
     """The last lines cut off mid-write; any other malformed line raises. A file has at most
     one cut line, so the first len(lengths) + 1 malformed lines hold any other there is."""
@@ -228,9 +233,10 @@ def _truncated_or_raise(
         .collect()
     )
     truncated = []
+    plain = {p.name: p for p in files}
     for r in bad:
         path = history_dir / r["file"]
-        if r["line"] == lengths.get(r["file"]) and _ends_cut(path):
+        if r["line"] == lengths.get(r["file"]) and _ends_cut(plain[r["file"]]):
             truncated.append(f"{r['file']}:{r['line']}")
             continue
         verdict, detail = parse_line(r["file"], r["line"] - 1, r["text"])

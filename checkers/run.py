@@ -28,6 +28,7 @@ from checkers.verdict import (
     with_sync_windows,
 )
 from contract.manifest import Manifest, ManifestError, read_manifest
+from contract.packed import plain_size
 from contract.rundir import IDS, RunDir
 
 
@@ -86,7 +87,7 @@ def check_run(
 
 
 def _history_bytes(run: RunDir) -> int:
-    return sum(p.stat().st_size for p in history_files(run.history))
+    return sum(plain_size(p) for p in history_files(run.history))
 
 
 def _manifest(run: RunDir) -> Manifest:

@@ -1,7 +1,8 @@
 """Where a run's output goes: results/<scenario>/<run-id>/, and results/latest.
 
 Every file of a run directory is named here, and nowhere else:
-  history/*.jsonl   one file per process (contract.history)
+  history/*.jsonl   one file per process (contract.history); *.jsonl.zst once checked
+                    and reported (contract.packed)
   manifest.json     what the run was and how it went (contract.manifest)
   schedule.yaml     a generated run's scenario, replayable with `harness run` (chaos)
   logs/             each node's log, each client's output and config

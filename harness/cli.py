@@ -198,7 +198,20 @@ def run(
         healed = runner is None or not runner.manifest.heal_error
         after = "faults healed" if healed else "the heal failed: run harness heal"
         raise _fail(f"cannot write the run's results: {_os_error(e)}; {after}") from None
-    raise typer.Exit(_print_verdict(verdict, runner.run_dir))
+    code = _print_verdict(verdict, runner.run_dir)
+    _pack_history(runner.run_dir)
+    raise typer.Exit(code)
+
+
+def _pack_history(run_dir: Path) -> None:
+    """A checked run's history packed (contract.packed); a pack that fails costs a line, and
+    leaves the plain files."""
+    from contract.packed import PackError, pack_history
+
+    try:
+        pack_history(RunDir(run_dir).history)
+    except (PackError, OSError) as e:
+        err.print(f"history left unpacked: {e}", markup=False)
 
 
 def _os_error(e: OSError) -> str:
@@ -540,6 +553,36 @@ def prune(
 
 def _mb(size: int) -> str:
     return f"{size / 1024**2:.1f} MB"
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory with history/")],
+    jsonl: Annotated[
+        bool, typer.Option("--jsonl", help="the history as plain JSONL, one file a process")
+    ] = False,
+    to: Annotated[
+        Path | None,
+        typer.Option(help="write the files here and leave the run packed (default: in place)"),
+    ] = None,
+) -> None:
+    """Give a run's history back as plain JSONL, byte for byte as the clients wrote it: in
+    place (the run is plain again) or, with --to, as a copy."""
+    from contract.packed import PackError, history_paths, unpack_history
+
+    if not jsonl:
+        raise _fail("export: say the form, --jsonl (the only one there is)")
+    history = RunDir(run_dir).history
+    if not history.is_dir() or not history_paths(history):
+        raise _fail(f"{run_dir}: no history (history/*.jsonl or *.jsonl.zst)")
+    if to is not None and to.resolve() == history.resolve():
+        to = None
+    try:
+        written = unpack_history(history, to)
+    except (PackError, OSError) as e:
+        raise _fail(f"export: {e}") from None
+    size = sum(p.stat().st_size for p in written)
+    out.print(f"{len(written)} files, {_mb(size)}: {written[0].parent}", markup=False)
 
 
 @app.command("list")

@@ -21,6 +21,8 @@ command -v chromium >/dev/null || need_apt+=(chromium)
 # The power-loss filesystem (lazyfs/) is a FUSE daemon on libfuse3 (fuse3 brings the library
 # mfusepy loads, and fusermount3).
 command -v fusermount3 >/dev/null || need_apt+=(fuse3)
+# A checked run's history is packed in zstd frames; zstdcat and zstdgrep read it as it is.
+command -v zstdgrep >/dev/null || need_apt+=(zstd)
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "setup: missing ${need_apt[*]}; install them (apt-get install ${need_apt[*]}) or run as root" >&2

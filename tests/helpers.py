@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from contract.packed import history_paths, process_name, read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def history_events(history_dir: Path, process: str) -> list[dict[str, Any]]:
+    """A process's events, from its history file in either form: a run that got its verdict
+    has packed its history (contract.packed)."""
+    (path,) = [p for p in history_paths(history_dir) if process_name(p) == process]
+    return [json.loads(line) for line in read_lines(path) if line.strip()]
 
 
 def harness(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -43,7 +43,7 @@ from systems.kafka.targets import Metadata
 from systems.rabbitmq.cluster import LOCAL_IMAGE as TOOLS_IMAGE
 from tests.browser import assert_report_shows_the_run
 from tests.conftest import missing
-from tests.helpers import ROOT
+from tests.helpers import ROOT, history_events
 
 pytestmark = pytest.mark.cluster
 PROJECT = f"brokerjepsen-zktest-{os.getpid()}"  # its own: another session may share the engine
@@ -394,9 +394,9 @@ def test_kafka_scenario_end_to_end_on_a_real_cluster(
         assert verdict["claim_verdict"] == "reproduced" and result.returncode == 0
     if scenario in ("K17", "K18"):
         power_loss = [
-            json.loads(line)
-            for line in (run_dir / "history" / "nemesis.jsonl").read_text().splitlines()
-            if '"power-loss"' in line and '"ok"' in line
+            e
+            for e in history_events(run_dir / "history", "nemesis")
+            if e["f"] == "power-loss" and e["type"] == "ok"
         ]
         assert len(power_loss) == 1
         dropped = power_loss[0]["value"]["dropped"]

@@ -18,14 +18,15 @@ from typing import Any
 import pytest
 
 from tests.browser import assert_report_shows_the_run
-from tests.helpers import ROOT
+from tests.helpers import ROOT, history_events
 from tests.systems.kafka.test_real_cluster import kafka_image_or_missing
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The events of `history/<process>.jsonl`, packed or not."""
+    return history_events(path.parent, path.name.removesuffix(".jsonl"))
 
 
 def _run(scenario: str, line: str, results: Path) -> tuple[subprocess.CompletedProcess[str], Path]:

@@ -10,11 +10,11 @@ import pytest
 from systems.kafka_mock.scenario import KafkaMockScenario
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
-from tests.helpers import ROOT, run_harness
+from tests.helpers import ROOT, history_events, run_harness
 
 
 def sends(run_dir: Path) -> list[dict]:
-    return [json.loads(x) for x in (run_dir / "history" / "P1.jsonl").read_text().splitlines()]
+    return history_events(run_dir / "history", "P1")
 
 
 @pytest.mark.spark
@@ -28,7 +28,7 @@ def test_leader_down_shows_up_as_info_and_loses_nothing(spark: object, tmp_path:
     assert verdict["groups"]["reader"]["lost"] == 0
     timed_out = [e for e in sends(run_dir) if e["type"] == "info"]
     assert timed_out and all("_MSG_TIMED_OUT" in e["error"] for e in timed_out)
-    nemesis = [json.loads(x) for x in (run_dir / "history/nemesis.jsonl").read_text().splitlines()]
+    nemesis = history_events(run_dir / "history", "nemesis")
     down = next(e for e in nemesis if e["f"] == "broker-down" and e["type"] == "ok")
     assert down["value"]["target"] == "leader" and len(down["value"]["brokers"]) == 1
     assert (
@@ -69,11 +69,7 @@ workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
 
 
 def _history(run_dir: Path, process: str) -> list[dict]:
-    return [
-        json.loads(x)
-        for x in (run_dir / "history" / f"{process}.jsonl").read_text().split("\n")
-        if x
-    ]
+    return history_events(run_dir / "history", process)
 
 
 @pytest.mark.spark

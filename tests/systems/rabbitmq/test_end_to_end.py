@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.browser import assert_report_shows_the_run
-from tests.helpers import run_harness
+from tests.helpers import history_events, run_harness
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.e2e]
 
@@ -38,7 +38,7 @@ def common_checks(run_dir: Path, docker_client: Any) -> tuple[dict, dict]:
         lost_ids = (run_dir / "ids" / g / "lost.txt").read_text().split()
         assert len(lost_ids) == counts["lost"]
         assert counts["received"] >= counts["acked"] - counts["lost"]
-    for name in ("summary.txt", "logs/rabbit1.log", "history/nemesis.jsonl"):
+    for name in ("summary.txt", "logs/rabbit1.log", "history/nemesis.jsonl.zst"):
         assert (run_dir / name).exists(), name
     # The run removed its cluster.
     project = manifest["compose_project"]
@@ -77,9 +77,7 @@ def test_R1_runs_002s_sequence_and_gives_a_verdict(
     else:
         assert verdict["matched"] == (lost > 0)
         assert result.returncode == (0 if lost else 1)
-    nemesis = [
-        json.loads(x) for x in (run_dir / "history" / "nemesis.jsonl").read_text().split("\n") if x
-    ]
+    nemesis = history_events(run_dir / "history", "nemesis")
     ops = [(e["value"]["op"], e["value"]["nodes"]) for e in nemesis if e["type"] == "ok"]
     assert ops[:5] == [
         ("isolate", ["rabbit3"]),
@@ -101,8 +99,7 @@ def test_R6_quorum_queues_lose_nothing(
 
 
 def nemesis_oks(run_dir: Path) -> list[dict[str, Any]]:
-    lines = (run_dir / "history" / "nemesis.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["type"] == "ok"]
+    return [e for e in history_events(run_dir / "history", "nemesis") if e["type"] == "ok"]
 
 
 def test_R4_002s_manual_procedure_behind_the_load_balancer_loses_nothing(
