@@ -130,8 +130,17 @@ def _histories(run_dir: Path) -> dict[str, str]:
 
 
 def _our_spark_leftovers() -> list[int]:
-    # The suite's own Spark session (a child of this pytest process) is not a leftover.
-    return [p for p in _pids() if _is_spark(p) and _parent(p) != os.getpid()]
+    # The suite's own Spark session (a child of this pytest process) and its Python workers
+    # (children of that JVM, left by an earlier test's UDFs) are not leftovers.
+    return [p for p in _pids() if _is_spark(p) and not _descends_from(p, os.getpid())]
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        pid = _parent(pid)
+        if pid == ancestor:
+            return True
+    return False
 
 
 def _heal() -> subprocess.CompletedProcess[str]:
