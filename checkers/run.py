@@ -183,6 +183,7 @@ def verdict_of(
         "producers": result.producers,
         "transactions": result.transactions,
         "seed": manifest.seed,
+        "pick_seed": manifest.pick_seed,
         "kafka_mode": manifest.kafka_mode,
         "kafka_version": manifest.kafka_version,
         # RabbitMQ's own log of its mirrored queues (recoveries, mirrors added, syncs).

@@ -474,6 +474,9 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
             lines += [f"  {metric}: {s}" for s in samples]
     if verdict.get("seed") is not None:
         lines.append(f"seed: {verdict['seed']} (harness chaos BASE --seed {verdict['seed']})")
+    elif verdict.get("pick_seed") is not None:
+        seed = verdict["pick_seed"]
+        lines.append(f"drawn targets: seed {seed} (harness run SCENARIO --seed {seed})")
     if verdict.get("kafka_mode"):
         lines.append(f"kafka mode: {verdict['kafka_mode']}, version {verdict.get('kafka_version')}")
     if verdict.get("tier") == "kafka-mock":

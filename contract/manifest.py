@@ -38,6 +38,9 @@ class Manifest(BaseModel):
     tier: str | None = None  # "real-cluster" or "kafka-mock": only the first counts for a claim
     harness_version: str | None = None
     seed: int | None = None  # a generated schedule's seed; None for a scripted run
+    # The seed of the targets the steps draw as they run (random-node, a partition's shape):
+    # a generated schedule's seed, `harness run --seed`, or drawn; None when no step draws.
+    pick_seed: int | None = None
     # A generated run: its base scenario, the generator's options and the steps drawn.
     chaos: dict[str, Any] | None = None
     groups: list[str] | None = None  # reader groups that must each receive every acked message

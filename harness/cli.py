@@ -152,6 +152,14 @@ def run(
             "producer=FILE, reader=FILE (Kafka), rabbitmq.conf; repeatable"
         ),
     ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="the seed of the targets steps draw as they run (random-node, a partition's "
+            "shape); default: drawn, and said in the verdict",
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = True,
 ) -> None:
     """Run one scenario end to end and print its verdict."""
@@ -175,6 +183,7 @@ def run(
             spark_master=master,
             kafka_mode=mode,
             kafka_line=kafka,
+            seed=seed,
         )
         runner = make_run(spec, path, opts, RunProgress)
         err.print(f"run {spec.id} -> {runner.run_dir}", markup=False)

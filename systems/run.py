@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -70,6 +71,7 @@ class RunOptions:
     tools_image: str = os.environ.get("BJ_TOOLS_IMAGE", LOCAL_IMAGE)
     kafka_mode: str | None = None  # zk | kraft | kraft-dedicated; None: the scenario's first
     kafka_line: str | None = None  # "3.9" | "4.1"; None: the default line (3.9)
+    seed: int | None = None  # the steps' drawn targets; None: a generated schedule's, or drawn
 
 
 @contextmanager
@@ -130,6 +132,7 @@ class ScenarioRun:
             tier=self.tier,
             harness_version=VERSION,
             seed=generated.seed if generated else None,
+            pick_seed=self._pick_seed(),
             chaos=generated.model_dump(mode="json") if generated else None,
             groups=self.groups(),
             started=time.time(),
@@ -145,6 +148,15 @@ class ScenarioRun:
         self.progress = progress(self.history_dir) if progress else _Quiet()
 
     # ---- what each system provides -------------------------------------------------------
+
+    def _pick_seed(self) -> int | None:
+        """The seed of the targets drawn as steps run, when a step draws one."""
+        if not self.scenario.draws_targets():
+            return None
+        if self.opts.seed is not None:
+            return self.opts.seed
+        generated = self.scenario.generated
+        return generated.seed if generated else secrets.randbelow(1_000_000)
 
     def groups(self) -> list[str]:
         """The reader groups that must each receive every acknowledged message."""

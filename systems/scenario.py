@@ -194,6 +194,10 @@ class ScenarioBase(Strict):
     generated: Generated | None = None
     """Where a generated schedule came from (written by harness chaos and harness shrink)."""
 
+    def draws_targets(self) -> bool:
+        """Whether a step draws its targets as it runs (a run's seed then picks them)."""
+        return False
+
     @model_validator(mode="after")
     def _ordered(self) -> ScenarioBase:
         times = [step.at for step in self.nemesis]

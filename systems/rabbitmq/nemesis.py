@@ -4,16 +4,19 @@ The network and process steps are the common nemesis's (`Nemesis`: iptables in e
 namespace, Docker for processes). RabbitMQ adds the steps of the manual resolution of a partition
 (R4): block the publishers of a node (memory high watermark 0) and wait until that node's queues
 are drained, through `RabbitMQControl`. A step may name the leader or followers of the first
-queue (a quorum queue or stream), resolved as the step runs."""
+queue (a quorum queue or stream), resolved as the step runs, or a node or partition shape drawn
+anew each step from the run's seed (nemesis.picks)."""
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nemesis.containers import Nemesis, NemesisError
+from nemesis.picks import RANDOM_NODE, draw_groups, draw_node
 from systems.rabbitmq.scenario import NemesisStep, is_role
 
 
@@ -27,22 +30,31 @@ class RabbitMQControl(Protocol):
 
 @dataclass
 class QueueTargets:
-    """Resolves a step's roles (leader, followers of one queue) and @labels to node names when
-    the step runs, and logs each resolution (a `resolve` event) beside the step."""
+    """Resolves a step's roles (leader, followers of one queue), drawn nodes and shapes, and
+    @labels to node names when the step runs, and logs each resolution (a `resolve` event)
+    beside the step. `rng`, seeded by the run's seed, is drawn from in step order."""
 
     queue: str
+    nodes: list[str] = field(default_factory=list)  # the cluster's
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
     labels: dict[str, list[str]] = field(default_factory=dict)
 
     def resolve(self, net: Nemesis, control: RabbitMQControl, step: NemesisStep) -> NemesisStep:
         fields = {"nodes": step.nodes, "from_": step.from_, "to": step.to}
+        if step.shape is not None:
+            return self._drawn_sides(net, step)
         if not any(is_role(n) for names in fields.values() for n in names):
             return step
         leader_and_members: tuple[str, list[str]] | None = None
+        drawn: str | None = None  # one node a step, whichever of its fields names it
 
         def names_of(name: str) -> list[str]:
-            nonlocal leader_and_members
+            nonlocal leader_and_members, drawn
             if name.startswith("@"):
                 return list(self.labels[name[1:]])
+            if name == RANDOM_NODE:
+                drawn = drawn or draw_node(self.nodes, self.rng)
+                return [drawn]
             if not is_role(name):
                 return [name]
             if leader_and_members is None:
@@ -67,6 +79,17 @@ class QueueTargets:
         if step.label:
             self.labels[step.label] = resolved["nodes"] or resolved["from_"]
         return step.model_copy(update=resolved)
+
+    def _drawn_sides(self, net: Nemesis, step: NemesisStep) -> NemesisStep:
+        assert step.shape is not None
+        groups = draw_groups(step.shape, self.nodes, self.rng)
+        if net.history:
+            # The sides beside the roles, not under `nodes`: coverage reads that as node lists.
+            value = {"op": step.op, "roles": {"groups": step.shape}, "groups": groups}
+            net.history.write("info", "resolve", value=value)
+        if step.label:
+            self.labels[step.label] = groups[0]
+        return step.model_copy(update={"groups": groups, "shape": None})
 
 
 def block_publishers(net: Nemesis, control: RabbitMQControl, nodes: list[str]) -> None:

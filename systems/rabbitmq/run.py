@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import random
 import signal
 import time
 from collections.abc import Callable
@@ -75,7 +76,12 @@ class RabbitMQRun(ScenarioRun):
         super().__init__(scenario, scenario_file, opts, progress)
         self.cluster: RabbitMQCluster | None = None
         self.endpoints: dict[str, Endpoint] = {}
-        self.targets = QueueTargets(scenario.workload.queues[0])
+        self.targets = QueueTargets(
+            scenario.workload.queues[0],
+            nodes=list(RABBITMQ_NODES[: scenario.cluster.nodes]),
+            # Its own generator: the seed's draws are the steps' only, whatever else runs.
+            rng=random.Random(self.manifest.pick_seed),
+        )
 
     def groups(self) -> list[str]:
         queues = list(self.scenario.workload.queues)

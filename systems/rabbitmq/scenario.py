@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from compose.releases import SPEC_PATTERN, version_key
 from faults.registry import op as fault
+from nemesis.picks import RANDOM_NODE, Shape, shape_refusal
 from systems.problems import did_you_mean
 from systems.rabbitmq.cluster import NODE_NAMES
 from systems.rabbitmq.settings import (
@@ -26,6 +27,8 @@ RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 # A step may aim at a role of the workload's first queue (quorum queue or stream), resolved when
 # the step runs: its leader, its followers; or at the nodes an earlier step resolved (@label).
 QUEUE_ROLES = ("leader", "followers")
+# Or at a node drawn anew when the step runs, from the run's seed (nemesis.picks).
+DRAWN = (RANDOM_NODE,)
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
 # Streams (3.9+): append-only replicated logs read by offset; mirrored: classic queues under an
 # ha-mode policy, which RabbitMQ 4.0 removed.
@@ -244,11 +247,16 @@ class NemesisStep(Strict):
     op: Annotated[str, KnownOp("rabbitmq")]
     """The fault (or heal): see docs/reference/faults.md."""
     nodes: NodeNames = Field(default_factory=list)
-    """Whom it hits: node names, a queue role (leader, followers) or an earlier step's @label."""
+    """Whom it hits: node names, a queue role (leader, followers), random-node (drawn anew each
+    step from the run's seed) or an earlier step's @label."""
     within: Annotated[float, Field(gt=0, le=3600)] = 120.0
     """wait-drained: the bound."""
     groups: list[list[str]] = Field(default_factory=list)
     """partition: the sides, each a list of nodes."""
+    shape: Shape | None = None
+    """partition, instead of groups: sides drawn anew each step from the run's seed: halves
+    (first half of the nodes against the rest), random-halves, random-node (one against the
+    rest), majorities-ring (each node sees a majority, no two the same; 4 nodes or more)."""
     from_: NodeNames = Field(default_factory=list, alias="from")
     """cut: the side whose traffic is cut."""
     to: NodeNames = Field(default_factory=list)
@@ -267,9 +275,11 @@ class NemesisStep(Strict):
         for names in self.groups:
             _check_nodes(names)
         arguments = fault(self.op).arguments
-        if arguments == "groups":
+        if self.shape is not None and (arguments != "groups" or self.groups):
+            raise ValueError("shape is for a partition, instead of its groups")
+        if arguments == "groups" and self.shape is None:
             if len(self.groups) < 2 or any(not g for g in self.groups):
-                raise ValueError(f"{self.op} needs at least two non-empty groups")
+                raise ValueError(f"{self.op} needs at least two non-empty groups (or a shape)")
         elif arguments == "from-to":
             if not self.from_ or not self.to:
                 raise ValueError(f"{self.op} needs from and to")
@@ -286,6 +296,12 @@ class RabbitMQScenario(ScenarioBase):
     nemesis: list[NemesisStep] = Field(default_factory=list)
     """The faults, in time order: each step names an op, when it starts and whom it hits."""
 
+    def draws_targets(self) -> bool:
+        return any(
+            step.shape is not None or RANDOM_NODE in (*step.nodes, *step.from_, *step.to)
+            for step in self.nemesis
+        )
+
     @model_validator(mode="after")
     def _configuration_fits_the_workload(self) -> RabbitMQScenario:
         c, w = self.cluster, self.workload
@@ -301,9 +317,11 @@ class RabbitMQScenario(ScenarioBase):
         labels: set[str] = set()
         for i, step in enumerate(self.nemesis):
             roles = [n for n in (*step.nodes, *step.from_, *step.to) if is_role(n)]
-            if roles and self.cluster.queue_type not in ("quorum", "stream"):
+            queue_roles = [r for r in roles if r in QUEUE_ROLES]
+            if queue_roles and self.cluster.queue_type not in ("quorum", "stream"):
                 raise ValueError(
-                    f"nemesis.{i}: {roles[0]} needs quorum queues or streams (a leader to aim at)"
+                    f"nemesis.{i}: {queue_roles[0]} needs quorum queues or streams "
+                    "(a leader to aim at)"
                 )
             if unknown_labels := [
                 r[1:] for r in roles if r.startswith("@") and r[1:] not in labels
@@ -311,6 +329,8 @@ class RabbitMQScenario(ScenarioBase):
                 raise ValueError(f"nemesis.{i}: no earlier step is labelled {unknown_labels[0]!r}")
             if step.label:
                 labels.add(step.label)
+            if step.shape and (refusal := shape_refusal(step.shape, self.cluster.nodes)):
+                raise ValueError(f"nemesis.{i}: {refusal}")
             if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
                 raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")
             named = [*step.nodes, *step.from_, *step.to, *(n for g in step.groups for n in g)]
@@ -323,8 +343,9 @@ class RabbitMQScenario(ScenarioBase):
 
 
 def is_role(name: str) -> bool:
-    """A target resolved when its step runs: a queue role or an earlier step's @label."""
-    return name in QUEUE_ROLES or name.startswith("@")
+    """A target resolved when its step runs: a queue role, a drawn node or an earlier step's
+    @label."""
+    return name in QUEUE_ROLES or name in DRAWN or name.startswith("@")
 
 
 def queue_type_refusal(queue_type: str, version: str | None) -> str | None:
@@ -340,8 +361,8 @@ def queue_type_refusal(queue_type: str, version: str | None) -> str | None:
 def _check_nodes(names: list[str]) -> None:
     unknown = [n for n in names if n not in RABBITMQ_NODES]
     if unknown:
-        hint = did_you_mean(unknown[0], [*RABBITMQ_NODES, *QUEUE_ROLES])
+        hint = did_you_mean(unknown[0], [*RABBITMQ_NODES, *QUEUE_ROLES, *DRAWN])
         raise ValueError(
             f"unknown node {unknown[0]!r}{hint} (nodes are {', '.join(RABBITMQ_NODES)}; "
-            f"roles are {', '.join(QUEUE_ROLES)})"
+            f"roles are {', '.join((*QUEUE_ROLES, *DRAWN))})"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from types import SimpleNamespace
 from typing import Any
 
@@ -72,3 +73,36 @@ def test_a_leader_nobody_can_name_stops_the_step_with_one_line() -> None:
         QueueTargets("q").resolve(
             SimpleNamespace(history=None), Silent(), step(op="kill", nodes=["leader"])
         )  # type: ignore[arg-type]
+
+
+def test_drawn_targets_are_drawn_anew_each_step_and_again_from_the_same_seed() -> None:
+    def draws(seed: int) -> tuple[list[list[str]], list[dict[str, Any]]]:
+        net = SimpleNamespace(history=History())
+        nodes = ["rabbit1", "rabbit2", "rabbit3"]
+        targets = QueueTargets("q", nodes=nodes, rng=random.Random(seed))
+        picked = []
+        for _ in range(12):
+            kill = targets.resolve(net, Leaders(), step(op="kill", nodes=["random-node"]))  # type: ignore[arg-type]
+            split = targets.resolve(net, Leaders(), step(op="partition", shape="random-halves"))  # type: ignore[arg-type]
+            assert split.shape is None and sorted(n for g in split.groups for n in g) == nodes
+            assert len(split.groups[0]) == 1, "3 nodes: 1 against 2"
+            picked += [kill.nodes, split.groups[0]]
+        return picked, net.history.events
+
+    picked, events = draws(7)
+    assert draws(7)[0] == picked, "a replay with the seed draws the same"
+    assert draws(8)[0] != picked
+    assert len({tuple(p) for p in picked[0::2]}) > 1, "a new node each step"
+    assert events[0]["value"]["roles"] == {"target": "random-node"}
+    assert events[0]["value"]["nodes"] == {"target": picked[0]}
+    assert events[1]["value"]["roles"] == {"groups": "random-halves"}
+    assert events[1]["value"]["groups"][0] == picked[1]
+
+
+def test_a_fixed_split_and_a_label_of_a_drawn_one() -> None:
+    targets = QueueTargets("q", nodes=["rabbit1", "rabbit2", "rabbit3"])
+    net = SimpleNamespace(history=None)
+    halves = targets.resolve(net, Leaders(), step(op="partition", shape="halves", label="cut"))  # type: ignore[arg-type]
+    assert halves.groups == [["rabbit1"], ["rabbit2", "rabbit3"]]
+    heal = targets.resolve(net, Leaders(), step(op="heal", nodes=["@cut"]))  # type: ignore[arg-type]
+    assert heal.nodes == ["rabbit1"]

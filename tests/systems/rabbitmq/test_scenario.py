@@ -128,6 +128,24 @@ def test_quorum_queue_roles_and_labels() -> None:
         parse_scenario(quorum.replace("{at: 2, op: heal}", "{at: 2, op: start, nodes: ['@k']}"))
 
 
+def test_drawn_targets_take_any_queue_type_and_a_shape_replaces_groups() -> None:
+    drawn = GOOD.replace(
+        "{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: kill, nodes: [random-node]}"
+    ).replace("{at: 2, op: heal}", "{at: 2, op: partition, shape: random-halves}")
+    s = parse_scenario(drawn)  # mirrored queues: no leader to aim at, but a node to draw
+    assert s.nemesis[0].nodes == ["random-node"] and s.nemesis[1].shape == "random-halves"
+    assert s.draws_targets() and not parse_scenario(GOOD).draws_targets()
+    for bad, said in [
+        ("shape: random-halves, groups: [[rabbit1], [rabbit2]]", "instead of its groups"),
+        ("shape: majorities-ring", "majorities-ring needs 4 nodes or more"),
+        ("shape: random-thirds", "random-halves"),
+    ]:
+        with pytest.raises(ScenarioError, match=said):
+            parse_scenario(drawn.replace("shape: random-halves", bad))
+    with pytest.raises(ScenarioError, match="shape is for a partition"):
+        parse_scenario(drawn.replace("op: partition, shape", "op: kill, nodes: [rabbit1], shape"))
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
