@@ -24,7 +24,8 @@ from systems.rabbitmq.broker_log import boot_errors
 from systems.rabbitmq.settings import typed_conf
 
 COMPOSE_FILE = Path(__file__).parent / "compose" / "docker-compose.yml"
-NODE_NAMES = ("rabbit1", "rabbit2", "rabbit3")
+# The compose file's node services; a cluster of N is the first N.
+NODE_NAMES = tuple(f"rabbit{i}" for i in range(1, 8))
 LOAD_BALANCER = "lb"  # the compose service; clients then reach the cluster through it alone
 HAPROXY_IMAGE = "brokerjepsen/haproxy:2.6-debian"
 OFFICIAL_IMAGE = "rabbitmq:3.13-management"
@@ -43,7 +44,7 @@ class ClusterConfig:
     pause_if_all_down_recover: str = "autoheal"
     image: str | None = None
     lazy_disks: bool = False  # each node's /var/lib/rabbitmq on the power-loss filesystem
-    nodes: tuple[str, ...] = NODE_NAMES  # the first two or all three
+    nodes: tuple[str, ...] = NODE_NAMES[:3]  # the first N of NODE_NAMES
     load_balancer: bool = False
     version: str | None = None  # a line or release of the local images; None: see choose_image
     # The scenario's own rabbitmq.conf keys, rendered, in its order; they follow the typed

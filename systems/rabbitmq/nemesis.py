@@ -63,6 +63,8 @@ class QueueTargets:
                 except Exception as e:  # noqa: BLE001 - no node answered: the step cannot aim
                     raise NemesisError(f"cannot find the leader of {self.queue}: {e}") from None
             leader, members = leader_and_members
+            if name == "non-members":
+                return [n for n in self.nodes if n not in members]
             return [leader] if name == "leader" else [m for m in members if m != leader]
 
         resolved = {

@@ -374,4 +374,5 @@ class RabbitMQRun(ScenarioRun):
         chooses)."""
         if LOAD_BALANCER in self.endpoints:
             return [asdict(self.endpoints[LOAD_BALANCER])]
-        return [asdict(self.endpoints[n]) for n in nodes if n in self.endpoints]
+        named = nodes or RABBITMQ_NODES[: self.scenario.cluster.nodes]
+        return [asdict(self.endpoints[n]) for n in named if n in self.endpoints]

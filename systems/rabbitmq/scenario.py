@@ -25,8 +25,10 @@ from systems.scenario import KnownOp, MessageCount, NodeNames, ScenarioBase, Str
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 # A step may aim at a role of the workload's first queue (quorum queue or stream), resolved when
-# the step runs: its leader, its followers; or at the nodes an earlier step resolved (@label).
-QUEUE_ROLES = ("leader", "followers")
+# the step runs: its leader, its followers, the nodes that hold no replica of it (a queue of
+# fewer members than nodes: x-quorum-initial-group-size); or at the nodes an earlier step
+# resolved (@label).
+QUEUE_ROLES = ("leader", "followers", "non-members")
 # Or at a node drawn anew when the step runs, from the run's seed (nemesis.picks).
 DRAWN = (RANDOM_NODE,)
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
@@ -64,8 +66,8 @@ class RabbitMQClusterSpec(Strict):
     """Seconds; short so a partition is detected in seconds, not a minute."""
     lazy_disks: bool = False
     """Each node's data directory on the power-loss filesystem (lazyfs): needed by power-loss."""
-    nodes: Annotated[int, Field(ge=2, le=3)] = 3
-    """rabbit1..rabbitN."""
+    nodes: Annotated[int, Field(ge=1, le=len(NODE_NAMES))] = 3
+    """rabbit1..rabbitN (1 to 7; the RabbitMQ team's Jepsen suite runs 5)."""
     load_balancer: bool = False
     """HAProxy in front: every client through it, all on the first node while it answers (R4)."""
     version: Annotated[str, Field(pattern=SPEC_PATTERN)] | None = None
@@ -167,9 +169,9 @@ class Connection(Strict):
 class Publisher(Strict):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")]
     """The publisher's name in the history."""
-    nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
-    """Connection list in the order the client tries it (the RabbitMQ reliability article's
-    connection factory had all three)."""
+    nodes: list[str] = Field(default_factory=list)
+    """Connection list in the order the client tries it; empty: every node of the cluster, the
+    first first (the RabbitMQ reliability article's connection factory had all three)."""
     count: MessageCount
     """Messages to publish: a number, or 60k, 1M."""
     rate: Annotated[float, Field(ge=0)] = 0.0
@@ -187,8 +189,8 @@ class Publisher(Strict):
 class Consumer(Strict):
     queue: str
     """The queue it consumes."""
-    nodes: list[str] = Field(default_factory=lambda: list(RABBITMQ_NODES))
-    """Connection list in the order the client tries it."""
+    nodes: list[str] = Field(default_factory=list)
+    """Connection list in the order the client tries it; empty: every node of the cluster."""
     prefetch: Annotated[int, Field(ge=1, le=65_535)] = 1
     """Unacknowledged deliveries at a time (basic.qos)."""
     delay: Annotated[float, Field(ge=0, le=60)] = 0.0
@@ -315,6 +317,11 @@ class RabbitMQScenario(ScenarioBase):
     def _steps_fit_the_cluster(self) -> RabbitMQScenario:
         known = RABBITMQ_NODES[: self.cluster.nodes]
         labels: set[str] = set()
+        for who in (*self.workload.publishers, *self.workload.consumers):
+            if outside := [n for n in who.nodes if n not in known]:
+                raise ValueError(
+                    f"workload: {outside[0]!r} is not a node of a cluster of {self.cluster.nodes}"
+                )
         for i, step in enumerate(self.nemesis):
             roles = [n for n in (*step.nodes, *step.from_, *step.to) if is_role(n)]
             queue_roles = [r for r in roles if r in QUEUE_ROLES]
