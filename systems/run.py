@@ -150,7 +150,8 @@ class ScenarioRun:
     # ---- what each system provides -------------------------------------------------------
 
     def _pick_seed(self) -> int | None:
-        """The seed of the targets drawn as steps run, when a step draws one."""
+        """The seed of what the run draws as it goes (a step's targets, a mixed consumer's
+        mode), when it draws anything."""
         if not self.scenario.draws_targets():
             return None
         if self.opts.seed is not None:

@@ -195,7 +195,8 @@ class ScenarioBase(Strict):
     """Where a generated schedule came from (written by harness chaos and harness shrink)."""
 
     def draws_targets(self) -> bool:
-        """Whether a step draws its targets as it runs (a run's seed then picks them)."""
+        """Whether the run draws as it goes: a step's targets, a client's mode (the run's seed
+        then picks them)."""
         return False
 
     @model_validator(mode="after")

@@ -252,6 +252,9 @@ class RabbitMQRun(ScenarioRun):
                 "group": group,
                 "start_offset": start_offset,
                 "connection": c.connection.overrides(),
+                "mode": c.mode,
+                "ack": c.ack,
+                "seed": self.manifest.pick_seed or 0,
             },
         )
 

@@ -192,7 +192,14 @@ class Consumer(Strict):
     nodes: list[str] = Field(default_factory=list)
     """Connection list in the order the client tries it; empty: every node of the cluster."""
     prefetch: Annotated[int, Field(ge=1, le=65_535)] = 1
-    """Unacknowledged deliveries at a time (basic.qos)."""
+    """Unacknowledged deliveries at a time (basic.qos); ack multiple: deliveries per ack."""
+    mode: Literal["subscribe", "poll", "mixed"] = "subscribe"
+    """subscribe (basic.consume), poll (basic.get), or mixed: a coin flipped for each
+    connection from the run's seed, as the RabbitMQ team's Jepsen clients flip one each."""
+    ack: Literal["manual", "multiple", "auto"] = "manual"
+    """manual: each delivery acknowledged once logged; multiple: every `prefetch` deliveries
+    (and when the queue goes quiet) in one ack; auto: the broker forgets a message as it sends it
+    (one in flight when a connection drops is lost: the checker counts it)."""
     delay: Annotated[float, Field(ge=0, le=60)] = 0.0
     """seconds per message before the ack."""
     connection: Connection = Connection()
@@ -299,7 +306,7 @@ class RabbitMQScenario(ScenarioBase):
     """The faults, in time order: each step names an op, when it starts and whom it hits."""
 
     def draws_targets(self) -> bool:
-        return any(
+        return any(c.mode == "mixed" for c in self.workload.consumers) or any(
             step.shape is not None or RANDOM_NODE in (*step.nodes, *step.from_, *step.to)
             for step in self.nemesis
         )
@@ -308,6 +315,13 @@ class RabbitMQScenario(ScenarioBase):
     def _configuration_fits_the_workload(self) -> RabbitMQScenario:
         c, w = self.cluster, self.workload
         line = queue_arguments_refusal(c.queue_type, w.queue_arguments)
+        if c.queue_type == "stream" and (
+            odd := next((x for x in w.consumers if x.mode != "subscribe" or x.ack == "auto"), None)
+        ):
+            line = line or (
+                f"consumer of {odd.queue}: a stream is read by subscribing with manual acks "
+                f"(mode subscribe, ack manual or multiple), not mode {odd.mode}, ack {odd.ack}"
+            )
         line = line or policies_refusal(c, w.queues, where="cluster.")
         if line:
             raise ValueError(line)
@@ -317,8 +331,10 @@ class RabbitMQScenario(ScenarioBase):
     def _steps_fit_the_cluster(self) -> RabbitMQScenario:
         known = RABBITMQ_NODES[: self.cluster.nodes]
         labels: set[str] = set()
-        for who in (*self.workload.publishers, *self.workload.consumers):
-            if outside := [n for n in who.nodes if n not in known]:
+        client_nodes = [p.nodes for p in self.workload.publishers]
+        client_nodes += [c.nodes for c in self.workload.consumers]
+        for nodes in client_nodes:
+            if outside := [n for n in nodes if n not in known]:
                 raise ValueError(
                     f"workload: {outside[0]!r} is not a node of a cluster of {self.cluster.nodes}"
                 )

@@ -11,6 +11,7 @@ import argparse
 import itertools
 import json
 import logging
+import random
 import signal
 import sys
 import time
@@ -80,6 +81,14 @@ class ConsumerConfig:
     group: str | None = None  # the reader group the history names; None: the queue
     start_offset: int | None = None  # a stream: the first offset to read (None: the first)
     connection: dict[str, Any] = field(default_factory=dict)  # over CONNECTION_DEFAULTS
+    # How it reads: subscribe (basic.consume), poll (basic.get), or mixed (a coin flipped from
+    # `seed` for each connection, as the RabbitMQ team's Jepsen clients flip one per client).
+    mode: str = "subscribe"
+    # How it acknowledges: manual (each delivery once logged), multiple (every `prefetch`
+    # deliveries, and when the queue goes quiet, with multiple=true) or auto (the broker
+    # forgets a message as it sends it: one in flight when a connection drops is gone).
+    ack: str = "manual"
+    seed: int = 0
 
 
 def params(ep: Endpoint, connection: Mapping[str, Any] | None = None) -> pika.ConnectionParameters:
@@ -98,6 +107,8 @@ def _retry_until(deadline: float) -> Retrying:
         retry_error_callback=lambda _: False,
     )
 
+
+POLL_IDLE_S = 0.1  # a polling consumer's pause after basic.get found the queue empty
 
 # ---- publisher ---------------------------------------------------------------------------
 
@@ -338,9 +349,12 @@ class Consumer:
     finished: bool = False
     drain_timed_out: bool = False
     next_offset: int | None = None  # a stream: where the next session starts
+    unacked: int = 0  # ack multiple: deliveries logged, not yet acknowledged
+    last_tag: int | None = None  # ack multiple: the newest of them
 
     def __post_init__(self) -> None:
         self.next_offset = self.cfg.start_offset
+        self.coin = random.Random(f"{self.cfg.seed}:{self.cfg.process}")
 
     def start_drain(self, *_: Any) -> None:
         if not self.draining:
@@ -377,38 +391,91 @@ class Consumer:
             return
         log.info("connected to %s", ep)
         self.last_activity = max(self.last_activity, time.monotonic())
+        self.unacked, self.last_tag = 0, None  # delivery tags are a channel's own
         try:
             channel = conn.channel()
             channel.basic_qos(prefetch_count=self.cfg.prefetch)
-            deliveries = channel.consume(
-                self.cfg.queue, inactivity_timeout=0.25, arguments=self._consume_arguments()
+            mode = self._session_mode()
+            self.history.write(
+                "ok",
+                "open",
+                stream=self.cfg.queue,
+                group=self.cfg.group or self.cfg.queue,
+                node=ep.node,
+                value={"mode": mode, "ack": self.cfg.ack, "prefetch": self.cfg.prefetch},
             )
-            for method, props, body in deliveries:
-                if self._should_stop():
-                    self.finished = True
-                    break
-                if method is None:
-                    continue
-                producer, seq = decode_body(body)
-                self.history.write(
-                    "ok",
-                    "receive",
-                    stream=self.cfg.queue,
-                    group=self.cfg.group or self.cfg.queue,
-                    producer=producer,
-                    seq=seq,
-                    node=ep.node,
-                    redelivered=bool(method.redelivered),
-                    **self._position(props),
-                )
-                if self.cfg.delay and not self.draining:
-                    conn.sleep(self.cfg.delay)
-                channel.basic_ack(method.delivery_tag)
-                self.last_activity = time.monotonic()
+            if mode == "poll":
+                self._poll(conn, channel, ep)
+            else:
+                self._subscribe(conn, channel, ep)
             if conn.is_open:
                 conn.close()
         except CONNECTION_ERRORS as e:
             log.info("session with %s ended: %r", ep, e)
+
+    def _session_mode(self) -> str:
+        if self.cfg.mode != "mixed":
+            return self.cfg.mode
+        return "poll" if self.coin.random() < 0.5 else "subscribe"
+
+    def _subscribe(self, conn: Any, channel: Any, ep: Endpoint) -> None:
+        deliveries = channel.consume(
+            self.cfg.queue,
+            auto_ack=self.cfg.ack == "auto",
+            inactivity_timeout=0.25,
+            arguments=self._consume_arguments(),
+        )
+        for method, props, body in deliveries:
+            if self._should_stop():
+                self.finished = True
+                break
+            if method is None:
+                self._ack_pending(channel)
+                continue
+            self._delivered(conn, channel, ep, method, props, body)
+
+    def _poll(self, conn: Any, channel: Any, ep: Endpoint) -> None:
+        """basic.get until told to stop; an empty queue is asked again after POLL_IDLE_S."""
+        while not self._should_stop():
+            method, props, body = channel.basic_get(self.cfg.queue, auto_ack=self.cfg.ack == "auto")
+            if method is None:
+                self._ack_pending(channel)
+                conn.sleep(POLL_IDLE_S)
+                continue
+            self._delivered(conn, channel, ep, method, props, body)
+        self.finished = True
+
+    def _delivered(
+        self, conn: Any, channel: Any, ep: Endpoint, method: Any, props: Any, body: bytes
+    ) -> None:
+        """A delivery logged, then (after the backlog's delay) acknowledged as the mode says."""
+        producer, seq = decode_body(body)
+        self.history.write(
+            "ok",
+            "receive",
+            stream=self.cfg.queue,
+            group=self.cfg.group or self.cfg.queue,
+            producer=producer,
+            seq=seq,
+            node=ep.node,
+            redelivered=bool(method.redelivered),
+            **self._position(props),
+        )
+        if self.cfg.delay and not self.draining:
+            conn.sleep(self.cfg.delay)
+        if self.cfg.ack == "manual":
+            channel.basic_ack(method.delivery_tag)
+        elif self.cfg.ack == "multiple":
+            self.unacked, self.last_tag = self.unacked + 1, method.delivery_tag
+            if self.unacked >= self.cfg.prefetch:
+                self._ack_pending(channel)
+        self.last_activity = time.monotonic()
+
+    def _ack_pending(self, channel: Any) -> None:
+        """ack multiple: everything logged so far, in one basic.ack."""
+        if self.last_tag is not None:
+            channel.basic_ack(self.last_tag, multiple=True)
+            self.unacked, self.last_tag = 0, None
 
     def _consume_arguments(self) -> dict[str, Any] | None:
         if not self.cfg.stream:

@@ -257,7 +257,63 @@ def test_publisher_outcomes_and_consumer_history(cluster: RabbitMQCluster, tmp_p
     returned = [e for e in events("U") if e["type"] != "invoke"]
     assert [e["type"] for e in returned] == ["fail"] * 20
     assert all(e["error"] == "unroutable (returned)" for e in returned)
-    received = events("C")
+    received = [e for e in events("C") if e["f"] == "receive"]
     assert sorted(e["seq"] for e in received) == list(range(1, 21))
     assert all(e["group"] == "t.q" and e["redelivered"] is False for e in received)
     assert all(e["msg_id"] == f"P:{e['seq']}" for e in received)
+
+
+@pytest.mark.parametrize(("mode", "ack"), [("poll", "multiple"), ("mixed", "manual")])
+def test_a_polling_consumer_reads_everything_and_says_how(
+    cluster: RabbitMQCluster, tmp_path: Path, mode: str, ack: str
+) -> None:
+    """basic.get with its own acks: every message read once, the queue left empty, and each
+    connection's `open` event saying how it read."""
+    from workloads.rabbitmq.clients import (
+        Consumer,
+        ConsumerConfig,
+        Publisher,
+        PublisherConfig,
+        declare_topology,
+    )
+
+    endpoints = cluster.endpoints()
+    queue = f"t.{mode}"
+    declare_topology(endpoints, f"x.{mode}", [queue], "quorum")
+    history = tmp_path / "history"
+    pcfg = PublisherConfig(
+        process="P",
+        history_dir=str(history),
+        endpoints=endpoints,
+        exchange=f"x.{mode}",
+        count=23,
+        deadline=time.time() + 60,
+        in_flight=5,
+    )
+    with HistoryWriter(history, "P", "rabbitmq") as w:
+        Publisher(pcfg, w).run()
+    ccfg = ConsumerConfig(
+        process="C",
+        history_dir=str(history),
+        endpoints=endpoints,
+        queue=queue,
+        deadline=time.time() + 60,
+        prefetch=5,
+        drain_quiet=2,
+        mode=mode,
+        ack=ack,
+        seed=3,
+    )
+    with HistoryWriter(history, "C", "rabbitmq") as w:
+        consumer = Consumer(ccfg, w)
+        consumer.start_drain()
+        consumer.run()
+    events = [json.loads(x) for x in (history / "C.jsonl").read_text().splitlines()]
+    opened = [e["value"] for e in events if e["f"] == "open"]
+    assert opened and all(v["ack"] == ack and v["prefetch"] == 5 for v in opened)
+    assert {v["mode"] for v in opened} <= {"poll", "subscribe"}
+    if mode == "poll":
+        assert {v["mode"] for v in opened} == {"poll"}
+    received = sorted(e["seq"] for e in events if e["f"] == "receive")
+    assert received == list(range(1, 24)), "23 messages, each once (23: a last partial batch)"
+    assert wait_until(lambda: cluster.queue_depths()[queue]["messages"] == 0, 30, interval=1)

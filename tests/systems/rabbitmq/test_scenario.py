@@ -238,3 +238,21 @@ def test_the_load_balancer_sends_every_client_to_the_first_node() -> None:
     assert "  server rabbit1 172.29.57.11:5672 check\n" in cfg
     assert "  server rabbit2 172.29.57.12:5672 check backup\n" in cfg
     assert "on-marked-down shutdown-sessions on-marked-up shutdown-backup-sessions" in cfg
+
+
+def test_consumer_modes_and_acks_and_what_a_stream_refuses() -> None:
+    mixed = parse_scenario(GOOD.replace("{queue: q}", "{queue: q, mode: mixed, ack: multiple}"))
+    (consumer,) = mixed.workload.consumers
+    assert (consumer.mode, consumer.ack) == ("mixed", "multiple")
+    assert mixed.draws_targets(), "a mixed consumer's coin is the run's seed's"
+    stream = GOOD.replace("queue_type: mirrored}", "queue_type: stream, version: '4.3'}")
+    assert parse_scenario(stream.replace("{queue: q}", "{queue: q, ack: multiple}"))
+    for odd in ("mode: poll", "ack: auto"):
+        with pytest.raises(ScenarioError, match="a stream is read by subscribing"):
+            parse_scenario(stream.replace("{queue: q}", f"{{queue: q, {odd}}}"))
+    with pytest.raises(ScenarioError, match="'rabbit3' is not a node of a cluster of 2"):
+        parse_scenario(
+            GOOD.replace("mirrored}", "mirrored, nodes: 2}")
+            .replace("{queue: q}", "{queue: q, nodes: [rabbit3]}")
+            .replace("rabbit3]}\n  - {at: 2", "rabbit2]}\n  - {at: 2")
+        )
