@@ -86,6 +86,19 @@ def check_run(
     return verdict
 
 
+def queues_left(after_drain: dict[str, Any] | None) -> dict[str, int] | None:
+    """RabbitMQ: each queue that still held messages when the drain ended, by its count (the
+    RabbitMQ team's Jepsen CI fails a run on one); None when the broker was not asked or did not
+    answer."""
+    if not after_drain or "error" in after_drain:
+        return None
+    return {
+        q: int(d["messages"])
+        for q, d in sorted(after_drain.items())
+        if isinstance(d, dict) and isinstance(d.get("messages"), int) and d["messages"] > 0
+    }
+
+
 def _history_bytes(run: RunDir) -> int:
     return sum(plain_size(p) for p in history_files(run.history))
 
@@ -190,6 +203,7 @@ def verdict_of(
         "mirrored_queues": manifest.mirrored_queues,
         "cluster_recovered": manifest.cluster_recovered,
         "drain_complete": manifest.drain_complete,
+        "queues_left": queues_left(manifest.queues_after_drain),
         "truncated_lines": result.truncated_lines,
         "ids_dir": IDS,
         "checker": {

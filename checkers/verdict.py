@@ -431,6 +431,9 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         lines.append("warning: the cluster did not reunite within the recovery timeout")
     if verdict.get("drain_complete") is False:
         lines.append("warning: the drain could not confirm every queue empty")
+    if left := verdict.get("queues_left"):
+        said = ", ".join(f"{q} {n}" for q, n in left.items())
+        lines.append(f"queues not empty after the drain (messages): {said}")
     if window := verdict.get("refused_window"):
         start = (verdict.get("history_span") or {}).get("first") or 0.0
         lines.append(

@@ -165,3 +165,11 @@ def test_a_scenario_without_a_claim_says_nothing_about_claims() -> None:
     assert not any(line.startswith("claim") for line in mine)
     claimed = summary_lines(verdict | {"groups": {}, "claim": "K4", "expect": "safe"})
     assert "claim K4: reproduced" in claimed
+
+
+def test_queues_left_after_the_drain_are_named() -> None:
+    from checkers.run import queues_left
+
+    depths = {"q": {"messages": 0, "state": "running"}, "dlq": {"messages": 4, "state": "running"}}
+    assert queues_left(depths) == {"dlq": 4}
+    assert queues_left({"error": "no node answered"}) is None and queues_left(None) is None
