@@ -46,9 +46,11 @@ _TABLES = {
     "invoked": "SELECT DISTINCT msg_id FROM ev WHERE f = 'send' AND type = 'invoke'",
     "recv": 'SELECT coalesce("group", stream) AS grp, '
     "coalesce(msg_id, '?' || file || ':' || line) AS msg_id, process, stream, producer, seq, "
-    'partition, "offset", time, file, line, redelivered FROM ev '
+    'partition, "offset", time, file, line, redelivered, '
+    "json_extract_string(value, '$.death') IS NOT NULL AS dead FROM ev "
     "WHERE f = 'receive' AND type = 'ok'",
-    "per_msg": "SELECT grp, msg_id, count(*) AS deliveries FROM recv GROUP BY grp, msg_id",
+    "per_msg": "SELECT grp, msg_id, count(*) AS deliveries, count(*) FILTER (WHERE dead) AS dead "
+    "FROM recv GROUP BY grp, msg_id",
     "m_acked": "SELECT grp, msg_id FROM groups CROSS JOIN acked",
     "m_received": "SELECT grp, msg_id FROM per_msg",
     "m_lost": "SELECT grp, msg_id FROM m_acked ANTI JOIN per_msg USING (grp, msg_id)",
@@ -56,6 +58,8 @@ _TABLES = {
     "m_unexpected": "SELECT grp, msg_id FROM per_msg ANTI JOIN invoked USING (msg_id)",
     "m_recovered": "SELECT grp, msg_id FROM per_msg SEMI JOIN "
     "(SELECT msg_id FROM outcomes WHERE outcome <> 'ok') USING (msg_id)",
+    "m_dead_lettered": "SELECT grp, msg_id FROM per_msg WHERE dead > 0",
+    "m_both": "SELECT grp, msg_id FROM per_msg WHERE dead > 0 AND deliveries > dead",
     "m_unflagged": "SELECT DISTINCT grp, msg_id FROM recv QUALIFY row_number() OVER "
     "(PARTITION BY grp, msg_id ORDER BY time, file, line) > 1 AND redelivered = false",
     "first_seen": "SELECT * FROM recv QUALIFY row_number() OVER "

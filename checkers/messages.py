@@ -5,7 +5,8 @@ Every message a send names or a group received gets one row, made by a single ag
 the sends and ok receives by msg_id (groups are few and known first, so each gets its own
 columns). The row holds what the sends said (outcome, invoke, acknowledgement, the position it
 was written at) and, per group, how often it was delivered, its first delivery (by time, ties
-by file and line) and how many deliveries lacked the redelivered flag. Per reader group g,
+by file and line), how many deliveries lacked the redelivered flag and how many had been
+dead-lettered. Per reader group g,
 with every acknowledged message of the run expected in every group:
   acked       msg_ids whose send ended ok
   received    msg_ids received in g
@@ -15,6 +16,9 @@ with every acknowledged message of the run expected in every group:
               redelivered flag (RabbitMQ; Kafka's receives carry no flag)
   unexpected  received in g, never sent (no invoke), or a body we did not write
   recovered   received in g although its send ended fail, info or never completed
+  dead_lettered  received in g out of a dead-letter queue: a delivery the broker had
+              dead-lettered (RabbitMQ's x-death: `value.death` in the history)
+  both        received in g both out of its queue and out of its dead-letter queue
   reordered   first deliveries in g (by time, ties by file and line) whose seq is below the
               highest seq already first-delivered in g for the same (producer, partition)
   unseen      lost in g, acknowledged (at its lowest acknowledged position) above the highest
@@ -35,7 +39,17 @@ DELIVERY_ORDER = ("time", "file", "line")  # ties in time break by file, then li
 FIRST_FIELDS = (*DELIVERY_ORDER, "producer", "seq", "partition", "redelivered")
 # Per group, in this order: the flags whose ids are written (checkers.verdict.METRICS adds
 # reordered and unseen, which need more than one row).
-ROW_METRICS = ("acked", "received", "lost", "duplicated", "unflagged", "unexpected", "recovered")
+ROW_METRICS = (
+    "acked",
+    "received",
+    "lost",
+    "duplicated",
+    "unflagged",
+    "unexpected",
+    "recovered",
+    "dead_lettered",
+    "both",
+)
 
 
 ABORTED = "aborted"  # a send's outcome when its producer aborted the transaction on purpose
@@ -145,6 +159,10 @@ def _flag(metric: str, i: int) -> Any:
         return (deliveries > 0) & ~F.coalesce(F.col("invoked"), F.lit(False))
     if metric == "recovered":
         return (deliveries > 0) & F.col("sent") & ~ok
+    if metric == "dead_lettered":
+        return F.col(f"dead{i}") > 0
+    if metric == "both":
+        return (F.col(f"dead{i}") > 0) & (deliveries > F.col(f"dead{i}"))
     raise ValueError(f"not a per-row metric: {metric}")
 
 
@@ -162,7 +180,8 @@ def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
       ack_position  (stream, partition, offset): the lowest position an ok send names
       first_delivery  the first ok receive's time, in any group
     and per group i: d{i} deliveries, first{i} (FIRST_FIELDS of the first delivery, null if
-    none), unflagged{i} deliveries whose redelivered flag is false."""
+    none), unflagged{i} deliveries whose redelivered flag is false, dead{i} deliveries the broker
+    had dead-lettered."""
     F = _F()
     col = F.col
     is_send = col("f") == "send"
@@ -174,6 +193,12 @@ def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
         is_send.alias("is_send"),
         F.when(is_receive, group).alias("grp"),
         F.when(is_receive, F.coalesce(col("msg_id"), own_id)).otherwise(col("msg_id")).alias("key"),
+        # A delivery carries a value only when the broker had dead-lettered it.
+        (
+            is_receive
+            & col("value").isNotNull()
+            & F.get_json_object("value", "$.death").isNotNull()
+        ).alias("dead"),
     )
     sent = col("is_send")
     rank = (
@@ -193,6 +218,7 @@ def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
             F.count(F.when(mine, 1)).alias(f"d{i}"),
             F.min(F.when(mine, first)).alias(f"first{i}"),
             F.count(F.when(mine & (col("redelivered") == F.lit(False)), 1)).alias(f"unflagged{i}"),
+            F.count(F.when(mine & col("dead"), 1)).alias(f"dead{i}"),
         ]
     table = rows.groupBy(col("key").alias("msg_id")).agg(
         F.max(sent).alias("sent"),

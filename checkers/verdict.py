@@ -18,6 +18,8 @@ METRICS = (
     "reordered",
     "unexpected",
     "recovered",
+    "dead_lettered",
+    "both",
 )
 
 

@@ -115,10 +115,31 @@ def versions(manifest: Manifest) -> list[tuple[str, str]]:
     return out
 
 
+GROUP_COLUMNS = (
+    "acked",
+    "received",
+    "lost",
+    "unseen",
+    "duplicated",
+    "reordered",
+    "unexpected",
+    "recovered",
+)
+DEAD_LETTER_COLUMNS = ("dead_lettered", "both")  # shown where a group received any
+
+
+def group_columns(verdict: dict[str, Any] | None) -> tuple[str, ...]:
+    """The counts the groups table shows: dead-lettering's only for a run that had any."""
+    groups = ((verdict or {}).get("groups") or {}).values()
+    dead = any(counts.get("dead_lettered") for counts in groups)
+    return GROUP_COLUMNS + (DEAD_LETTER_COLUMNS if dead else ())
+
+
 def anomaly_rows(run: RunData) -> list[dict[str, Any]]:
     """Every non-zero anomaly count of every group, with its first ids and its id file."""
     rows = []
     shown = ("lost", "unseen", "duplicated", "unflagged", "reordered", "unexpected", "recovered")
+    shown += DEAD_LETTER_COLUMNS
     for group, counts in sorted(((run.verdict or {}).get("groups") or {}).items()):
         for metric in shown:
             if counts.get(metric):
@@ -274,6 +295,7 @@ def render_report(run: RunData) -> Path:
         warnings=warnings(run),
         versions=versions(run.manifest),
         anomalies=anomaly_rows(run),
+        group_columns=group_columns(verdict),
         by_step=attribution_rows(verdict, "by_step"),
         by_node=attribution_rows(verdict, "by_node"),
         steps=(run.timeline or {}).get("steps") or [],

@@ -133,7 +133,14 @@ class RabbitMQRun(ScenarioRun):
         self.endpoints = {e.node: e for e in self.cluster.endpoints()}
         nodes = [e for n, e in self.endpoints.items() if n != LOAD_BALANCER]
         try:
-            declare_topology(nodes, w.exchange, w.queues, c.queue_type, w.queue_arguments)
+            declare_topology(
+                nodes,
+                w.exchange,
+                w.queues,
+                c.queue_type,
+                w.declared_arguments(),
+                unbound=list(w.dead_letter.values()),
+            )
         except DeclareRefused as e:
             raise ScenarioError(f"workload.queue_arguments: {e}") from None
         self.nemesis = Nemesis(
@@ -249,7 +256,7 @@ class RabbitMQRun(ScenarioRun):
                 "drain_timeout": w.drain.timeout,
                 "drain_at_start": drain_now,
                 "stream": self._streams,
-                "group": group,
+                "group": group or w.group_of(c.queue),
                 "start_offset": start_offset,
                 "connection": c.connection.overrides(),
                 "mode": c.mode,
@@ -351,7 +358,8 @@ class RabbitMQRun(ScenarioRun):
         and the checker reports it).
         """
         assert self.cluster is not None
-        queues = set(self.scenario.workload.queues)
+        w = self.scenario.workload
+        queues = set(w.queues) | set(w.dead_letter.values())
         try:
             depths = self.cluster.queue_depths()
         except Exception as e:  # noqa: BLE001 - no answer means we cannot say it drained

@@ -224,8 +224,13 @@ class Workload(Strict):
     """Who consumes: one or more per queue."""
     drain: Drain = Drain()
     queue_arguments: dict[str, dict[str, ScalarField]] = Field(default_factory=dict)
-    """A queue's own declare arguments (x-max-length, x-overflow, x-delivery-limit, ...), over those
-    of its type."""
+    """A queue's own declare arguments (x-max-length, x-overflow, x-message-ttl,
+    x-dead-letter-strategy, x-delivery-limit, ...), over those of its type."""
+    dead_letter: dict[str, str] = Field(default_factory=dict)
+    """A queue's dead-letter queue, by the queue's name: declared beside it, not bound to the
+    exchange; the queue dead-letters to it (default exchange, the dead-letter queue's name as
+    routing key, unless its queue_arguments say otherwise). A message that comes out of it counts
+    for its queue's group, as dead-lettered."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
@@ -237,17 +242,37 @@ class Workload(Strict):
                 raise ValueError(f"queue_arguments: {q!r} is not in queues")
             if odd := [a for a in args if not a.startswith("x-")]:
                 raise ValueError(f"queue_arguments.{q}: {odd[0]!r} is no x- argument")
+        for q, dlq in self.dead_letter.items():
+            if q not in self.queues:
+                raise ValueError(f"dead_letter: {q!r} is not in queues")
+            if dlq in self.queues or list(self.dead_letter.values()).count(dlq) > 1:
+                raise ValueError(f"dead_letter.{q}: {dlq!r} must be a queue of its own")
         for c in self.consumers:
-            if c.queue not in self.queues:
-                raise ValueError(f"consumer queue {c.queue!r} is not in queues")
+            if c.queue not in self.queues and c.queue not in self.dead_letter.values():
+                raise ValueError(f"consumer queue {c.queue!r} is not in queues or dead_letter")
         for q in self.queues:
-            if not any(c.queue == q for c in self.consumers):
-                raise ValueError(f"queue {q!r} has no consumer")
+            read = {q, self.dead_letter.get(q)}
+            if not any(c.queue in read for c in self.consumers):
+                raise ValueError(f"queue {q!r} has no consumer (of it or its dead-letter queue)")
         for p in self.publishers:
             _check_nodes(p.nodes)
         for c in self.consumers:
             _check_nodes(c.nodes)
         return self
+
+    def group_of(self, queue: str) -> str:
+        """The reader group a queue's deliveries count for: a dead-letter queue's, its queue's."""
+        sources = {dlq: q for q, dlq in self.dead_letter.items()}
+        return sources.get(queue, queue)
+
+    def declared_arguments(self) -> dict[str, dict[str, ScalarField]]:
+        """Each queue's own declare arguments: its dead-lettering, then the scenario's."""
+        routed: dict[str, dict[str, ScalarField]] = {
+            q: {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq}
+            for q, dlq in self.dead_letter.items()
+        }
+        every = set(routed) | set(self.queue_arguments)
+        return {q: {**routed.get(q, {}), **self.queue_arguments.get(q, {})} for q in every}
 
 
 class NemesisStep(Strict):
@@ -315,6 +340,8 @@ class RabbitMQScenario(ScenarioBase):
     def _configuration_fits_the_workload(self) -> RabbitMQScenario:
         c, w = self.cluster, self.workload
         line = queue_arguments_refusal(c.queue_type, w.queue_arguments)
+        if c.queue_type == "stream" and w.dead_letter:
+            line = line or "dead_letter: a stream dead-letters nothing (use quorum queues)"
         if c.queue_type == "stream" and (
             odd := next((x for x in w.consumers if x.mode != "subscribe" or x.ack == "auto"), None)
         ):

@@ -52,9 +52,8 @@ def recv(
         producer=producer,
         seq=seq,
         group=group,
-        stream=group,
         redelivered=redelivered,
-        **kw,
+        **{"stream": group, **kw},
     )
 
 
@@ -95,6 +94,8 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
         "reordered": 1,
         "unexpected": 1,
         "recovered": 1,
+        "dead_lettered": 0,
+        "both": 0,
     }
     q1_ids = {m: read_ids(result.ids_dir, "q1", m) for m in METRICS}
     assert {
@@ -120,6 +121,8 @@ def test_known_anomalies(spark: Any, tmp_path: Path) -> None:
         "reordered": 0,
         "unexpected": 0,
         "recovered": 0,
+        "dead_lettered": 0,
+        "both": 0,
     }
     # A group that received nothing still expects every acknowledged message.
     assert q3["lost"] == 6 and q3["received"] == 0
@@ -212,8 +215,10 @@ def reference(events: list[dict[str, Any]], groups: list[str]) -> dict[str, dict
     for g in groups:
         deliveries = [e for e in events if e["f"] == "receive" and e["group"] == g]
         counts: dict[str, int] = defaultdict(int)
+        dead: dict[str, int] = defaultdict(int)
         for e in deliveries:
             counts[e["msg_id"]] += 1
+            dead[e["msg_id"]] += bool((e.get("value") or {}).get("death"))
         highest: dict[tuple[Any, Any], int] = {}
         seen: set[str] = set()
         reordered = 0
@@ -238,6 +243,8 @@ def reference(events: list[dict[str, Any]], groups: list[str]) -> dict[str, dict
             "reordered": reordered,
             "unexpected": len(counts.keys() - outcome.keys()),
             "recovered": len({m for m in counts if m in outcome and outcome[m] < 3}),
+            "dead_lettered": sum(1 for m in counts if dead[m]),
+            "both": sum(1 for m, n in counts.items() if 0 < dead[m] < n),
         }
     return out
 
@@ -245,7 +252,8 @@ def reference(events: list[dict[str, Any]], groups: list[str]) -> dict[str, dict
 histories = st.tuples(
     st.lists(st.sampled_from(["ok", "fail", "info", None]), min_size=1, max_size=12),
     st.lists(
-        st.tuples(st.sampled_from(["g1", "g2"]), st.integers(1, 14), st.booleans()), max_size=30
+        st.tuples(st.sampled_from(["g1", "g2"]), st.integers(1, 14), st.booleans(), st.booleans()),
+        max_size=30,
     ),
 )
 
@@ -260,8 +268,9 @@ def test_spark_agrees_with_the_reference_model(spark: Any, tmp_path_factory: Any
     for seq, outcome in enumerate(outcomes, 1):
         events += send("P", seq, float(seq), outcome)
     # Distinct, increasing times: the reference reads deliveries in time order.
-    for i, (group, seq, redelivered) in enumerate(deliveries):
-        events.append(recv(group, "P", seq, 1000.0 + i, redelivered=redelivered))
+    for i, (group, seq, redelivered, dead) in enumerate(deliveries):
+        death = {"value": {"death": "expired"}} if dead else {}
+        events.append(recv(group, "P", seq, 1000.0 + i, redelivered=redelivered, **death))
     history = tmp_path_factory.mktemp("h") / "history"
     write(history, events)
     result = check_history(spark, history, history.parent / "ids", ["g1", "g2"])
@@ -505,3 +514,28 @@ def test_no_stall_under_steady_progress(spark: Any, tmp_path: Path) -> None:
     verdict = check_expecting(spark, tmp_path, ev, "unavailable")
     assert verdict["stalls"] == {}
     assert verdict["outcome"] == "safe" and not verdict["matched"]
+
+
+def test_dead_lettered_messages_count_for_their_queue_and_one_out_of_both_is_flagged(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A queue q and its dead-letter queue q.dlq, read for q's group: A:1 out of q, A:2 and
+    A:3 dead-lettered (expired), A:3 out of q as well (a double delivery planted), A:4 out of
+    neither, A:5 refused by the broker (reject-publish)."""
+    ev: list[dict[str, Any]] = []
+    for seq in range(1, 5):
+        ev += send("A", seq, seq, "ok")
+    ev += send("A", 5, 5, "fail")
+    dead = {"value": {"death": "expired"}, "stream": "q.dlq"}
+    ev += [recv("q", "A", 1, 6), recv("q", "A", 3, 6.5)]
+    ev += [recv("q", "A", 2, 7, **dead) | {"process": "c-dlq"}]
+    ev += [recv("q", "A", 3, 8, **dead) | {"process": "c-dlq"}]
+    write(tmp_path / "history", ev)
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids", ["q"])
+    q = result.groups["q"]
+    assert (q["acked"], q["received"], q["lost"]) == (4, 3, 1)
+    assert (q["dead_lettered"], q["both"], q["duplicated"]) == (2, 1, 1)
+    assert read_ids(result.ids_dir, "q", "dead_lettered") == ["A:2", "A:3"]
+    assert read_ids(result.ids_dir, "q", "both") == ["A:3"]
+    assert read_ids(result.ids_dir, "q", "lost") == ["A:4"]
+    assert result.sends["fail"] == 1

@@ -450,6 +450,7 @@ class Consumer:
     ) -> None:
         """A delivery logged, then (after the backlog's delay) acknowledged as the mode says."""
         producer, seq = decode_body(body)
+        death = death_reason(props)
         self.history.write(
             "ok",
             "receive",
@@ -460,6 +461,7 @@ class Consumer:
             node=ep.node,
             redelivered=bool(method.redelivered),
             **self._position(props),
+            **({"value": {"death": death}} if death else {}),
         )
         if self.cfg.delay and not self.draining:
             conn.sleep(self.cfg.delay)
@@ -496,6 +498,19 @@ class Consumer:
 # ---- topology and entry point ------------------------------------------------------------
 
 
+def death_reason(props: Any) -> str | None:
+    """Why a delivery was dead-lettered (expired, rejected, maxlen, delivery_limit), from the
+    headers RabbitMQ adds when it dead-letters a message; None for one that was not."""
+    headers = getattr(props, "headers", None) or {}
+    reason = headers.get("x-first-death-reason")
+    if reason is None and isinstance(headers.get("x-death"), list) and headers["x-death"]:
+        first = headers["x-death"][0]
+        reason = first.get("reason") if isinstance(first, dict) else None
+    if isinstance(reason, bytes):
+        reason = reason.decode(errors="replace")
+    return str(reason) if reason else None
+
+
 def declare_arguments(
     queue_type: str, own: Mapping[str, Any] | None = None
 ) -> dict[str, Any] | None:
@@ -515,9 +530,11 @@ def declare_topology(
     queues: list[str],
     queue_type: str,
     arguments: Mapping[str, Mapping[str, Any]] | None = None,
+    unbound: list[str] | None = None,
 ) -> None:
-    """A durable fanout exchange bound to durable queues of the scenario's kind; `arguments`:
-    a queue's own declare arguments, over its type's."""
+    """A durable fanout exchange bound to durable queues of the scenario's kind, and the
+    `unbound` queues (dead-letter queues) beside it; `arguments`: a queue's own declare
+    arguments, over its type's."""
     last: Exception | None = None
     for ep in endpoints:
         try:
@@ -528,13 +545,15 @@ def declare_topology(
         try:
             channel = conn.channel()
             channel.exchange_declare(exchange, exchange_type="fanout", durable=True)
-            for q in queues:
+            # A dead-letter queue first: a queue dead-letters from its first message on.
+            for q in [*(unbound or []), *queues]:
                 args = declare_arguments(queue_type, (arguments or {}).get(q))
                 try:
                     channel.queue_declare(q, durable=True, arguments=args)
                 except pika.exceptions.ChannelClosedByBroker as e:
                     raise DeclareRefused(f"RabbitMQ refused queue {q}: {e.reply_text}") from None
-                channel.queue_bind(q, exchange)
+                if q in queues:
+                    channel.queue_bind(q, exchange)
         finally:
             if conn.is_open:
                 conn.close()

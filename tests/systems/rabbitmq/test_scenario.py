@@ -256,3 +256,30 @@ def test_consumer_modes_and_acks_and_what_a_stream_refuses() -> None:
             .replace("{queue: q}", "{queue: q, nodes: [rabbit3]}")
             .replace("rabbit3]}\n  - {at: 2", "rabbit2]}\n  - {at: 2")
         )
+
+
+def test_a_dead_letter_queue_is_declared_unbound_and_read_for_its_queue() -> None:
+    text = GOOD.replace("mirrored}", "quorum}").replace(
+        "consumers: [{queue: q}]",
+        "consumers: [{queue: q.dlq}]\n"
+        "  dead_letter: {q: q.dlq}\n"
+        "  queue_arguments: {q: {x-message-ttl: 1000, x-dead-letter-strategy: at-least-once}}",
+    )
+    w = parse_scenario(text).workload
+    assert w.group_of("q.dlq") == "q" and w.group_of("q") == "q"
+    assert w.declared_arguments() == {
+        "q": {
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": "q.dlq",
+            "x-message-ttl": 1000,
+            "x-dead-letter-strategy": "at-least-once",
+        }
+    }
+    for old, new, said in [
+        ("dead_letter: {q: q.dlq}", "dead_letter: {r: q.dlq}", "'r' is not in queues"),
+        ("dead_letter: {q: q.dlq}", "dead_letter: {q: q}", "must be a queue of its own"),
+        ("consumers: [{queue: q.dlq}]", "consumers: [{queue: r}]", "not in queues or dead_letter"),
+        ("quorum}", "stream, version: '4.3'}", "a stream dead-letters nothing"),
+    ]:
+        with pytest.raises(ScenarioError, match=said):
+            parse_scenario(text.replace(old, new))

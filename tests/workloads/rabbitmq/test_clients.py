@@ -53,3 +53,13 @@ def test_a_stream_groups_position_is_after_the_highest_offset_its_receives_recor
         final.write("ok", "send", producer="A", seq=9)
     (tmp_path / "cut.jsonl").write_text('{"f": "receive", "group": "s", "offs')  # killed mid-line
     assert stream_positions(tmp_path, {"s", "s.final", "other"}) == {"s": 6, "s.final": 1}
+
+
+def test_a_dead_lettered_delivery_says_why_and_another_says_nothing() -> None:
+    from workloads.rabbitmq.clients import death_reason
+
+    first = SimpleNamespace(headers={"x-first-death-reason": b"expired", "x-death": []})
+    listed = SimpleNamespace(headers={"x-death": [{"reason": "rejected", "count": 1}]})
+    assert death_reason(first) == "expired" and death_reason(listed) == "rejected"
+    assert death_reason(SimpleNamespace(headers=None)) is None
+    assert death_reason(SimpleNamespace(headers={"x-death": "odd"})) is None
