@@ -126,6 +126,15 @@ GROUP_COLUMNS = (
     "recovered",
 )
 DEAD_LETTER_COLUMNS = ("dead_lettered", "both")  # shown where a group received any
+ANOMALY_COLUMNS: tuple[str, ...] = (
+    "lost",
+    "unseen",
+    "duplicated",
+    "unflagged",
+    "reordered",
+    "unexpected",
+    "recovered",
+)
 
 
 def group_columns(verdict: dict[str, Any] | None) -> tuple[str, ...]:
@@ -138,8 +147,7 @@ def group_columns(verdict: dict[str, Any] | None) -> tuple[str, ...]:
 def anomaly_rows(run: RunData) -> list[dict[str, Any]]:
     """Every non-zero anomaly count of every group, with its first ids and its id file."""
     rows = []
-    shown = ("lost", "unseen", "duplicated", "unflagged", "reordered", "unexpected", "recovered")
-    shown += DEAD_LETTER_COLUMNS
+    shown: tuple[str, ...] = ANOMALY_COLUMNS + DEAD_LETTER_COLUMNS
     for group, counts in sorted(((run.verdict or {}).get("groups") or {}).items()):
         for metric in shown:
             if counts.get(metric):
