@@ -89,10 +89,16 @@ class RunRecord:
     rabbitmq_version: str | None = None
 
 
+# Besides the articles' claims (scenarios/*.yaml): the RabbitMQ team's own Jepsen CI cells.
+CLAIM_FOLDERS = ("rabbitmq-jepsen",)
+
+
 def claim_scenarios(scenarios_dir: Path) -> list[RabbitMQScenario | KafkaScenario]:
     """The shipped scenarios that test a claim on a real cluster (mock tier excluded)."""
     out: list[RabbitMQScenario | KafkaScenario] = []
-    for path in sorted(scenarios_dir.glob("*.yaml")):
+    paths = [*scenarios_dir.glob("*.yaml")]
+    paths += [p for folder in CLAIM_FOLDERS for p in (scenarios_dir / folder).glob("*.yaml")]
+    for path in sorted(paths, key=lambda p: p.name):
         try:
             spec = load_scenario(path)
         except ScenarioError:

@@ -116,13 +116,17 @@ def scenario_files(paths: list[Path]) -> list[Path]:
 
 
 def find_scenario(name: str, scenarios_dir: Path) -> Path:
-    """A scenario by path or by id (scenarios/<id>.yaml)."""
+    """A scenario by path or by id (scenarios/<id>.yaml, or the one <id>.yaml of a folder of
+    them, as scenarios/rabbitmq-jepsen/RJ1.yaml)."""
     as_path = Path(name)
     if as_path.suffix in (".yaml", ".yml") or as_path.exists():
         return as_path
     for candidate in (scenarios_dir / f"{name}.yaml", scenarios_dir / f"{name}.yml"):
         if candidate.exists():
             return candidate
+    nested = sorted(scenarios_dir.glob(f"*/{name}.yaml"))
+    if len(nested) == 1:
+        return nested[0]
     known = ", ".join(sorted(p.stem for p in scenarios_dir.glob("*.yaml")))
     raise ScenarioError(f"no scenario {name!r} (known: {known})")
 

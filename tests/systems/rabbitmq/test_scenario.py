@@ -283,3 +283,25 @@ def test_a_dead_letter_queue_is_declared_unbound_and_read_for_its_queue() -> Non
     ]:
         with pytest.raises(ScenarioError, match=said):
             parse_scenario(text.replace(old, new))
+
+
+def test_the_rabbitmq_team_s_jepsen_cells_ship_as_the_catalogue_lists_them() -> None:
+    from harness.claims import claim_scenarios
+
+    cells = {p.stem: load_scenario(p) for p in (ROOT / "scenarios/rabbitmq-jepsen").glob("*.yaml")}
+    assert sorted(cells) == sorted(f"RJ{n}" for n in range(1, 15))
+    catalogue = (ROOT / "docs/claims.md").read_text()
+    for cid, s in cells.items():
+        assert s.claim == cid and f"| {cid} |" in catalogue
+        assert (s.cluster.nodes, s.cluster.version, s.cluster.queue_type) == (5, "4.3", "quorum")
+        shapes = {step.shape for step in s.nemesis if step.op == "partition"}
+        assert len(shapes) == 1 and s.nemesis[0].at == 20 and s.draws_targets()
+        assert [p.nodes for p in s.workload.publishers] == [[f"rabbit{i}"] for i in range(1, 6)]
+    assert cells["RJ13"].workload.dead_letter == {"jepsen.queue": "jepsen.queue.dead.letter"}
+    assert {c.mode for c in cells["RJ12"].workload.consumers} == {"poll"}
+    members = cells["RJ6"].workload.queue_arguments["jepsen.queue"]
+    assert members["x-quorum-initial-group-size"] == 3
+    assert {s.id for s in claim_scenarios(ROOT / "scenarios")} >= set(cells)
+    from systems.registry import find_scenario
+
+    assert find_scenario("RJ1", ROOT / "scenarios") == ROOT / "scenarios/rabbitmq-jepsen/RJ1.yaml"
