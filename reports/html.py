@@ -10,6 +10,7 @@ import jinja2
 
 from checkers.cycles import CYCLES_FILE
 from checkers.transactions import TXN_METRICS
+from checkers.verdict import METRICS
 from contract.manifest import Manifest
 from contract.rundir import SCHEDULE, RunDir
 from faults.registry import label_of
@@ -115,26 +116,10 @@ def versions(manifest: Manifest) -> list[tuple[str, str]]:
     return out
 
 
-GROUP_COLUMNS = (
-    "acked",
-    "received",
-    "lost",
-    "unseen",
-    "duplicated",
-    "reordered",
-    "unexpected",
-    "recovered",
-)
 DEAD_LETTER_COLUMNS = ("dead_lettered", "both")  # shown where a group received any
-ANOMALY_COLUMNS: tuple[str, ...] = (
-    "lost",
-    "unseen",
-    "duplicated",
-    "unflagged",
-    "reordered",
-    "unexpected",
-    "recovered",
-)
+# The groups table: every count but the replays' detail; the anomalies: what went wrong.
+GROUP_COLUMNS = tuple(m for m in METRICS if m not in ("unflagged", *DEAD_LETTER_COLUMNS))
+ANOMALY_COLUMNS = tuple(m for m in METRICS if m not in ("acked", "received", *DEAD_LETTER_COLUMNS))
 
 
 def group_columns(verdict: dict[str, Any] | None) -> tuple[str, ...]:
@@ -147,7 +132,7 @@ def group_columns(verdict: dict[str, Any] | None) -> tuple[str, ...]:
 def anomaly_rows(run: RunData) -> list[dict[str, Any]]:
     """Every non-zero anomaly count of every group, with its first ids and its id file."""
     rows = []
-    shown: tuple[str, ...] = ANOMALY_COLUMNS + DEAD_LETTER_COLUMNS
+    shown = ANOMALY_COLUMNS + DEAD_LETTER_COLUMNS
     for group, counts in sorted(((run.verdict or {}).get("groups") or {}).items()):
         for metric in shown:
             if counts.get(metric):

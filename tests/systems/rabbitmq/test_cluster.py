@@ -208,13 +208,28 @@ def test_harness_heal_removes_leftover_rules(cluster: RabbitMQCluster, nemesis: 
     nemesis.paused.clear()
 
 
+def publish(endpoints: Any, history: Path, exchange: str, process: str, count: int) -> None:
+    """`count` messages, 5 in flight, until each is confirmed, refused or returned."""
+    from workloads.rabbitmq.clients import Publisher, PublisherConfig
+
+    cfg = PublisherConfig(
+        process=process,
+        history_dir=str(history),
+        endpoints=endpoints,
+        exchange=exchange,
+        count=count,
+        deadline=time.time() + 60,
+        in_flight=5,
+    )
+    with HistoryWriter(history, process, "rabbitmq") as w:
+        Publisher(cfg, w).run()
+
+
 def test_publisher_outcomes_and_consumer_history(cluster: RabbitMQCluster, tmp_path: Path) -> None:
     """Confirmed -> ok; returned unroutable -> fail; each delivery logged before its ack."""
     from workloads.rabbitmq.clients import (
         Consumer,
         ConsumerConfig,
-        Publisher,
-        PublisherConfig,
         declare_topology,
     )
 
@@ -223,17 +238,7 @@ def test_publisher_outcomes_and_consumer_history(cluster: RabbitMQCluster, tmp_p
     declare_topology(endpoints, "t.unbound", [], "quorum")  # an exchange with no queue
     history = tmp_path / "history"
     for exchange, process in (("t.bound", "P"), ("t.unbound", "U")):
-        cfg = PublisherConfig(
-            process=process,
-            history_dir=str(history),
-            endpoints=endpoints,
-            exchange=exchange,
-            count=20,
-            deadline=time.time() + 60,
-            in_flight=5,
-        )
-        with HistoryWriter(history, process, "rabbitmq") as w:
-            Publisher(cfg, w).run()
+        publish(endpoints, history, exchange, process, 20)
     ccfg = ConsumerConfig(
         process="C",
         history_dir=str(history),
@@ -272,8 +277,6 @@ def test_a_polling_consumer_reads_everything_and_says_how(
     from workloads.rabbitmq.clients import (
         Consumer,
         ConsumerConfig,
-        Publisher,
-        PublisherConfig,
         declare_topology,
     )
 
@@ -281,17 +284,7 @@ def test_a_polling_consumer_reads_everything_and_says_how(
     queue = f"t.{mode}"
     declare_topology(endpoints, f"x.{mode}", [queue], "quorum")
     history = tmp_path / "history"
-    pcfg = PublisherConfig(
-        process="P",
-        history_dir=str(history),
-        endpoints=endpoints,
-        exchange=f"x.{mode}",
-        count=23,
-        deadline=time.time() + 60,
-        in_flight=5,
-    )
-    with HistoryWriter(history, "P", "rabbitmq") as w:
-        Publisher(pcfg, w).run()
+    publish(endpoints, history, f"x.{mode}", "P", 23)
     ccfg = ConsumerConfig(
         process="C",
         history_dir=str(history),
