@@ -128,6 +128,17 @@ def producer_settings(cfg: ProducerConfig, bootstrap_servers: str) -> dict[str, 
     )
 
 
+REFUSED_PAUSE_S = 0.1  # after a send the client refused at once: no spin while it refuses
+
+
+def refusal_text(e: KafkaException) -> str:
+    """A produce() refusal as the history's error: the librdkafka error's name and text."""
+    err = e.args[0] if e.args else None
+    if isinstance(err, KafkaError):
+        return f"{err.name()}: {err.str()}"
+    return f"{type(e).__name__}: {e}"
+
+
 def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWriter) -> None:
     """Produces seq 1..count; stops at the count or the deadline, whichever comes first."""
     wait_to_start(cfg)
@@ -170,6 +181,13 @@ def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWr
                     outstanding.discard(seq)
                     send("fail", seq=seq, error="_QUEUE_FULL: local queue full at deadline")
                     break
+            except KafkaException as e:
+                # Refused before it was queued (the topic unknown to the metadata of brokers
+                # just back from a power loss, say): never sent, so failed; the next goes on.
+                outstanding.discard(seq)
+                send("fail", seq=seq, error=refusal_text(e))
+                producer.poll(REFUSED_PAUSE_S)
+                break
         producer.poll(0)
     producer.flush(max(0.0, cfg.deadline - time.time()))
     for seq in sorted(outstanding):
