@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from contract.packed import either_form, pack_file, read_lines
+
 DataFrame = Any
 
 
@@ -110,8 +112,25 @@ def _conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
+# The lists of every message a group was sent or got, rather than of what went wrong: packed
+# with a run's history (contract.packed) as `<metric>.txt.zst`, the anomalies' lists left plain.
+COMPLETE_LISTS = ("acked", "received")
+
+
 def read_ids(ids_dir: Path, group: str, metric: str) -> list[str]:
-    return (ids_dir / group / f"{metric}.txt").read_text().splitlines()
+    path = either_form(ids_dir / group / f"{metric}.txt")
+    if path is None:
+        raise FileNotFoundError(ids_dir / group / f"{metric}.txt")
+    return read_lines(path)
+
+
+def pack_complete_lists(ids_dir: Path) -> list[Path]:
+    """Packs each group's acked and received lists; returns the packed files."""
+    return [
+        pack_file(path)
+        for metric in COMPLETE_LISTS
+        for path in sorted(ids_dir.glob(f"*/{metric}.txt"))
+    ]
 
 
 def _line_count(path: Path) -> int:

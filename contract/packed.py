@@ -1,4 +1,5 @@
-"""The history at rest: each process's JSONL packed into zstd frames, `<process>.jsonl.zst`.
+"""The history at rest: each process's JSONL packed into zstd frames, `<process>.jsonl.zst`
+(and any other file of lines the same way, `<name>.zst`: a run's complete id lists).
 
 Clients write plain JSONL while a run goes (contract.history: every event in the kernel as it
 happens, which a frame buffered in the client could not promise); once a run's verdict and
@@ -25,7 +26,8 @@ from typing import IO
 import zstandard
 
 PLAIN = ".jsonl"
-PACKED = ".jsonl.zst"
+ZST = ".zst"  # a packed file's name: its plain name and this
+PACKED = PLAIN + ZST
 FRAME_BYTES = 4 << 20  # input bytes a frame: large enough to pack well, small to lose little
 LEVEL = 3  # zstd's default: ~0.3 s for an 80 000-message run, 20x smaller
 
@@ -40,8 +42,8 @@ def process_name(path: Path) -> str:
 
 
 def plain_name(path: Path) -> str:
-    """The name the file has as plain JSONL (what line references say)."""
-    return process_name(path) + PLAIN
+    """The name the file has plain (a history file's: what line references say)."""
+    return path.name.removesuffix(ZST)
 
 
 def history_paths(history_dir: Path) -> list[Path]:
@@ -54,7 +56,7 @@ def history_paths(history_dir: Path) -> list[Path]:
 
 
 def is_packed(path: Path) -> bool:
-    return path.name.endswith(PACKED)
+    return path.name.endswith(ZST)
 
 
 def frames(data: bytes) -> Iterator[tuple[bytes, bool]]:
@@ -82,8 +84,16 @@ def read_bytes(path: Path) -> bytes:
 
 
 def read_lines(path: Path) -> list[str]:
-    """The lines of a history file in either form (a last line without newline included)."""
+    """The lines of a file in either form (a last line without newline included)."""
     return read_bytes(path).decode("utf-8", "replace").splitlines()
+
+
+def either_form(plain: Path) -> Path | None:
+    """The file at `plain`'s path, plain or packed (the plain one while both are there)."""
+    for candidate in (plain, plain.with_name(plain.name + ZST)):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def plain_size(path: Path) -> int:
@@ -109,9 +119,9 @@ def _frames_of(fh: IO[bytes]) -> Iterator[bytes]:
 
 
 def pack_file(plain: Path) -> Path:
-    """Packs one plain history file; returns the packed file. The plain file goes only after
+    """Packs one plain file of lines; returns the packed file. The plain file goes only after
     the packed one has been read back equal to it."""
-    target = plain.with_name(plain_name(plain).removesuffix(PLAIN) + PACKED)
+    target = plain.with_name(plain.name + ZST)
     partial = target.with_name(target.name + ".partial")
     compressor = zstandard.ZstdCompressor(level=LEVEL)
     digest = hashlib.sha256()

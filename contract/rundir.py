@@ -8,7 +8,8 @@ Every file of a run directory is named here, and nowhere else:
   logs/             each node's log, each client's output and config
   cluster/          the rendered compose file and the nodes' data
   history.parquet   the checker's columnar copy of the history
-  ids/              the message ids behind every count
+  ids/              the message ids behind every count (acked and received packed as
+                    <metric>.txt.zst with the history)
   verdict.json, timeline.json, summary.txt   the checker's answer
   report.html, junit.xml                     the reports
   shrink.json       what `harness shrink` made of this run's schedule

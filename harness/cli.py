@@ -213,12 +213,15 @@ def run(
 
 
 def _pack_history(run_dir: Path) -> None:
-    """A checked run's history packed (contract.packed); a pack that fails costs a line, and
-    leaves the plain files."""
+    """A checked run's history and its complete id lists packed (contract.packed); a pack that
+    fails costs a line, and leaves the plain files."""
+    from checkers.ids import pack_complete_lists
     from contract.packed import PackError, pack_history
 
+    run = RunDir(run_dir)
     try:
-        pack_history(RunDir(run_dir).history)
+        pack_history(run.history)
+        pack_complete_lists(run.ids)
     except (PackError, OSError) as e:
         err.print(f"history left unpacked: {e}", markup=False)
 
