@@ -61,7 +61,8 @@ _TABLES = {
     "m_dead_lettered": "SELECT grp, msg_id FROM per_msg WHERE dead > 0",
     "m_both": "SELECT grp, msg_id FROM per_msg WHERE dead > 0 AND deliveries > dead",
     "m_unflagged": "SELECT DISTINCT grp, msg_id FROM recv QUALIFY row_number() OVER "
-    "(PARTITION BY grp, msg_id ORDER BY time, file, line) > 1 AND redelivered = false",
+    "(PARTITION BY grp, msg_id ORDER BY time, file, line) > 1 AND redelivered = false "
+    "AND NOT dead",
     "first_seen": "SELECT * FROM recv QUALIFY row_number() OVER "
     "(PARTITION BY grp, msg_id ORDER BY time, file, line) = 1",
     "m_reordered": "SELECT grp, msg_id FROM first_seen QUALIFY seq < max(seq) OVER "

@@ -36,7 +36,7 @@ from contract.history import PLANNED_ABORT
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
 DELIVERY_ORDER = ("time", "file", "line")  # ties in time break by file, then line
 # What a first delivery keeps: its place in delivery order, then what reordering compares.
-FIRST_FIELDS = (*DELIVERY_ORDER, "producer", "seq", "partition", "redelivered")
+FIRST_FIELDS = (*DELIVERY_ORDER, "producer", "seq", "partition", "redelivered", "dead")
 # Per group, in this order: the flags whose ids are written (checkers.verdict.METRICS adds
 # reordered and unseen, which need more than one row).
 ROW_METRICS = (
@@ -153,7 +153,8 @@ def _flag(metric: str, i: int) -> Any:
         return deliveries > 1
     if metric == "unflagged":
         # Deliveries without the flag, less the first's own (a first delivery is no replay).
-        first_unflagged = F.coalesce(~F.col(f"first{i}.redelivered"), F.lit(False))
+        first = F.col(f"first{i}")
+        first_unflagged = F.coalesce(~first.redelivered & ~first.dead, F.lit(False))
         return (F.col(f"unflagged{i}") - first_unflagged.cast("int")) > 0
     if metric == "unexpected":
         return (deliveries > 0) & ~F.coalesce(F.col("invoked"), F.lit(False))
@@ -217,7 +218,10 @@ def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
         per_group += [
             F.count(F.when(mine, 1)).alias(f"d{i}"),
             F.min(F.when(mine, first)).alias(f"first{i}"),
-            F.count(F.when(mine & (col("redelivered") == F.lit(False)), 1)).alias(f"unflagged{i}"),
+            # A dead-lettered copy is a new delivery, not a replay: the broker does not flag it.
+            F.count(F.when(mine & (col("redelivered") == F.lit(False)) & ~col("dead"), 1)).alias(
+                f"unflagged{i}"
+            ),
             F.count(F.when(mine & col("dead"), 1)).alias(f"dead{i}"),
         ]
     table = rows.groupBy(col("key").alias("msg_id")).agg(

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -34,10 +36,9 @@ from checkers.engine import on_this_machine
 from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
 from contract.history import EVENT_TYPES
-from contract.packed import history_paths, plain_history, plain_name, plain_size
+from contract.packed import PackError, history_paths, plain_history, plain_name, plain_size
 
 PARQUET = "history.parquet"  # beside the history directory
-SCRATCH = ".history-plain"  # beside the history directory: a packed history unpacked for a pass
 SIDECAR = "_brokerjepsen.json"  # in it: the JSONL sizes it was made from, and cut last lines
 MALFORMED = "malformed"  # in the Parquet copy: the text of a line that is not an event
 CORRUPT = "_corrupt_record"  # where Spark's JSON parser puts a line it could not read whole
@@ -98,7 +99,7 @@ def _write_parquet(spark: Any, history_dir: Path) -> dict[str, Any]:
         return fresh
     path = parquet_path(history_dir)
     sizes = _sizes(history_dir)
-    with plain_history(history_dir, history_dir.parent / SCRATCH) as files:
+    with _plain(history_dir) as files:
         truncated = _columnar_copy(spark, files, path)
         if truncated is None:
             lengths = _parse_into(spark, files, path)
@@ -128,7 +129,20 @@ def _columnar_copy(spark: Any, files: list[Path], path: Path) -> list[str] | Non
 
 
 def _sizes(history_dir: Path) -> dict[str, int]:
-    return {plain_name(p): plain_size(p) for p in history_files(history_dir)}
+    try:
+        return {plain_name(p): plain_size(p) for p in history_files(history_dir)}
+    except PackError as e:
+        raise HistoryError(str(e)) from None
+
+
+@contextmanager
+def _plain(history_dir: Path) -> Iterator[list[Path]]:
+    """The history's files as plain ones (a packed history unpacked beside the run)."""
+    try:
+        with plain_history(history_dir, history_dir.parent) as files:
+            yield files
+    except PackError as e:
+        raise HistoryError(str(e)) from None
 
 
 def _fresh_parquet(history_dir: Path) -> dict[str, Any] | None:

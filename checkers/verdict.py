@@ -21,6 +21,7 @@ METRICS = (
     "dead_lettered",
     "both",
 )
+DEAD_LETTER_METRICS = ("dead_lettered", "both")
 
 
 @dataclass(frozen=True)
@@ -455,7 +456,10 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
             + f", per broker {snap.get('per_broker')}"
         )
     for name, g in sorted(verdict["groups"].items()):
-        lines.append(f"group {name}: " + ", ".join(f"{m} {g[m]}" for m in METRICS))
+        # Dead-lettering's counts where a run had any; a verdict from before a count existed
+        # lacks it (0).
+        metrics = [m for m in METRICS if m not in DEAD_LETTER_METRICS or g.get(m)]
+        lines.append(f"group {name}: " + ", ".join(f"{m} {g.get(m, 0)}" for m in metrics))
     for metric, groups in sorted((verdict.get("attribution") or {}).items()):
         for group, tied in sorted(groups.items()):
             for how, counts in (("fault step", tied["by_step"]), ("acking node", tied["by_node"])):
@@ -479,7 +483,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
             lines += [f"  {metric}: {s}" for s in samples]
     if verdict.get("seed") is not None:
         lines.append(f"seed: {verdict['seed']} (harness chaos BASE --seed {verdict['seed']})")
-    elif verdict.get("pick_seed") is not None:
+    if verdict.get("pick_seed") is not None and verdict.get("pick_seed") != verdict.get("seed"):
         seed = verdict["pick_seed"]
         lines.append(f"drawn targets: seed {seed} (harness run SCENARIO --seed {seed})")
     if verdict.get("kafka_mode"):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +31,8 @@ PLAIN = ".jsonl"
 ZST = ".zst"  # a packed file's name: its plain name and this
 PACKED = PLAIN + ZST
 FRAME_BYTES = 4 << 20  # input bytes a frame: large enough to pack well, small to lose little
+READ_BYTES = 1 << 20  # compressed bytes read at a time
+SCRATCH_PREFIX = ".history-plain-"  # a packed history unpacked for one reading pass
 LEVEL = 3  # zstd's default: ~0.3 s for an 80 000-message run, 20x smaller
 
 
@@ -59,28 +63,46 @@ def is_packed(path: Path) -> bool:
     return path.name.endswith(ZST)
 
 
-def frames(data: bytes) -> Iterator[tuple[bytes, bool]]:
-    """(content, whole) of each frame of `data`; a frame cut short gives what it has, not
-    whole, and ends the file."""
-    while data:
+def frames(path: Path) -> Iterator[tuple[bytes, bool]]:
+    """(content, whole) of each frame of a packed file, read in chunks (linear in its size); a
+    last frame cut short gives what it has, not whole; a frame that does not decode (a damaged
+    byte: each frame carries its checksum) gives nothing, not whole, and ends the file."""
+    with open(path, "rb") as fh:
         frame = zstandard.ZstdDecompressor().decompressobj()
-        try:
-            content = frame.decompress(data)
-        except zstandard.ZstdError:
-            yield b"", False
-            return
-        if not frame.eof:
-            yield content, False
-            return
-        yield content, True
-        data = frame.unused_data
+        content: list[bytes] = []
+        started = False
+        pending = b""
+        while chunk := pending or fh.read(READ_BYTES):
+            pending = b""
+            started = True
+            try:
+                content.append(frame.decompress(chunk))
+            except zstandard.ZstdError:
+                yield b"", False
+                return
+            if frame.eof:
+                yield b"".join(content), True
+                pending = frame.unused_data  # the next frame's start, from this chunk
+                frame, content, started = zstandard.ZstdDecompressor().decompressobj(), [], False
+        if started:
+            yield b"".join(content), False
 
 
-def read_bytes(path: Path) -> bytes:
-    """The plain content of a history file; of a packed one cut short, its whole frames."""
+def read_bytes(path: Path, salvage: bool = False) -> bytes:
+    """The plain content of a file in either form. A packed file that is not whole raises
+    PackError, unless `salvage`: then its whole frames, up to the damage."""
     if not is_packed(path):
         return path.read_bytes()
-    return b"".join(content for content, whole in frames(path.read_bytes()) if whole)
+    return b"".join(_whole_frames(path, salvage))
+
+
+def _whole_frames(path: Path, salvage: bool) -> Iterator[bytes]:
+    for number, (content, whole) in enumerate(frames(path), 1):
+        if not whole:
+            if salvage:
+                return
+            raise PackError(f"{path}: damaged at frame {number} (harness export --salvage)")
+        yield content
 
 
 def read_lines(path: Path) -> list[str]:
@@ -97,10 +119,10 @@ def either_form(plain: Path) -> Path | None:
 
 
 def plain_size(path: Path) -> int:
-    """The size the file has (or had) as plain JSONL."""
+    """The size the file has (or had) plain; PackError for a damaged packed file."""
     if not is_packed(path):
         return path.stat().st_size
-    return sum(len(content) for content, whole in frames(path.read_bytes()) if whole)
+    return sum(len(content) for content in _whole_frames(path, salvage=False))
 
 
 def _frames_of(fh: IO[bytes]) -> Iterator[bytes]:
@@ -123,7 +145,7 @@ def pack_file(plain: Path) -> Path:
     the packed one has been read back equal to it."""
     target = plain.with_name(plain.name + ZST)
     partial = target.with_name(target.name + ".partial")
-    compressor = zstandard.ZstdCompressor(level=LEVEL)
+    compressor = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True)
     digest = hashlib.sha256()
     with open(plain, "rb") as src, open(partial, "wb") as out:
         for chunk in _frames_of(src):
@@ -132,7 +154,7 @@ def pack_file(plain: Path) -> Path:
         out.flush()
         os.fsync(out.fileno())
     back = hashlib.sha256()
-    for content, whole in frames(partial.read_bytes()):
+    for content, whole in frames(partial):
         if not whole:
             partial.unlink()
             raise PackError(f"{plain}: a frame of its packed copy did not read back whole")
@@ -153,33 +175,39 @@ def pack_history(history_dir: Path) -> list[Path]:
     return [pack_file(p) for p in history_paths(history_dir) if not is_packed(p)]
 
 
-def unpack_file(path: Path, target_dir: Path) -> Path:
-    """Writes the plain form of `path` into `target_dir` (whole frames of a cut file); the
-    packed file stays."""
+def unpack_file(path: Path, target_dir: Path, salvage: bool = False) -> Path:
+    """Writes the plain form of `path` into `target_dir`, the packed file kept; PackError for a
+    damaged one, unless `salvage` (its whole frames, up to the damage)."""
     target_dir.mkdir(parents=True, exist_ok=True)
     target = target_dir / plain_name(path)
     partial = target.with_name(target.name + ".partial")
-    with open(partial, "wb") as out:
-        for content, whole in frames(path.read_bytes()):
-            if whole:
+    try:
+        with open(partial, "wb") as out:
+            for content in _whole_frames(path, salvage):
                 out.write(content)
+    except PackError:
+        partial.unlink()
+        raise
     partial.replace(target)
     return target
 
 
-def unpack_history(history_dir: Path, target_dir: Path | None = None) -> list[Path]:
+def unpack_history(
+    history_dir: Path, target_dir: Path | None = None, salvage: bool = False
+) -> list[Path]:
     """The history as plain JSONL: into `target_dir` (a copy, the run stays packed), or in
-    place (each packed file replaced by its plain one). Returns the plain files."""
+    place (a packed file removed once its plain one is whole). Returns the plain files."""
     written = []
     for path in history_paths(history_dir):
         if target_dir is None:
             if is_packed(path):
-                written.append(unpack_file(path, history_dir))
-                path.unlink()
+                written.append(unpack_file(path, history_dir, salvage))
+                if not salvage:  # a salvaged copy lacks frames: the damaged original stays
+                    path.unlink()
             else:
                 written.append(path)
         elif is_packed(path):
-            written.append(unpack_file(path, target_dir))
+            written.append(unpack_file(path, target_dir, salvage))
         else:
             target_dir.mkdir(parents=True, exist_ok=True)
             written.append(target_dir / path.name)
@@ -188,17 +216,16 @@ def unpack_history(history_dir: Path, target_dir: Path | None = None) -> list[Pa
 
 
 @contextmanager
-def plain_history(history_dir: Path, scratch: Path) -> Iterator[list[Path]]:
+def plain_history(history_dir: Path, scratch_parent: Path) -> Iterator[list[Path]]:
     """The history's files as plain JSONL for a reader that needs files (Spark's, pyarrow's):
-    the plain files where they are, packed ones unpacked into `scratch`, removed after."""
+    the plain files where they are, packed ones unpacked into a folder of this pass's own under
+    `scratch_parent`, removed after."""
     paths = history_paths(history_dir)
     if not any(is_packed(p) for p in paths):
         yield paths
         return
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch_parent))
     try:
         yield [unpack_file(p, scratch) if is_packed(p) else p for p in paths]
     finally:
-        for p in scratch.glob(f"*{PLAIN}"):
-            p.unlink()
-        if scratch.exists() and not any(scratch.iterdir()):
-            scratch.rmdir()
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -577,6 +577,10 @@ def export(
         Path | None,
         typer.Option(help="write the files here and leave the run packed (default: in place)"),
     ] = None,
+    salvage: Annotated[
+        bool,
+        typer.Option(help="of a damaged packed file, the whole frames before the damage"),
+    ] = False,
 ) -> None:
     """Give a run's history back as plain JSONL, byte for byte as the clients wrote it: in
     place (the run is plain again) or, with --to, as a copy."""
@@ -590,7 +594,7 @@ def export(
     if to is not None and to.resolve() == history.resolve():
         to = None
     try:
-        written = unpack_history(history, to)
+        written = unpack_history(history, to, salvage)
     except (PackError, OSError) as e:
         raise _fail(f"export: {e}") from None
     size = sum(p.stat().st_size for p in written)

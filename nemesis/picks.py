@@ -25,6 +25,8 @@ RING_NODES = 4  # fewer, and every node's neighbours are all the others: no cut
 
 def shape_refusal(shape: str, nodes: int) -> str | None:
     """One line when the shape cannot split `nodes` nodes, else None."""
+    if nodes < 2:
+        return f"{shape} needs 2 nodes or more: one node has nothing to be cut from"
     if shape == "majorities-ring" and nodes < RING_NODES:
         return (
             f"majorities-ring needs {RING_NODES} nodes or more: on {nodes} every node's "

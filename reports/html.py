@@ -10,7 +10,7 @@ import jinja2
 
 from checkers.cycles import CYCLES_FILE
 from checkers.transactions import TXN_METRICS
-from checkers.verdict import METRICS
+from checkers.verdict import DEAD_LETTER_METRICS, METRICS
 from contract.manifest import Manifest
 from contract.rundir import SCHEDULE, RunDir
 from faults.registry import label_of
@@ -116,7 +116,7 @@ def versions(manifest: Manifest) -> list[tuple[str, str]]:
     return out
 
 
-DEAD_LETTER_COLUMNS = ("dead_lettered", "both")  # shown where a group received any
+DEAD_LETTER_COLUMNS = DEAD_LETTER_METRICS  # shown where a group received any
 # The groups table: every count but the replays' detail; the anomalies: what went wrong.
 GROUP_COLUMNS = tuple(m for m in METRICS if m not in ("unflagged", *DEAD_LETTER_COLUMNS))
 ANOMALY_COLUMNS = tuple(m for m in METRICS if m not in ("acked", "received", *DEAD_LETTER_COLUMNS))

@@ -319,6 +319,10 @@ class NemesisStep(Strict):
                 raise ValueError(f"{self.op} needs from and to")
         elif arguments == "target" and not self.nodes:
             raise ValueError(f"{self.op} needs nodes")
+        if RANDOM_NODE in self.from_ and RANDOM_NODE in self.to:
+            raise ValueError(
+                "random-node is drawn once a step: on both sides it cuts a node off itself"
+            )
         return self
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from checkers.bench_synth import synth
-from checkers.read import PARQUET, SCRATCH, HistoryError
+from checkers.read import PARQUET, HistoryError
 from checkers.run import check_run
 from contract.packed import pack_history
 
@@ -41,7 +41,7 @@ def test_a_packed_history_gets_the_verdict_of_its_plain_one(spark: Any, tmp_path
     first = check_run(packed, spark=spark)  # made its Parquet copy from the packed files
     assert _answer(first) == _answer(expected)
     assert _ids(packed) == _ids(plain)
-    assert not (packed / SCRATCH).exists(), "the unpacked copies are removed"
+    assert not list(packed.glob(".history-plain-*")), "the unpacked copies are removed"
     made = (packed / PARQUET / "_SUCCESS").stat().st_mtime_ns
     again = check_run(packed, spark=spark)  # the copy is fresh for the packed files
     assert (packed / PARQUET / "_SUCCESS").stat().st_mtime_ns == made
@@ -67,4 +67,4 @@ def test_a_malformed_line_of_a_packed_history_is_named(spark: Any, tmp_path: Pat
     pack_history(run / "history")
     with pytest.raises(HistoryError, match=r"P\.jsonl:4: malformed history line"):
         check_run(run, spark=spark)
-    assert not (run / SCRATCH).exists()
+    assert not list(run.glob(".history-plain-*"))

@@ -225,7 +225,7 @@ def reference(events: list[dict[str, Any]], groups: list[str]) -> dict[str, dict
         unflagged: set[str] = set()
         for e in deliveries:  # already in (time, file, line) order
             if e["msg_id"] in seen:
-                if e["redelivered"] is False:
+                if e["redelivered"] is False and not (e.get("value") or {}).get("death"):
                     unflagged.add(e["msg_id"])
                 continue
             seen.add(e["msg_id"])

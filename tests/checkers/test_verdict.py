@@ -173,3 +173,16 @@ def test_queues_left_after_the_drain_are_named() -> None:
     depths = {"q": {"messages": 0, "state": "running"}, "dlq": {"messages": 4, "state": "running"}}
     assert queues_left(depths) == {"dlq": 4}
     assert queues_left({"error": "no node answered"}) is None and queues_left(None) is None
+
+
+def test_a_verdict_from_before_dead_lettering_still_reads_and_one_with_it_says_so() -> None:
+    base = {"outcome": "safe", "matched": True, "reason": "ok", "sends": {"ok": 3}}
+    old = {"acked": 3, "received": 3, "lost": 0, "unseen": 0, "duplicated": 0}
+    (line,) = [x for x in summary_lines(base | {"groups": {"q": old}}) if x.startswith("group")]
+    assert "recovered 0" in line and "dead_lettered" not in line
+    dead = old | {"dead_lettered": 2, "both": 0}
+    (line,) = [x for x in summary_lines(base | {"groups": {"q": dead}}) if x.startswith("group")]
+    assert line.endswith("dead_lettered 2")
+    said = summary_lines(base | {"groups": {}, "pick_seed": 42, "queues_left": {"dlq": 4}})
+    assert "drawn targets: seed 42 (harness run SCENARIO --seed 42)" in said
+    assert "queues not empty after the drain (messages): dlq 4" in said

@@ -15,6 +15,7 @@ from contract import packed
 from contract.history import HistoryWriter
 from contract.packed import (
     PACKED,
+    PackError,
     frames,
     history_paths,
     pack_file,
@@ -63,20 +64,31 @@ def test_a_packed_history_gives_back_every_byte(tmp_path: Path) -> None:
     assert _digests(in_place) == before and not list(history.glob(f"*{PACKED}"))
 
 
-def test_a_cut_packed_file_reads_up_to_its_last_whole_frame(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("damage", ["cut", "flipped byte"])
+def test_a_damaged_packed_file_is_refused_and_salvaged_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
 ) -> None:
     monkeypatch.setattr(packed, "FRAME_BYTES", 4096)  # many frames of a small history
+    monkeypatch.setattr(packed, "READ_BYTES", 1000)  # frames spanning reads, reads many frames
     history = tmp_path / "history"
     _history(history)
     plain = (history / "P1.jsonl").read_bytes()
     target = pack_file(history / "P1.jsonl")
-    data = target.read_bytes()
-    whole = [content for content, ok in frames(data) if ok]
+    whole = [content for content, ok in frames(target) if ok]
     assert len(whole) > 10 and b"".join(whole) == plain
     assert all(c.endswith(b"\n") for c in whole), "a frame holds whole lines"
-    target.write_bytes(data[: len(data) * 2 // 3])  # a disk that filled, a copy cut short
-    kept = read_bytes(target)
+    data = bytearray(target.read_bytes())
+    if damage == "cut":  # a disk that filled under a copy
+        data = data[: len(data) * 2 // 3]
+    else:  # one byte flipped in the middle: the frame's checksum refuses it
+        data[len(data) // 2] ^= 0x55
+    target.write_bytes(bytes(data))
+    with pytest.raises(PackError, match="damaged at frame"):
+        read_bytes(target)
+    with pytest.raises(PackError):
+        unpack_history(history)
+    assert target.exists(), "a damaged packed file is never replaced by less"
+    kept = read_bytes(target, salvage=True)
     assert kept and plain.startswith(kept) and kept.endswith(b"\n")
     assert len(kept) < len(plain)
 
@@ -89,7 +101,7 @@ def test_a_line_longer_than_a_frame_stays_whole(
     text = b'{"a":"' + b"x" * 300 + b'"}\n{"b":1}\n{"cut'  # and a last line cut by a crash
     plain.write_bytes(text)
     target = pack_file(plain)
-    assert [c for c, _ in frames(target.read_bytes())] == [text[:-5], b'{"cut']
+    assert [c for c, _ in frames(target)] == [text[:-5], b'{"cut']
     assert read_bytes(target) == text
 
 
@@ -113,11 +125,11 @@ def test_a_reader_that_needs_files_gets_plain_ones_and_they_go_after(tmp_path: P
     _history(history)
     expected = _digests(sorted(history.glob("*.jsonl")))
     pack_file(history / "P1.jsonl")  # one packed, one plain
-    scratch = tmp_path / ".plain"
-    with plain_history(history, scratch) as files:
-        assert _digests(files) == expected
-        assert files[0].parent == scratch and files[1].parent == history
-    assert not scratch.exists()
+    with plain_history(history, tmp_path) as files, plain_history(history, tmp_path) as again:
+        assert _digests(files) == expected == _digests(again)
+        assert files[0].parent.parent == tmp_path and files[1].parent == history
+        assert files[0].parent != again[0].parent, "two readers, two scratch folders"
+    assert not list(tmp_path.glob(".history-plain-*"))
 
 
 def test_export_gives_the_plain_history_back(tmp_path: Path) -> None:

@@ -62,3 +62,4 @@ def test_a_ring_of_three_is_refused_in_one_line() -> None:
     said = shape_refusal("majorities-ring", 3)
     assert said and "4 nodes or more" in said and "\n" not in said
     assert shape_refusal("random-halves", 3) is None
+    assert "2 nodes or more" in (shape_refusal("halves", 1) or "")

@@ -183,9 +183,12 @@ def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWr
                     break
             except KafkaException as e:
                 # Refused before it was queued (the topic unknown to the metadata of brokers
-                # just back from a power loss, say): never sent, so failed; the next goes on.
+                # just back from a power loss, say): never sent, so failed; the next goes on,
+                # unless the producer itself is done for (a fatal error refuses every send).
                 outstanding.discard(seq)
                 send("fail", seq=seq, error=refusal_text(e))
+                if e.args and isinstance(e.args[0], KafkaError) and e.args[0].fatal():
+                    raise
                 producer.poll(REFUSED_PAUSE_S)
                 break
         producer.poll(0)

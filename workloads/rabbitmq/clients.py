@@ -408,6 +408,9 @@ class Consumer:
                 self._poll(conn, channel, ep)
             else:
                 self._subscribe(conn, channel, ep)
+            # ack multiple: what was logged since the last ack, before the channel goes (else
+            # the broker requeues it, and a drain reads it again).
+            self._ack_pending(channel)
             if conn.is_open:
                 conn.close()
         except CONNECTION_ERRORS as e:

@@ -142,6 +142,12 @@ def test_drawn_targets_take_any_queue_type_and_a_shape_replaces_groups() -> None
     ]:
         with pytest.raises(ScenarioError, match=said):
             parse_scenario(drawn.replace("shape: random-halves", bad))
+    with pytest.raises(ScenarioError, match="random-node is drawn once a step"):
+        parse_scenario(
+            drawn.replace(
+                "op: kill, nodes: [random-node]", "op: cut, from: [random-node], to: [random-node]"
+            )
+        )
     with pytest.raises(ScenarioError, match="shape is for a partition"):
         parse_scenario(drawn.replace("op: partition, shape", "op: kill, nodes: [rabbit1], shape"))
 

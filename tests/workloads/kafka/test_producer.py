@@ -58,3 +58,16 @@ def test_a_send_refused_at_once_is_failed_and_the_next_goes_on(
     assert outcomes[1] == ("ok", None) and outcomes[3] == ("ok", None)
     assert outcomes[2][0] == "fail" and outcomes[2][1].startswith("_UNKNOWN_TOPIC: ")
     assert [e["seq"] for e in events if e["type"] == "invoke"] == [1, 2, 3]
+
+
+def test_a_fatal_refusal_ends_the_producer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Fatal(RefusesSeqTwo):
+        def produce(self, topic: str, value: bytes, on_delivery: Callable[..., None]) -> None:
+            raise KafkaException(KafkaError(KafkaError._FATAL, "fenced", fatal=True))
+
+    monkeypatch.setattr(clients, "Producer", Fatal)
+    cfg = ProducerConfig(process="P1", topic="t", count=3, deadline=time.time() + 30)
+    with HistoryWriter(tmp_path, "P1", "kafka") as history, pytest.raises(KafkaException):
+        run_producer(cfg, "unused:9092", history)
+    events = [json.loads(x) for x in (tmp_path / "P1.jsonl").read_text().splitlines()]
+    assert [(e["seq"], e["type"]) for e in events] == [(1, "invoke"), (1, "fail")]
