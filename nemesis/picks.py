@@ -1,6 +1,6 @@
 """Targets drawn anew on every step, as Jepsen's partition nemeses draw theirs: one random node,
-or the sides of a partition in a named shape. The draws come from one generator seeded by the
-run's seed (recorded in its manifest), taken in step order, so a run replayed with the same seed
+or the sides of a partition in a named shape. Each step draws from a generator seeded by the
+run's seed (recorded in its manifest) and the step's number, so a run replayed with the same seed
 and schedule draws the same targets.
 
 The shapes, over the cluster's nodes in their order:

@@ -32,14 +32,19 @@ class RabbitMQControl(Protocol):
 class QueueTargets:
     """Resolves a step's roles (leader, followers of one queue), drawn nodes and shapes, and
     @labels to node names when the step runs, and logs each resolution (a `resolve` event)
-    beside the step. `rng`, seeded by the run's seed, is drawn from in step order."""
+    beside the step. Step n draws from a generator of its own, seeded by the run's seed and n:
+    what one step draws (or fails to) never moves another's draws."""
 
     queue: str
     nodes: list[str] = field(default_factory=list)  # the cluster's
-    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    seed: int = 0
     labels: dict[str, list[str]] = field(default_factory=dict)
+    steps: int = 0  # resolved so far
+    rng: random.Random = field(default_factory=random.Random)  # the current step's
 
     def resolve(self, net: Nemesis, control: RabbitMQControl, step: NemesisStep) -> NemesisStep:
+        self.steps += 1
+        self.rng = random.Random(f"{self.seed}:{self.steps}")
         fields = {"nodes": step.nodes, "from_": step.from_, "to": step.to}
         if step.shape is not None:
             return self._drawn_sides(net, step)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import random
 import signal
 import time
 from collections.abc import Callable
@@ -79,8 +78,7 @@ class RabbitMQRun(ScenarioRun):
         self.targets = QueueTargets(
             scenario.workload.queues[0],
             nodes=list(RABBITMQ_NODES[: scenario.cluster.nodes]),
-            # Its own generator: the seed's draws are the steps' only, whatever else runs.
-            rng=random.Random(self.manifest.pick_seed),
+            seed=self.manifest.pick_seed or 0,
         )
 
     def groups(self) -> list[str]:

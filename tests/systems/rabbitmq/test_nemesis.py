@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from types import SimpleNamespace
 from typing import Any
 
@@ -79,7 +78,7 @@ def test_drawn_targets_are_drawn_anew_each_step_and_again_from_the_same_seed() -
     def draws(seed: int) -> tuple[list[list[str]], list[dict[str, Any]]]:
         net = SimpleNamespace(history=History())
         nodes = ["rabbit1", "rabbit2", "rabbit3"]
-        targets = QueueTargets("q", nodes=nodes, rng=random.Random(seed))
+        targets = QueueTargets("q", nodes=nodes, seed=seed)
         picked = []
         for _ in range(12):
             kill = targets.resolve(net, Leaders(), step(op="kill", nodes=["random-node"]))  # type: ignore[arg-type]
