@@ -32,6 +32,7 @@ from checkers.transactions import (
 )
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 from checkers.windows import client_pauses, fault_windows, overlap
+from contract.cache import cache_root
 
 __all__ = ["METRIC_IDS", "CheckResult", "HistoryError", "check_history", "spark_session"]
 
@@ -110,19 +111,48 @@ def spark_session(
 
 
 def _built(master: str, java_options: str) -> Any:
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    return (
-        SparkSession.builder.master(master)
-        .appName("brokerjepsen-checker")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", os.environ.get("BJ_CHECKER_MEMORY", "6g"))
-        .config("spark.driver.extraJavaOptions", java_options)
-        .getOrCreate()
-    )
+    settings = {
+        "spark.master": master,
+        "spark.app.name": "brokerjepsen-checker",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": os.environ.get("BJ_CHECKER_MEMORY", "6g"),
+        "spark.driver.extraJavaOptions": java_options,
+    }
+    if SparkContext._active_spark_context is None:
+        conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        SparkContext(conf=conf, gateway=_quiet_gateway(conf))
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _quiet_gateway(conf: Any) -> Any:
+    """The driver JVM, its stderr in jvm_log() rather than on the user's console: the launcher's
+    own notes (an incubator module, the shell's log level) are no line of ours. A JVM that
+    does not start says why in one line, from that file."""
+    from pyspark.java_gateway import launch_gateway
+
+    path = jvm_log()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as log:  # the JVM keeps its own descriptor: ours can close
+        try:
+            return launch_gateway(conf, popen_kwargs={"stderr": log})
+        except Exception as e:  # noqa: BLE001 - PySpark's own error types vary by release
+            said = path.read_text(errors="replace").strip().splitlines()
+            last = said[-1] if said else (str(e).splitlines() or [type(e).__name__])[0]
+            raise HistoryError(f"the checker's JVM did not start: {last} (see {path})") from e
+
+
+def jvm_log() -> Path:
+    """Where the last local checker JVM of this machine wrote its own output."""
+    return cache_root() / "checker-jvm.log"
 
 
 def check_history(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from faults.registry import is_step
 from tests.conftest import missing
+from tests.helpers import history_events
 
 ARTIFACTS = Path(os.environ.get("BJ_TEST_ARTIFACTS", "test-artifacts"))
 # Chromium's own background traffic goes nowhere on these machines: keep it from trying.
@@ -72,11 +73,11 @@ def assert_report_shows_the_run(run_dir: Path, screenshot_name: str) -> Rendered
     one band per nemesis step, and the verdict's own words at the top."""
     import json
 
+    from contract.packed import history_paths, process_name
+
     verdict = json.loads((run_dir / "verdict.json").read_text())
-    nemesis = run_dir / "history" / "nemesis.jsonl"
-    events = (
-        [json.loads(line) for line in nemesis.read_text().splitlines()] if nemesis.exists() else []
-    )
+    has_nemesis = any(process_name(p) == "nemesis" for p in history_paths(run_dir / "history"))
+    events = history_events(run_dir / "history", "nemesis") if has_nemesis else []
     fault_steps = [e for e in events if e["type"] == "invoke" and is_step(e["f"])]
     assert (run_dir / "junit.xml").exists()
     shown = render(run_dir / "report.html", screenshot_name)

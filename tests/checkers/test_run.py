@@ -539,3 +539,24 @@ def test_dead_lettered_messages_count_for_their_queue_and_one_out_of_both_is_fla
     assert read_ids(result.ids_dir, "q", "both") == ["A:3"]
     assert read_ids(result.ids_dir, "q", "lost") == ["A:4"]
     assert result.sends["fail"] == 1
+
+
+def test_a_local_check_prints_no_line_of_spark_s_own(tmp_path: Path) -> None:
+    """The JVM's launcher notes (an incubator module, the shell's log level) go to its log."""
+    import os
+
+    run = tmp_path / "run"
+    write(run / "history", send("A", 1, 1, "ok") + [recv("g", "A", 1, 2)])
+    cache = tmp_path / "cache"
+    checked = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "check", str(run), "--master", "local[1]"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "BJ_CACHE_DIR": str(cache)},
+    )
+    assert checked.returncode == 0, checked.stderr
+    said = checked.stderr.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("checked on local Spark in "), said
+    assert "incubator" in (cache / "checker-jvm.log").read_text()

@@ -189,7 +189,8 @@ def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWr
                 send("fail", seq=seq, error=refusal_text(e))
                 if e.args and isinstance(e.args[0], KafkaError) and e.args[0].fatal():
                     raise
-                producer.poll(REFUSED_PAUSE_S)
+                producer.poll(0)
+                time.sleep(REFUSED_PAUSE_S)
                 break
         producer.poll(0)
     producer.flush(max(0.0, cfg.deadline - time.time()))
