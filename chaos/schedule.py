@@ -17,7 +17,7 @@ from chaos.menu import RABBITMQ_ROLES, ClusterShape, Step
 from systems.kafka.config import nodes_of
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka.targets import COORDINATOR_TOPICS
-from systems.rabbitmq.scenario import RABBITMQ_NODES, RabbitMQScenario
+from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.registry import AnyScenario, parse_scenario
 from systems.scenario import ScenarioError, scenario_data, to_yaml
 
@@ -40,7 +40,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             coordinators=coordinators_of(base),
         )
     if isinstance(base, RabbitMQScenario):
-        names = RABBITMQ_NODES[: base.cluster.nodes]
+        names = base.cluster.node_names()
         leader = base.cluster.queue_type in ("quorum", "stream")  # a queue with a leader to aim at
         return ClusterShape(
             "rabbitmq",

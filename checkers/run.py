@@ -99,10 +99,6 @@ def queues_left(after_drain: dict[str, Any] | None) -> dict[str, int] | None:
     }
 
 
-def _streams(manifest: Manifest) -> bool:
-    return (manifest.scenario_spec.get("cluster") or {}).get("queue_type") == "stream"
-
-
 def _history_bytes(run: RunDir) -> int:
     return sum(plain_size(p) for p in history_files(run.history))
 
@@ -207,8 +203,7 @@ def verdict_of(
         "mirrored_queues": manifest.mirrored_queues,
         "cluster_recovered": manifest.cluster_recovered,
         "drain_complete": manifest.drain_complete,
-        # A stream keeps what was read: its depth after the drain is no message left unread.
-        "queues_left": None if _streams(manifest) else queues_left(manifest.queues_after_drain),
+        "queues_left": queues_left(manifest.queues_after_drain),
         "truncated_lines": result.truncated_lines,
         "ids_dir": IDS,
         "checker": {

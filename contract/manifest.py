@@ -77,6 +77,8 @@ class Manifest(BaseModel):
     consumer_exit_codes: dict[str, int] | None = None
     # Each producer's exit code: one that ended with an error sent less than the scenario asked.
     producer_exit_codes: dict[str, int] | None = None
+    # RabbitMQ: each queue's depth and state as the drain ended (never a stream's: a stream
+    # keeps what was read).
     queues_after_drain: dict[str, Any] | None = None
     # RabbitMQ's own log of its mirrored queues (recoveries, mirrors added, syncs)
     mirrored_queues: dict[str, Any] | None = None

@@ -59,6 +59,11 @@ def history_paths(history_dir: Path) -> list[Path]:
     return [every[name] for name in sorted(every, key=lambda n: n + PLAIN)]
 
 
+def history_file(history_dir: Path, process: str) -> Path | None:
+    """A process's history file in whichever form it is in; None when it wrote none."""
+    return next((p for p in history_paths(history_dir) if process_name(p) == process), None)
+
+
 def is_packed(path: Path) -> bool:
     return path.name.endswith(ZST)
 

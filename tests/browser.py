@@ -73,10 +73,10 @@ def assert_report_shows_the_run(run_dir: Path, screenshot_name: str) -> Rendered
     one band per nemesis step, and the verdict's own words at the top."""
     import json
 
-    from contract.packed import history_paths, process_name
+    from contract.packed import history_file
 
     verdict = json.loads((run_dir / "verdict.json").read_text())
-    has_nemesis = any(process_name(p) == "nemesis" for p in history_paths(run_dir / "history"))
+    has_nemesis = history_file(run_dir / "history", "nemesis") is not None
     events = history_events(run_dir / "history", "nemesis") if has_nemesis else []
     fault_steps = [e for e in events if e["type"] == "invoke" and is_step(e["f"])]
     assert (run_dir / "junit.xml").exists()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from contract.packed import history_paths, process_name, read_lines
+from contract.packed import history_file, read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def history_events(history_dir: Path, process: str) -> list[dict[str, Any]]:
     """A process's events, from its history file in either form: a run that got its verdict
     has packed its history (contract.packed)."""
-    (path,) = [p for p in history_paths(history_dir) if process_name(p) == process]
+    path = history_file(history_dir, process)
+    assert path is not None, f"{history_dir}: no history of {process}"
     return [json.loads(line) for line in read_lines(path) if line.strip()]
 
 

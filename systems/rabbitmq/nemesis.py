@@ -29,7 +29,7 @@ class RabbitMQControl(Protocol):
 
 
 @dataclass
-class QueueTargets:
+class StepTargets:
     """Resolves a step's roles (leader, followers of one queue), drawn nodes and shapes, and
     @labels to node names when the step runs, and logs each resolution (a `resolve` event)
     beside the step. Step n draws from a generator of its own, seeded by the run's seed and n:
@@ -158,7 +158,7 @@ HANDLERS: dict[str, Handler] = {
 
 
 def apply_step(
-    net: Nemesis, control: RabbitMQControl, step: NemesisStep, targets: QueueTargets | None = None
+    net: Nemesis, control: RabbitMQControl, step: NemesisStep, targets: StepTargets | None = None
 ) -> None:
     """One scenario step, its roles resolved, by its op's handler."""
     handler = HANDLERS.get(step.op)

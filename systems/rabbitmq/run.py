@@ -19,8 +19,8 @@ from nemesis.containers import Nemesis
 from systems.rabbitmq import confschema
 from systems.rabbitmq.broker_log import mirror_story
 from systems.rabbitmq.cluster import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
-from systems.rabbitmq.nemesis import QueueTargets, apply_step
-from systems.rabbitmq.scenario import RABBITMQ_NODES, Consumer, NemesisStep, RabbitMQScenario
+from systems.rabbitmq.nemesis import StepTargets, apply_step
+from systems.rabbitmq.scenario import Consumer, NemesisStep, RabbitMQScenario
 from systems.rabbitmq.settings import (
     chosen_settings,
     conf_of,
@@ -75,9 +75,9 @@ class RabbitMQRun(ScenarioRun):
         super().__init__(scenario, scenario_file, opts, progress)
         self.cluster: RabbitMQCluster | None = None
         self.endpoints: dict[str, Endpoint] = {}
-        self.targets = QueueTargets(
+        self.targets = StepTargets(
             scenario.workload.queues[0],
-            nodes=list(RABBITMQ_NODES[: scenario.cluster.nodes]),
+            nodes=list(scenario.cluster.node_names()),
             seed=self.manifest.pick_seed or 0,
         )
 
@@ -99,7 +99,7 @@ class RabbitMQRun(ScenarioRun):
                 pause_if_all_down_recover=c.pause_if_all_down_recover,
                 image=c.image,
                 lazy_disks=c.lazy_disks,
-                nodes=RABBITMQ_NODES[: c.nodes],
+                nodes=c.node_names(),
                 load_balancer=c.load_balancer,
                 version=c.version,
                 rabbitmq_conf=tuple(rendered(c.rabbitmq_conf).items()),
@@ -336,12 +336,12 @@ class RabbitMQRun(ScenarioRun):
         queues = self.scenario.workload.queues
         groups = {q: final_group(q) if final else q for q in queues}
         read = stream_positions(self.history_dir, set(groups.values()))
+        # A stream keeps what was read: its depth is no message left unread, so it is not
+        # recorded as queues_after_drain.
         try:
             depths = self.cluster.queue_depths()
-        except Exception as e:  # noqa: BLE001 - no answer: nothing can be called read
-            self.manifest.queues_after_drain = {"error": str(e)}
+        except Exception:  # noqa: BLE001 - no answer: nothing can be called read
             return {q: read.get(groups[q]) for q in queues}
-        self.manifest.queues_after_drain = depths
         # A stream's offsets count its messages from 0: its end is its message count.
         return {
             q: read.get(groups[q])
@@ -383,5 +383,5 @@ class RabbitMQRun(ScenarioRun):
         chooses)."""
         if LOAD_BALANCER in self.endpoints:
             return [asdict(self.endpoints[LOAD_BALANCER])]
-        named = nodes or RABBITMQ_NODES[: self.scenario.cluster.nodes]
+        named = nodes or self.scenario.cluster.node_names()
         return [asdict(self.endpoints[n]) for n in named if n in self.endpoints]

@@ -93,6 +93,10 @@ class RabbitMQClusterSpec(Strict):
     policies: list[Policy] = Field(default_factory=list)
     """Policies set before the workload."""
 
+    def node_names(self) -> tuple[str, ...]:
+        """The cluster's nodes, rabbit1..rabbitN."""
+        return RABBITMQ_NODES[: self.nodes]
+
     @model_validator(mode="after")
     def _own_configuration(self) -> RabbitMQClusterSpec:
         """The user's keys, terms and policies: one line on the first the scenario may not
@@ -360,7 +364,7 @@ class RabbitMQScenario(ScenarioBase):
 
     @model_validator(mode="after")
     def _steps_fit_the_cluster(self) -> RabbitMQScenario:
-        known = RABBITMQ_NODES[: self.cluster.nodes]
+        known = self.cluster.node_names()
         labels: set[str] = set()
         client_nodes = [p.nodes for p in self.workload.publishers]
         client_nodes += [c.nodes for c in self.workload.consumers]

@@ -7,7 +7,6 @@ engine is a failure; elsewhere a skip that says why.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -22,7 +21,8 @@ from contract.wait import wait_until
 from harness.cleanup import heal_everything
 from nemesis import network
 from nemesis.containers import Nemesis
-from systems.rabbitmq.cluster import ClusterConfig, RabbitMQCluster
+from systems.rabbitmq.cluster import RabbitMQCluster
+from tests.systems.rabbitmq.clusters import running_cluster
 from workloads.rabbitmq.clients import CONNECTION_ERRORS
 
 pytestmark = pytest.mark.cluster
@@ -34,17 +34,8 @@ EVERYONE = {f"rabbit@{n}" for n in NODES}
 def cluster(
     rabbitmq_image: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RabbitMQCluster]:
-    c = RabbitMQCluster(
-        ClusterConfig(partition_handling="pause_minority", net_ticktime=4, image=rabbitmq_image),
-        workdir=tmp_path_factory.mktemp("cluster"),
-        # Its own project and a free subnet: another session may share the engine.
-        project=f"pytest-{os.getpid()}-{int(time.time())}",
-    )
-    try:
-        c.up(timeout=240)
+    with running_cluster(rabbitmq_image, tmp_path_factory.mktemp("cluster")) as c:
         yield c
-    finally:
-        c.down()
 
 
 @pytest.fixture

@@ -4,9 +4,7 @@ apart, and a majorities ring leaves each node its two ring neighbours and no oth
 
 from __future__ import annotations
 
-import os
 import random
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,10 +17,11 @@ from contract.history import HistoryWriter
 from contract.wait import wait_until
 from nemesis.containers import Nemesis
 from nemesis.picks import draw_groups, neighbours
-from systems.rabbitmq.cluster import NODE_NAMES, ClusterConfig, RabbitMQCluster, choose_image
-from systems.rabbitmq.nemesis import QueueTargets
+from systems.rabbitmq.cluster import NODE_NAMES, RabbitMQCluster, choose_image
+from systems.rabbitmq.nemesis import StepTargets
 from systems.rabbitmq.scenario import NemesisStep
 from tests.conftest import missing
+from tests.systems.rabbitmq.clusters import running_cluster
 from tests.systems.rabbitmq.test_cluster import tcp_reachable
 from workloads.rabbitmq.clients import declare_topology
 
@@ -40,18 +39,8 @@ def cluster(
     except ComposeError as e:
         missing(str(e))
         raise
-    c = RabbitMQCluster(
-        ClusterConfig(
-            partition_handling="pause_minority", net_ticktime=4, image=image, nodes=NODES
-        ),
-        workdir=tmp_path_factory.mktemp("cluster5"),
-        project=f"pytest5-{os.getpid()}-{int(time.time())}",
-    )
-    try:
-        c.up(timeout=300)
+    with running_cluster(image, tmp_path_factory.mktemp("cluster5"), NODES, timeout=300) as c:
         yield c
-    finally:
-        c.down()
 
 
 def test_five_nodes_form_and_a_queue_of_three_members_has_two_non_members(
@@ -68,7 +57,7 @@ def test_five_nodes_form_and_a_queue_of_three_members_has_two_non_members(
     )
     leader, members = cluster.queue_leader("five.q")
     assert len(members) == 3 and leader in members
-    targets = QueueTargets("five.q", nodes=list(NODES))
+    targets = StepTargets("five.q", nodes=list(NODES))
     net = SimpleNamespace(history=None)
 
     def resolved(role: str) -> list[str]:

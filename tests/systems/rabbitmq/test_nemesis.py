@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nemesis.containers import NemesisError
-from systems.rabbitmq.nemesis import QueueTargets
+from systems.rabbitmq.nemesis import StepTargets
 from systems.rabbitmq.scenario import NemesisStep
 
 
@@ -41,7 +41,7 @@ def test_roles_resolve_when_the_step_runs_and_labels_keep_what_they_named() -> N
     net, control, targets = (
         SimpleNamespace(history=History()),
         Leaders("rabbit1", "rabbit2"),
-        QueueTargets("q"),
+        StepTargets("q"),
     )
     kill = targets.resolve(net, control, step(op="kill", nodes=["leader"], label="old"))  # type: ignore[arg-type]
     assert kill.nodes == ["rabbit1"]
@@ -69,7 +69,7 @@ def test_a_leader_nobody_can_name_stops_the_step_with_one_line() -> None:
             raise RuntimeError("no node answered list_queues")
 
     with pytest.raises(NemesisError, match="cannot find the leader of q: no node answered"):
-        QueueTargets("q").resolve(
+        StepTargets("q").resolve(
             SimpleNamespace(history=None), Silent(), step(op="kill", nodes=["leader"])
         )  # type: ignore[arg-type]
 
@@ -78,7 +78,7 @@ def test_drawn_targets_are_drawn_anew_each_step_and_again_from_the_same_seed() -
     def draws(seed: int) -> tuple[list[list[str]], list[dict[str, Any]]]:
         net = SimpleNamespace(history=History())
         nodes = ["rabbit1", "rabbit2", "rabbit3"]
-        targets = QueueTargets("q", nodes=nodes, seed=seed)
+        targets = StepTargets("q", nodes=nodes, seed=seed)
         picked = []
         for _ in range(12):
             kill = targets.resolve(net, Leaders(), step(op="kill", nodes=["random-node"]))  # type: ignore[arg-type]
@@ -99,7 +99,7 @@ def test_drawn_targets_are_drawn_anew_each_step_and_again_from_the_same_seed() -
 
 
 def test_a_fixed_split_and_a_label_of_a_drawn_one() -> None:
-    targets = QueueTargets("q", nodes=["rabbit1", "rabbit2", "rabbit3"])
+    targets = StepTargets("q", nodes=["rabbit1", "rabbit2", "rabbit3"])
     net = SimpleNamespace(history=None)
     halves = targets.resolve(net, Leaders(), step(op="partition", shape="halves", label="cut"))  # type: ignore[arg-type]
     assert halves.groups == [["rabbit1"], ["rabbit2", "rabbit3"]]
