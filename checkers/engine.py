@@ -26,3 +26,16 @@ def cancel_all(spark: Any) -> None:
         spark.interruptAll()
     else:
         spark.sparkContext.cancelAllJobs()
+
+
+def release(frame: Any) -> None:
+    """Frees what a frame kept: a cache, or the rows of a local checkpoint. A Connect
+    session's checkpoints go with their frames and with the session."""
+    frame.unpersist()
+    if is_connect(frame.sparkSession):
+        return
+    # A local checkpoint's rows are an RDD persisted beneath the frame's plan, which no
+    # unpersist of the frame reaches.
+    plan = frame._jdf.queryExecution().logical()  # noqa: SLF001
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)

@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 from checkers.engine import is_connect
 from checkers.jvm import archive_path
 from checkers.read import HistoryError
+from checkers.tuning import CHECKER_CONF
 from contract.cache import cache_root, write_whole
 from contract.process import alive
 
@@ -285,9 +286,7 @@ def _confs(port: int) -> list[str]:
     confs = {
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
+        **CHECKER_CONF,
         # A check whose client died (a run killed at its timeout) stops soon, and its session's
         # state goes with it, rather than holding the 2 cores the next run needs.
         "spark.connect.execute.manager.detachedTimeout": "30s",

@@ -19,6 +19,7 @@ from checkers import queries as q
 from checkers import timeline
 from checkers.attribution import attribute
 from checkers.cycles import check_cycles
+from checkers.engine import release
 from checkers.frames import small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
@@ -30,6 +31,7 @@ from checkers.transactions import (
     read_committed_processes,
     without_aborted_records,
 )
+from checkers.tuning import CHECKER_CONF
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 from checkers.windows import client_pauses, fault_windows, overlap
 from contract.cache import cache_root
@@ -117,10 +119,7 @@ def _built(master: str, java_options: str) -> Any:
     settings = {
         "spark.master": master,
         "spark.app.name": "brokerjepsen-checker",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
+        **CHECKER_CONF,
         "spark.driver.memory": os.environ.get("BJ_CHECKER_MEMORY", "6g"),
         "spark.driver.extraJavaOptions": java_options,
     }
@@ -163,22 +162,23 @@ def check_history(
     with phase("read"):
         history = read_history(spark, history_dir)
     events = history.events
-    receives = q.deliveries(events).cache()
-    cached = [receives]
+    cached: list[Any] = []
     try:
-        with phase("groups"):
+        with phase("deliveries, groups"):
+            receives = _kept(cached, q.deliveries(events))
             group_names = {r["group"] for r in receives.select("group").distinct().collect()}
         groups = sorted(group_names | set(expected_groups or []))
         groups_df = small_frame(spark, [(g,) for g in groups], "group string")
-        # One aggregation makes a row per message; every per-group count is a filter of it.
-        table = message_table(events, groups)
-        table = replace(table, frame=table.frame.cache())
-        cached.append(table.frame)
+        with phase("message table, positions"):
+            # One aggregation makes a row per message; every per-group count is a filter of it.
+            table = message_table(events, groups)
+            table = replace(table, frame=_kept(cached, table.frame))
+            # The log's positions answer its anomalies and the readers' skips.
+            positions = _kept(cached, q.positions(events))
+            # Asked again by attribution and the timeline: each computed once.
+            lost = _kept(cached, table.rows("lost"))
+            reordered = _kept(cached, q.reordered(table.first_deliveries()))
         summary = table.summary()
-        # The log's positions answer its anomalies and the readers' skips.
-        (positions,) = _kept(cached, q.positions(events))
-        # The anomalies are asked again, by attribution and the timeline: each computed once.
-        lost, reordered = _kept(cached, table.rows("lost"), q.reordered(table.first_deliveries()))
         flagged = {"lost": lost, "duplicated": table.rows("duplicated"), "reordered": reordered}
         unseen = q.unseen(table.lost_at(), q.highest_read(receives))
         # Sorted once as the ids files are: the table's messages, then each other anomaly.
@@ -187,7 +187,7 @@ def check_history(
             in_natural_order(_tag(reordered, "reordered")),
             in_natural_order(_tag(unseen, "unseen")),
         ]
-        with phase("message table, ids"):
+        with phase("ids"):
             counts = write_ids(ordered, METRIC_IDS, groups, ids_dir)
         with phase("span, control events"):
             times = q.run_span(events).collect()[0].asDict()
@@ -251,7 +251,7 @@ def check_history(
         )
     finally:
         for df in cached:
-            df.unpersist()
+            release(df)
 
 
 def _tag(flagged: Any, metric: str) -> Any:
@@ -261,11 +261,14 @@ def _tag(flagged: Any, metric: str) -> Any:
     return flagged.select("group", F.lit(metric).alias("metric"), "msg_id")
 
 
-def _kept(cached: list[Any], *frames: Any) -> list[Any]:
-    """Each frame cached on first use, and added to `cached` to be released at the end."""
-    kept = [df.cache() for df in frames]
-    cached.extend(kept)
-    return kept
+def _kept(kept: list[Any], frame: Any) -> Any:
+    """A frame many questions ask, computed now and cut from its lineage (added to `kept`, to
+    be released at the end): each later question plans from its rows, not again from the
+    history's read (analysing and optimising the whole lineage on every action took about a
+    sixth of a run-sized check)."""
+    frame = frame.localCheckpoint(eager=True)
+    kept.append(frame)
+    return frame
 
 
 MAX_SPAN = 86_400.0  # seconds: no run lasts a day; a history that does holds a wrong time

@@ -1,0 +1,20 @@
+"""The Spark settings every check runs with, on a Spark of its own or on the warm server: one
+place, so the two engines plan and compile a check alike."""
+
+from __future__ import annotations
+
+# Generated code compiled per distinct query, kept for the JVM's life. A check compiles a few
+# hundred classes (each query's stages, projections, orderings), past Spark's default of 100
+# entries: with the default the cache turns over within one check and every check compiles
+# everything again (about a third of a run-sized check's time, sampled by the JDK's flight
+# recorder). Each entry is a class of a few kB.
+CODEGEN_CACHE_ENTRIES = 4000
+
+CHECKER_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    # Two cores: a task per core; a run's history has nothing for more partitions to split.
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
+}
