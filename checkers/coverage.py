@@ -267,6 +267,9 @@ def _fault_steps(
         watch = _watch_at(states, e["time"])
         touched = _touched(v)
         hit = sorted(str(p) for p, leader in watch.leader.items() if leader in touched)
+        # A RabbitMQ queue's leader, as the broker named it when the step resolved its role:
+        # there is no partition watch to say so.
+        queue_leader_hit = bool(resolved.get("queue")) and "leader" in roles.values()
         row = {
             "step": step_label(number, e["f"], e.get("value"), e["time"] - run_start),
             "f": e["f"],
@@ -277,12 +280,14 @@ def _fault_steps(
             "lag": v.get("lag"),  # seconds after its `at` the fault began (None: not recorded)
             # Whose leader each of those partitions was: what the report shows beside its id.
             "hit_leaders": {p: watch.leader[int(p)] for p in hit},
+            "queue_leader_hit": queue_leader_hit,
+            # Whether anything said where the leaders were as the step began: a run with no
+            # partition watch (RabbitMQ) knows a queue's leader only where a step aimed at it.
+            "leader_known": bool(watch.leader) or queue_leader_hit,
         }
         rows.append(row)
         situations.update(_step_situations(e["f"], v, roles, hit, watch, facts))
-        # A RabbitMQ queue's leader, as the broker named it when the step resolved its role:
-        # there is no partition watch to say so.
-        if resolved.get("queue") and "leader" in roles.values() and not hit:
+        if queue_leader_hit and not hit:
             situations["leader-faulted"] += 1
         resolved = {}
     return rows

@@ -556,10 +556,9 @@ def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
     if not coverage:
         return []
     steps = coverage.get("steps") or []
-    hit = sum(1 for s in steps if s.get("leaders_hit"))
     missed = sum(1 for s in steps if s.get("held_role") is False)
     lines = [
-        f"coverage: {len(steps)} fault steps, {hit} hit a leader"
+        f"coverage: {len(steps)} fault steps, {_leaders_hit(steps)}"
         + (f", {missed} missed the role they aimed at" if missed else "")
         + f"; inside faults {coverage.get('acked_in_faults', 0)} acknowledged, "
         f"{coverage.get('delivered_in_faults', 0)} delivered; "
@@ -572,6 +571,17 @@ def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
     if coverage.get("vacuous"):
         lines.append("vacuous: " + "; ".join(coverage.get("why_vacuous") or []))
     return lines
+
+
+def _leaders_hit(steps: list[dict[str, Any]]) -> str:
+    """How many steps hit a leader, among those where the run knew where the leaders were
+    (a verdict older than `leader_known` knew for every step)."""
+    known = [s for s in steps if s.get("leader_known", True)]
+    hit = sum(1 for s in known if s.get("leaders_hit") or s.get("queue_leader_hit"))
+    if steps and not known:
+        return "leaders not recorded (no step aimed at one)"
+    unknown = len(steps) - len(known)
+    return f"{hit} hit a leader" + (f", {unknown} where no leader was recorded" if unknown else "")
 
 
 def _stall_lines(verdict: dict[str, Any]) -> list[str]:

@@ -247,3 +247,25 @@ def test_steps_are_numbered_as_attribution_numbers_them_snapshots_left_out() -> 
     assert describe({"election": "preferred", "scheduled": 15.0, "lag": 7.5}) == (
         " election=preferred"
     )
+
+
+def test_a_run_that_never_knew_its_leaders_does_not_say_none_was_hit() -> None:
+    """RabbitMQ has no partition watch: a queue's leader is known only where a step aimed at
+    it, so drawn halves hit a leader or not unseen, and the line says so."""
+    five = ClusterFacts(brokers=5)
+    halves = [
+        ev(9.9, "info", "resolve", op="start-partition", roles={"groups": "random-halves"}),
+        ev(10, "invoke", "start-partition", groups=[["rabbit1", "rabbit2"], ["rabbit3"]]),
+        ev(20, "invoke", "stop-partition"),
+    ]
+    c = coverage_of(halves, [], traffic(acked=5), five, [], "safe", 0.0)
+    assert [s["leader_known"] for s in c["steps"]] == [False]
+    assert "leaders not recorded (no step aimed at one)" in coverage_lines(c)[0]
+    at_leader = [
+        ev(29.9, "info", "resolve", op="kill", queue="q", roles={"target": "leader"}),
+        ev(30, "invoke", "kill", nodes=["rabbit2"]),
+    ]
+    c = coverage_of(halves + at_leader, [], traffic(acked=5), five, [], "safe", 0.0)
+    assert [s["leader_known"] for s in c["steps"]] == [False, True]
+    assert c["situations"]["leader-faulted"] == 1
+    assert "1 hit a leader, 1 where no leader was recorded" in coverage_lines(c)[0]
