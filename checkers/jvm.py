@@ -26,6 +26,11 @@ from contract.cache import cache_root
 
 SMALL_HISTORY_BYTES = 200 << 20  # up to this much JSONL, C1 alone pays (README, "The checker")
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an archive of another JDK: no warning
+# C1 alone gets the JDK's code cache for an untiered JIT, 48 MB: a JVM that checks many
+# histories (a test session's Spark) fills it by its fourth run-sized check, the JDK turns the
+# compiler off, and every later check runs interpreted code, half again slower. The tiered
+# size: reserved, committed only as compiled code fills it.
+C1_ALONE = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def cache_dir() -> Path:
@@ -49,7 +54,7 @@ def driver_options(history_bytes: int | None) -> str:
     if archive.is_file():
         options += [f"-XX:SharedArchiveFile={archive}", _QUIET]
     if history_bytes is not None and history_bytes <= SMALL_HISTORY_BYTES:
-        options.append("-XX:TieredStopAtLevel=1")
+        options.append(C1_ALONE)
     return " ".join(options)
 
 

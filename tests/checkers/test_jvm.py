@@ -16,7 +16,7 @@ def test_options_follow_the_archive_and_the_history_size(
 ) -> None:
     monkeypatch.setenv("BJ_CACHE_DIR", str(tmp_path))
     assert jvm.driver_options(None) == ""
-    assert jvm.driver_options(jvm.SMALL_HISTORY_BYTES) == "-XX:TieredStopAtLevel=1"
+    assert jvm.driver_options(jvm.SMALL_HISTORY_BYTES) == jvm.C1_ALONE
     assert jvm.driver_options(jvm.SMALL_HISTORY_BYTES + 1) == ""
     archive = jvm.archive_path()
     assert archive.parent == tmp_path
@@ -24,6 +24,7 @@ def test_options_follow_the_archive_and_the_history_size(
     options = jvm.driver_options(10).split()
     assert f"-XX:SharedArchiveFile={archive}" in options
     assert "-XX:TieredStopAtLevel=1" in options
+    assert "-XX:ReservedCodeCacheSize=240m" in options
 
 
 def test_an_archive_present_is_not_written_again(
