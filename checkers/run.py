@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
-from checkers.engine import cancel_all, is_connect
+from checkers.engine import cancel_all
 from checkers.profile import phase, profiling
 from checkers.read import history_files, write_parquet
 from checkers.session import Where, checker_session, session_of
@@ -51,18 +51,14 @@ def check_run(
     manifest = _manifest(run)
     expect = expect or manifest.expect
     started = time.monotonic()
-    own = spark is None
-    if spark is None:
-        spark, where = checker_session(master, _history_bytes(run))
-    else:
-        where = session_of(spark)
-    session_seconds = time.monotonic() - started
-    try:
+    with contextlib.ExitStack() as held:  # a session of the check's own ends with it
+        if spark is None:
+            spark, where = held.enter_context(checker_session(master, _history_bytes(run)))
+        else:
+            where = session_of(spark)
+        session_seconds = time.monotonic() - started
         with profiling(spark) if profile else contextlib.nullcontext() as profiled:
             result = checked_history(run, spark, manifest.groups, timeout)
-    finally:
-        if own and is_connect(spark):  # the server's session, and all it held, released now
-            spark.stop()
     span_end = (result.history_span or {}).get("last") or 0.0
     result.stalls = with_sync_windows(result.stalls, manifest.mirrored_queues, span_end)
     coverage = coverage_of(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import gc
 import json
 import os
 import signal
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from checkers import kept_session
 from checkers.engine import is_connect
 from checkers.jvm import archive_path
 from checkers.read import HistoryError
@@ -209,29 +211,74 @@ def warm_server() -> Iterator[str | None]:
             stop_server()
 
 
-def checker_session(master: str | None, history_bytes: int | None) -> tuple[Any, Where]:
-    """The session a check runs on: `master` when named (local[*], spark://..., or sc://... for
-    a Connect server), else the warm server if one answers, else a local Spark of this
-    process's own. A warm server of this machine that does not answer (it ended while this
-    check began) costs a line and a local Spark; SPARK_REMOTE's or --master's is an error."""
+@contextlib.contextmanager
+def checker_session(master: str | None, history_bytes: int | None) -> Iterator[tuple[Any, Where]]:
+    """The session a check runs on, for as long as the block runs: `master` when named
+    (local[*], spark://..., or sc://... for a Connect server), else the warm server if one
+    answers, else a local Spark of this process's own (which stays, as a process's Spark
+    does). A warm server of this machine that does not answer (it ended while this check
+    began) costs a line and a local Spark; SPARK_REMOTE's or --master's is an error."""
     from checkers.spark import spark_session
 
     if master and master.startswith("sc://"):
-        return connect_session(master), Where(
-            "pyspark-connect", master, f"Spark Connect at {master}"
-        )
+        with _released(connect_session(master)) as spark:
+            yield spark, Where("pyspark-connect", master, f"Spark Connect at {master}")
+        return
     url = None if master else warm_url()
     if url is not None:
-        try:
-            where = Where("pyspark-connect", url, f"warm Spark Connect at {url}")
-            return connect_session(url), where
-        except HistoryError as e:
-            if os.environ.get("SPARK_REMOTE"):
-                raise
-            print(f"checker: {e}; a local Spark instead", file=sys.stderr)
+        with contextlib.ExitStack() as held:
+            try:
+                spark = held.enter_context(_warm_session(url))
+            except HistoryError as e:
+                if os.environ.get("SPARK_REMOTE"):
+                    raise
+                print(f"checker: {e}; a local Spark instead", file=sys.stderr)
+            else:
+                yield spark, Where("pyspark-connect", url, f"warm Spark Connect at {url}")
+                return
     master = master or "local[*]"
     said = f"Spark master {master}" if master != "local[*]" else "local Spark"
-    return spark_session(master, history_bytes), Where("pyspark", master, said)
+    yield spark_session(master, history_bytes), Where("pyspark", master, said)
+
+
+@contextlib.contextmanager
+def _warm_session(url: str) -> Iterator[Any]:
+    """This machine's warm server's kept session when it is free (checkers.kept_session), else
+    a session of this check's own; a server elsewhere (SPARK_REMOTE) gets one of its own."""
+    server = None if os.environ.get("SPARK_REMOTE") else recorded_server()
+    with (
+        contextlib.nullcontext(None)
+        if server is None or server.url != url
+        else kept_session.turn(server.pid)
+    ) as held:
+        if held is None:
+            with _released(connect_session(url)) as spark:
+                yield spark
+            return
+        try:
+            spark = connect_session(url, held.session_id)
+        except SessionClosed:
+            spark = connect_session(url, held.renew())
+        spark.release_session_on_close = False  # stop() closes the client and keeps it
+        try:
+            yield spark
+        except BaseException:
+            spark.release_session_on_close = True  # what it held goes with it, now
+            raise
+        finally:
+            # A local checkpoint is released on the server when its frame is collected here:
+            # while the client is still open.
+            gc.collect()
+            spark.stop()
+
+
+@contextlib.contextmanager
+def _released(spark: Any) -> Iterator[Any]:
+    """A Connect session of this check's own, released on the server when the block ends."""
+    try:
+        yield spark
+    finally:
+        spark.stop()
 
 
 def session_of(spark: Any) -> Where:
@@ -243,19 +290,33 @@ def session_of(spark: Any) -> Where:
     return Where("pyspark", master, f"Spark master {master}")
 
 
-def connect_session(url: str) -> Any:
-    """A Connect session to `url`; one line when it does not answer."""
+class SessionClosed(HistoryError):
+    """The server closed the session asked for (idle past its timeout)."""
+
+
+def connect_session(url: str, session_id: str | None = None) -> Any:
+    """A new Connect session to `url`, or the server's session `session_id` (a new one there
+    if the server has not seen it); one line when it does not answer."""
     from pyspark.sql import SparkSession
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
+    target = f"{url.rstrip('/')}/;session_id={session_id}" if session_id else url
+    session: Any = None
     try:
-        session = SparkSession.builder.remote(url).getOrCreate()
+        session = SparkSession.builder.remote(target).create()
         # A few seconds of retries, not Spark's ten minutes: a server gone is said, not waited on.
         session.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES)])
         _ = session.version  # the first call that reaches the server
         return session
     except Exception as e:  # noqa: BLE001 (grpc's errors are many: the first line says which)
+        if session is not None:
+            # No longer this process's default session: PySpark binds the frames a checkpoint
+            # returns to that one, whichever session checkpointed them.
+            session.release_session_on_close = False
+            session.stop()
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if session_id and "SESSION_CLOSED" in str(e):
+            raise SessionClosed(f"the Spark Connect session {session_id} was closed") from None
         raise HistoryError(f"the Spark Connect server at {url} did not answer: {first}") from None
 
 

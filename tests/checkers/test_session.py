@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from checkers import session
+from checkers import kept_session, session
 from checkers.bench_synth import GROUPS, synth
 from checkers.run import check_run
 from tests.checkers.test_cycles import TOPIC, write_history
@@ -88,6 +88,38 @@ def test_a_warm_check_counts_what_a_local_check_counts(
         for group in GROUPS:
             ids = Path("ids") / group / f"{name}.txt"
             assert (tmp_path / "warm" / ids).read_text() == (tmp_path / "local" / ids).read_text()
+
+
+def test_checks_take_turns_on_one_kept_session(warm: session.Server, tmp_path: Path) -> None:
+    """This machine's checks run in one server session, one at a time: the next check runs in
+    the session the last one ran in, one the server closed is replaced, and a check that finds
+    it taken runs in a session of its own."""
+    run = tmp_path / "run"
+    synth(run / "history", 2_000)
+    (run / "manifest.json").write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+
+    def checked() -> dict[str, Any]:
+        done = _harness("check", str(run))
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        assert f"checked on warm Spark Connect at {warm.url}" in done.stderr, done.stderr
+        return dict(json.loads(kept_session.record_file().read_text()))
+
+    first = checked()
+    assert first["server"] == warm.pid and first["clean"] is True
+    assert checked()["session"] == first["session"]
+    # Released on the server, as it releases a session idle past its timeout (in a process of
+    # its own: a Connect session would turn this one's PySpark to Connect mode).
+    release = (
+        "import sys; from checkers.session import connect_session as c; c(*sys.argv[1:]).stop()"
+    )
+    argv = [sys.executable, "-c", release, warm.url, first["session"]]
+    _command(argv, {**os.environ, "PYTHONPATH": str(ROOT)})
+    renewed = checked()
+    assert renewed["session"] != first["session"] and renewed["clean"] is True
+    with kept_session.turn(warm.pid) as held:
+        assert held is not None
+        checked()
+    assert checked()["session"] == renewed["session"]
 
 
 def test_a_relative_run_directory_is_the_one_this_command_names(
