@@ -236,13 +236,16 @@ def _evidence(data: dict[str, Any], prefer: tuple[str, ...]) -> dict[str, Any]:
     return next(data[kind][0] for kind in prefer if data[kind])
 
 
-def check_cycles(events: DataFrame, ids_dir: Path) -> dict[str, Any] | None:
+def check_cycles(
+    events: DataFrame, ids_dir: Path, transactional: bool | None = None
+) -> dict[str, Any] | None:
     """The cycles section of the verdict, or None for a history without transactions:
     {"G0", "G1c", "transactions", "edges": {"ww", "wr"}, "samples"}: cycles of each class (one
     per strongly connected component), the committed transactions with any edge (the graph's
     nodes), edges of each kind, and the first SAMPLES cycles. Every cycle goes to
-    ids_dir/cycles.txt, one line each: its class and its transactions in cycle order."""
-    if not has_transactions(events):
+    ids_dir/cycles.txt, one line each: its class and its transactions in cycle order.
+    `transactional` as checkers.transactions.check_transactions takes it."""
+    if not (has_transactions(events) if transactional is None else transactional):
         return None
     writes = committed_writes(events).cache()
     try:

@@ -11,6 +11,7 @@ import math
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,14 @@ from checkers.engine import release
 from checkers.frames import small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
-from checkers.messages import message_table
-from checkers.profile import phase
+from checkers.messages import MessageTable, message_table
+from checkers.profile import in_phase, phase
 from checkers.read import HistoryError, read_history
+from checkers.together import together
 from checkers.transactions import (
     check_transactions,
     read_committed_processes,
+    transaction_event,
     without_aborted_records,
 )
 from checkers.tuning import CHECKER_CONF
@@ -169,15 +172,36 @@ def check_history(
             group_names = {r["group"] for r in receives.select("group").distinct().collect()}
         groups = sorted(group_names | set(expected_groups or []))
         groups_df = small_frame(spark, [(g,) for g in groups], "group string")
-        with phase("message table, positions"):
+
+        def kept_table() -> tuple[MessageTable, Any, Any]:
             # One aggregation makes a row per message; every per-group count is a filter of it.
-            table = message_table(events, groups)
-            table = replace(table, frame=_kept(cached, table.frame))
+            with phase("message table"):
+                table = message_table(events, groups)
+                table = replace(table, frame=_kept(cached, table.frame))
+                # Asked again by attribution and the timeline: each computed once.
+                lost = _kept(cached, table.rows("lost"))
+                reordered = _kept(cached, q.reordered(table.first_deliveries()))
+            return table, lost, reordered
+
+        def kept_positions() -> Any:
             # The log's positions answer its anomalies and the readers' skips.
-            positions = _kept(cached, q.positions(events))
-            # Asked again by attribution and the timeline: each computed once.
-            lost = _kept(cached, table.rows("lost"))
-            reordered = _kept(cached, q.reordered(table.first_deliveries()))
+            with phase("positions"):
+                return _kept(cached, q.positions(events))
+
+        def span_and_control() -> tuple[dict[str, Any], bool, list[dict[str, Any]]]:
+            with phase("span, control events"):
+                from pyspark.sql import functions as F
+
+                any_txn = F.max(transaction_event())
+                times = q.run_span(events, transactional=any_txn).collect()[0].asDict()
+                span = {"first": times["first"], "last": times["last"]}
+                _within_a_day(events, span)
+                control = [r.asDict() for r in q.control_events(events).collect()]
+                return span, bool(times["transactional"]), control
+
+        (table, lost, reordered), positions, (span, transactional, control) = together(
+            [kept_table, kept_positions, span_and_control]
+        )
         summary = table.summary()
         flagged = {"lost": lost, "duplicated": table.rows("duplicated"), "reordered": reordered}
         unseen = q.unseen(table.lost_at(), q.highest_read(receives))
@@ -187,45 +211,73 @@ def check_history(
             in_natural_order(_tag(reordered, "reordered")),
             in_natural_order(_tag(unseen, "unseen")),
         ]
-        with phase("ids"):
-            counts = write_ids(ordered, METRIC_IDS, groups, ids_dir)
-        with phase("span, control events"):
-            times = q.run_span(events).collect()[0].asDict()
-            span = {"first": times["first"], "last": times["last"]}
-            _within_a_day(events, span)
-            control = [r.asDict() for r in q.control_events(events).collect()]
         nemesis = q.nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
-        with phase("transactions"):
-            transactions = check_transactions(
-                events,
-                ids_dir,
-                windows,
-                q.coordinator_moves(control),
-                lost,
-                client_pauses(nemesis, span["last"] or 0.0),
-            )
-        if transactions is not None:
-            with phase("cycles"):
-                transactions["cycles"] = check_cycles(events, ids_dir)
         states = q.partition_states(control)
-        with phase("sends, errors"):
-            sends, errors = _send_counts(summary), _errors(events)
-        with phase("log"):
-            log = _log_anomalies(positions, events)
-        with phase("readers, producers"):
-            committed = _committed_view(events, transactions)
-            readers = _reader_anomalies(receives, positions, committed)
-            producers = _producer_anomalies(events, summary)
-        with phase("attribution"):
-            attribution = attribute(spark, nemesis, span["first"] or 0.0, summary, flagged)
-        with phase("unavailability, stalls"):
-            unavailability = _unavailability(spark, summary, windows)
-            stalls = _stalls(summary, receives, groups_df, windows)
-        with phase("timeline"):
-            seconds = timeline.build(summary, receives, flagged, nemesis, states, span, windows)
-        with phase("window traffic"):
-            traffic = _window_traffic(spark, summary, receives, windows)
+
+        def per_message() -> tuple[dict[str, dict[str, int]], dict[str, Any] | None]:
+            # In this order: the ids files first, then the transactions' beside them.
+            with phase("ids"):
+                counts = write_ids(ordered, METRIC_IDS, groups, ids_dir)
+            with phase("transactions"):
+                transactions = check_transactions(
+                    events,
+                    ids_dir,
+                    windows,
+                    q.coordinator_moves(control),
+                    lost,
+                    client_pauses(nemesis, span["last"] or 0.0),
+                    transactional,
+                )
+            if transactions is not None:
+                with phase("cycles"):
+                    transactions["cycles"] = check_cycles(events, ids_dir, transactional)
+            return counts, transactions
+
+        (
+            (counts, transactions),
+            log,
+            readers,
+            (unavailability, stalls),
+            seconds,
+            traffic,
+            attribution,
+            (sends, errors),
+            producers,
+        ) = together(
+            [
+                per_message,
+                in_phase("log", lambda: _log_anomalies(positions, events)),
+                in_phase(
+                    "readers",
+                    lambda: _reader_anomalies(
+                        receives, positions, _committed_view(events, transactional)
+                    ),
+                ),
+                in_phase(
+                    "unavailability, stalls",
+                    lambda: (
+                        _unavailability(spark, summary, windows),
+                        _stalls(summary, receives, groups_df, windows),
+                    ),
+                ),
+                in_phase(
+                    "timeline",
+                    lambda: timeline.build(
+                        summary, receives, flagged, nemesis, states, span, windows
+                    ),
+                ),
+                in_phase(
+                    "window traffic", lambda: _window_traffic(spark, summary, receives, windows)
+                ),
+                in_phase(
+                    "attribution",
+                    lambda: attribute(spark, nemesis, span["first"] or 0.0, summary, flagged),
+                ),
+                in_phase("sends, errors", lambda: (_send_counts(summary), _errors(events))),
+                in_phase("producers", lambda: _producer_anomalies(events, summary)),
+            ]
+        )
         return CheckResult(
             groups={g: counts[g] for g in groups},
             ids_dir=ids_dir,
@@ -330,24 +382,29 @@ def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]
 
     windows_df = small_frame(spark, windows, "w_start double, w_end double")
     intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows_df)
-    intervals = intervals.withColumn("seconds", F.col("end") - F.col("start")).cache()
-    try:
-        in_fault = F.col("touches_fault")
-        totals = intervals.groupBy("producer").agg(
-            F.count("*").alias("intervals"),
-            F.min("start").alias("first"),
-            F.max("end").alias("last"),
-            F.sum("seconds").alias("seconds"),
-            F.sum("in_faults").alias("in_faults"),
-            F.sum(F.when(in_fault, F.col("refused") + F.col("unknown")).otherwise(0)).alias(
-                "in_fault_sends"
-            ),
-        )
-        out: dict[str, Any] = {
-            r["producer"]: {
+    intervals = intervals.withColumn("seconds", F.col("end") - F.col("start"))
+    # One query: each producer's totals ride on its longest intervals (every producer with an
+    # interval has a longest one).
+    producer = Window.partitionBy("producer")
+    in_fault_sends = F.when(F.col("touches_fault"), F.col("refused") + F.col("unknown"))
+    longest_first = producer.orderBy(F.desc("seconds"), "start")
+    ranked = intervals.select(
+        "*",
+        F.count("*").over(producer).alias("intervals"),
+        F.min("start").over(producer).alias("first"),
+        F.max("end").over(producer).alias("last"),
+        F.sum("seconds").over(producer).alias("total_seconds"),
+        F.sum("in_faults").over(producer).alias("total_in_faults"),
+        F.sum(F.coalesce(in_fault_sends, F.lit(0))).over(producer).alias("in_fault_sends"),
+        F.row_number().over(longest_first).alias("n"),
+    )
+    out: dict[str, Any] = {}
+    for r in ranked.filter(F.col("n") <= LONGEST).orderBy("producer", "n").collect():
+        if r["n"] == 1:
+            out[r["producer"]] = {
                 "intervals": r["intervals"],
-                "seconds": round(r["seconds"], 3),
-                "in_fault_seconds": round(r["in_faults"], 3),
+                "seconds": round(r["total_seconds"], 3),
+                "in_fault_seconds": round(r["total_in_faults"], 3),
                 # Refused or unknown sends in intervals that meet a fault window: the ones a
                 # fault can have caused (a publisher's in-flight sends at its own deadline
                 # are not).
@@ -356,25 +413,18 @@ def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]
                 "last": r["last"],
                 "longest": [],
             }
-            for r in totals.collect()
-        }
-        longest_first = Window.partitionBy("producer").orderBy(F.desc("seconds"), "start")
-        ranked = intervals.withColumn("n", F.row_number().over(longest_first))
-        for r in ranked.filter(F.col("n") <= LONGEST).orderBy("producer", "n").collect():
-            out[r["producer"]]["longest"].append(
-                {
-                    "start": r["start"],
-                    "end": r["end"],
-                    "seconds": round(r["seconds"], 3),
-                    "in_fault_seconds": round(r["in_faults"], 3),
-                    "sends": r["sends"],
-                    "refused": r["refused"],
-                    "unknown": r["unknown"],
-                }
-            )
-        return out
-    finally:
-        intervals.unpersist()
+        out[r["producer"]]["longest"].append(
+            {
+                "start": r["start"],
+                "end": r["end"],
+                "seconds": round(r["seconds"], 3),
+                "in_fault_seconds": round(r["in_faults"], 3),
+                "sends": r["sends"],
+                "refused": r["refused"],
+                "unknown": r["unknown"],
+            }
+        )
+    return out
 
 
 STALL_SECONDS = 1.0  # under continuous load, a second without progress is a blocked queue
@@ -443,39 +493,55 @@ LOG_SAMPLES = 5
 
 def _log_anomalies(positions: Any, events: Any) -> dict[str, Any]:
     """Counts of the observed log's anomalies, and the first few of each for a person to see."""
-    inconsistent = q.inconsistent_offsets(positions).cache()  # counted, then sampled
-    duplicates = q.duplicate_offsets(events).cache()
+    inconsistent, inconsistent_samples = _counted_samples(
+        q.inconsistent_offsets(positions),
+        ("stream", "partition", "offset"),
+        lambda r: f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}",
+    )
+    duplicates, duplicate_samples = _counted_samples(
+        q.duplicate_offsets(events), ("msg_id",), lambda r: f"{r['msg_id']}: {', '.join(r['at'])}"
+    )
+    return {
+        "positions": q.observed(positions).count(),
+        "inconsistent_offsets": inconsistent,
+        "duplicate_offsets": duplicates,
+        "samples": {
+            "inconsistent_offsets": inconsistent_samples,
+            "duplicate_offsets": duplicate_samples,
+        },
+    }
+
+
+def _counted_samples(
+    rows: Any, order: tuple[str, ...], said: Callable[[Any], str]
+) -> tuple[int, list[str]]:
+    """How many rows, and the first LOG_SAMPLES in `order` as `said` words them. Anomalies are
+    mostly none or few: fewer samples than asked for are all of them, and need no count."""
+    rows = rows.cache()  # sorted, then counted when there are more
     try:
-        return {
-            "positions": q.observed(positions).count(),
-            "inconsistent_offsets": inconsistent.count(),
-            "duplicate_offsets": duplicates.count(),
-            "samples": {
-                "inconsistent_offsets": [
-                    f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}"
-                    for r in inconsistent.orderBy("stream", "partition", "offset")
-                    .limit(LOG_SAMPLES)
-                    .collect()
-                ],
-                "duplicate_offsets": [
-                    f"{r['msg_id']}: {', '.join(r['at'])}"
-                    for r in duplicates.orderBy("msg_id").limit(LOG_SAMPLES).collect()
-                ],
-            },
-        }
+        first = rows.orderBy(*order).limit(LOG_SAMPLES).collect()
+        count = len(first) if len(first) < LOG_SAMPLES else rows.count()
+        return count, [said(r) for r in first]
     finally:
-        for df in (duplicates, inconsistent):
-            df.unpersist()
+        rows.unpersist()
 
 
-def _counts_by(df: Any, key: str) -> dict[str, int]:
-    return {r[key]: r["count"] for r in df.groupBy(key).count().collect()}
+def _counts_per(names: Any, key: str, counted: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """For every `key` of `names` (a frame of that one column), how many rows each frame of
+    `counted` (name -> frame with that column) has for it, 0 where none: one query for all."""
+    from pyspark.sql import functions as F
+
+    rows = names.distinct()
+    for name, frame in counted.items():
+        rows = rows.join(frame.groupBy(key).agg(F.count("*").alias(name)), key, "left")
+    in_order = sorted(rows.collect(), key=lambda r: r[key])
+    return {r[key]: {name: r[name] or 0 for name in counted} for r in in_order}
 
 
-def _committed_view(events: Any, transactions: dict[str, Any] | None) -> tuple[set[str], Any]:
+def _committed_view(events: Any, transactional: bool) -> tuple[set[str], Any]:
     """With transactions: the read_committed readers, and the positions of the log they may
     see (aborted records left out). Without: nobody, and no positions."""
-    if transactions is None:
+    if not transactional:
         return set(), None
     return read_committed_processes(events), q.positions(without_aborted_records(events))
 
@@ -487,27 +553,19 @@ def _reader_anomalies(
     read_committed reader's skips are judged against the log less aborted records."""
     from pyspark.sql import functions as F
 
-    names = q.reader_processes(receives)
-    pairs = q.consecutive_reads(receives).cache()  # two questions of one window
+    pairs = q.consecutive_reads(receives)
     committed_readers, committed_positions = committed
-    try:
-        if committed_readers:
-            mine = F.col("process").isin(sorted(committed_readers))
-            skipped = q.poll_skips(pairs.filter(~mine), positions).unionByName(
-                q.poll_skips(pairs.filter(mine), committed_positions)
-            )
-        else:
-            skipped = q.poll_skips(pairs, positions)
-        skips = _counts_by(skipped, "process")
-        backwards = _counts_by(q.nonmonotonic_polls(pairs), "process")
-    finally:
-        pairs.unpersist()
-    return {
-        p: {"poll_skips": skips.get(p, 0), "nonmonotonic_polls": backwards.get(p, 0)} for p in names
-    }
+    if committed_readers:
+        mine = F.col("process").isin(sorted(committed_readers))
+        skipped = q.poll_skips(pairs.filter(~mine), positions).unionByName(
+            q.poll_skips(pairs.filter(mine), committed_positions)
+        )
+    else:
+        skipped = q.poll_skips(pairs, positions)
+    counted = {"poll_skips": skipped, "nonmonotonic_polls": q.nonmonotonic_polls(pairs)}
+    return _counts_per(receives.select("process"), "process", counted)
 
 
 def _producer_anomalies(events: Any, summary: Any) -> dict[str, dict[str, int]]:
-    names = q.producer_names(summary)
-    behind = _counts_by(q.nonmonotonic_sends(events), "producer")
-    return {p: {"nonmonotonic_sends": behind.get(p, 0)} for p in names}
+    counted = {"nonmonotonic_sends": q.nonmonotonic_sends(events)}
+    return _counts_per(q.producers(summary), "producer", counted)

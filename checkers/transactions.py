@@ -64,8 +64,13 @@ def _txn_of(value: Any) -> Any:
     return _F().get_json_object(value, "$.txn")
 
 
+def transaction_event() -> Any:
+    """Whether an event is a transaction's begin or end: a history with one is transactional."""
+    return _F().col("f") == "txn"
+
+
 def has_transactions(events: DataFrame) -> bool:
-    return bool(events.filter(_F().col("f") == "txn").limit(1).count())
+    return bool(events.filter(transaction_event()).limit(1).count())
 
 
 def transaction_outcomes(events: DataFrame) -> DataFrame:
@@ -156,13 +161,15 @@ def check_transactions(
     coordinator_moves: list[tuple[str, str, float, float]] | None = None,
     lost: DataFrame | None = None,
     pauses: list[tuple[str, float, float]] | None = None,
+    transactional: bool | None = None,
 ) -> dict[str, Any] | None:
     """The transactions section of the verdict, or None for a history without transactions.
     `lost` is the message table's (group, msg_id) of every lost message; `pauses` the
     (client, start, end) spells a client was paused (checkers.windows). The ids behind each
     count go to ids/<group>/aborted_reads.txt (msg_ids), torn.txt and lost_txns.txt
-    (transaction ids), and ids/zombie_commits.txt (transaction ids)."""
-    if not has_transactions(events):
+    (transaction ids), and ids/zombie_commits.txt (transaction ids). `transactional`: whether
+    the history has transactions, when the caller knows (None: asked of `events`)."""
+    if not (has_transactions(events) if transactional is None else transactional):
         return None
     F = _F()
     isolation = isolation_of_groups(events)

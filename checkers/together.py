@@ -1,0 +1,54 @@
+"""The independent questions of a check, asked at once.
+
+A check's Spark jobs are small: most of each one's time is the driver's (planning, generating
+code, scheduling, bringing rows back), so one question at a time keeps about one core busy.
+Two questions at a time keep a second core busy with the other's driver work while the first
+runs its tasks. Each part runs in a copy of the caller's context, so it reports its phases to
+the same profile and watcher (checkers.profile).
+
+The threads live as long as the process: PySpark pins a JVM thread to each Python thread that
+calls it, and a pool made per check would leave a pair behind for every check of a long-lived
+session.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+# Parts asked at once: past the cores, parts only wait for each other's tasks.
+WORKERS = max(2, min(4, os.cpu_count() or 2))
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="check")
+        return _pool
+
+
+def together(parts: list[Callable[[], Any]]) -> list[Any]:
+    """Each part's result, in the parts' order. The parts start in that order (put the longest
+    first); when one fails, the parts not yet started are dropped, the running ones are waited
+    for, and the first failure is raised."""
+    pool = _workers()
+    futures: list[Future[Any]] = [
+        pool.submit(contextvars.copy_context().run, part) for part in parts
+    ]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        for f in futures:
+            if not f.cancelled():
+                f.exception()  # waits: nothing of this check runs on after it has failed
+        raise
