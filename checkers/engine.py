@@ -29,10 +29,16 @@ def cancel_all(spark: Any) -> None:
 
 
 def release(frame: Any) -> None:
-    """Frees what a frame kept: a cache, or the rows of a local checkpoint. A Connect
-    session's checkpoints go with their frames and with the session."""
+    """Frees what a frame kept: a cache, or the rows of a local checkpoint."""
     frame.unpersist()
     if is_connect(frame.sparkSession):
+        # A Connect checkpoint's rows stay in the server's session until the client collects
+        # its plan, and the warm server's session outlives the check (checkers.kept_session):
+        # freed now, as collecting it would, and never again.
+        plan = frame._plan  # noqa: SLF001
+        if type(plan).__name__ == "CachedRemoteRelation" and plan._relation_id is not None:  # noqa: SLF001
+            plan.__del__()
+            plan._relation_id = None  # noqa: SLF001
         return
     # A local checkpoint's rows are an RDD persisted beneath the frame's plan, which no
     # unpersist of the frame reaches.

@@ -95,6 +95,8 @@ def _read(text: str) -> dict[str, object] | None:
         return None
     if not isinstance(kept, dict) or not isinstance(kept.get("session"), str):
         return None
+    if not isinstance(kept.get("server"), int) or not isinstance(kept.get("clean"), bool):
+        return None
     try:
         uuid.UUID(kept["session"])
     except ValueError:

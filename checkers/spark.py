@@ -6,6 +6,7 @@ by checkers.read and the ids behind the counts are written by checkers.ids.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -20,7 +21,7 @@ from checkers import queries as q
 from checkers import timeline
 from checkers.attribution import attribute
 from checkers.cycles import check_cycles
-from checkers.engine import release
+from checkers.engine import cancel_all, release
 from checkers.frames import small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
@@ -199,8 +200,9 @@ def check_history(
                 control = [r.asDict() for r in q.control_events(events).collect()]
                 return span, bool(times["transactional"]), control
 
+        stop = functools.partial(cancel_all, spark)  # a part failed: the others' jobs end
         (table, lost, reordered), positions, (span, transactional, control) = together(
-            [kept_table, kept_positions, span_and_control]
+            [kept_table, kept_positions, span_and_control], stop
         )
         summary = table.summary()
         flagged = {"lost": lost, "duplicated": table.rows("duplicated"), "reordered": reordered}
@@ -276,7 +278,8 @@ def check_history(
                 ),
                 in_phase("sends, errors", lambda: (_send_counts(summary), _errors(events))),
                 in_phase("producers", lambda: _producer_anomalies(events, summary)),
-            ]
+            ],
+            stop,
         )
         return CheckResult(
             groups={g: counts[g] for g in groups},

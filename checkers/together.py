@@ -3,8 +3,8 @@
 A check's Spark jobs are small: most of each one's time is the driver's (planning, generating
 code, scheduling, bringing rows back), so one question at a time keeps about one core busy.
 Two questions at a time keep a second core busy with the other's driver work while the first
-runs its tasks. Each part runs in a copy of the caller's context, so it reports its phases to
-the same profile and watcher (checkers.profile).
+runs its tasks (up to four on a machine with more cores). Each part runs in a copy of the
+caller's context, so it reports its phases to the same profile and watcher (checkers.profile).
 
 The threads live as long as the process: PySpark pins a JVM thread to each Python thread that
 calls it, and a pool made per check would leave a pair behind for every check of a long-lived
@@ -17,11 +17,12 @@ import contextvars
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-# Parts asked at once: past the cores, parts only wait for each other's tasks.
-WORKERS = max(2, min(4, os.cpu_count() or 2))
+# Parts asked at once: past the cores this process may use, parts only wait for each other's
+# tasks.
+WORKERS = max(2, min(4, len(os.sched_getaffinity(0))))
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -35,20 +36,25 @@ def _workers() -> ThreadPoolExecutor:
         return _pool
 
 
-def together(parts: list[Callable[[], Any]]) -> list[Any]:
+def together(parts: list[Callable[[], Any]], interrupt: Callable[[], None]) -> list[Any]:
     """Each part's result, in the parts' order. The parts start in that order (put the longest
-    first); when one fails, the parts not yet started are dropped, the running ones are waited
-    for, and the first failure is raised."""
+    first). When one fails, or this thread is interrupted (^C), the parts not yet started are
+    dropped, `interrupt()` stops the running ones (cancels their Spark jobs), they are waited
+    for, and the first failure is raised: nothing of the check runs on after it."""
     pool = _workers()
     futures: list[Future[Any]] = [
         pool.submit(contextvars.copy_context().run, part) for part in parts
     ]
     try:
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for f in futures:
+            if f in done and f.exception() is not None:
+                raise f.exception()  # type: ignore[misc]
         return [f.result() for f in futures]
     except BaseException:
         for f in futures:
             f.cancel()
-        for f in futures:
-            if not f.cancelled():
-                f.exception()  # waits: nothing of this check runs on after it has failed
+        if not all(f.done() for f in futures):
+            interrupt()
+        wait(futures)
         raise

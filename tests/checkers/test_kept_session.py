@@ -69,7 +69,22 @@ def test_a_renewed_session_is_the_one_kept() -> None:
     assert renewed != old and _turn_id(101) == renewed
 
 
-@pytest.mark.parametrize("text", ["", "{", "[]", '{"session": 3}', '{"session": "x"}'])
+NEW_ID = "0b3c6a8e-4f1d-4e8a-9d6b-2a1f5c7e9d30"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{",
+        "[]",
+        '{"session": 3}',
+        '{"session": "x"}',
+        f'{{"session": "{NEW_ID}"}}',
+        f'{{"session": "{NEW_ID}", "server": "101", "clean": true}}',
+        f'{{"session": "{NEW_ID}", "server": 101, "clean": "yes"}}',
+    ],
+)
 def test_a_record_that_is_none_is_replaced(text: str) -> None:
     kept_session.record_file().write_text(text)
-    assert len(_turn_id(101)) == 36
+    assert len(_turn_id(101)) == 36 and _turn_id(101) != NEW_ID
