@@ -9,9 +9,9 @@ check that finds it taken (two checks at once) opens a session of its own, as ev
 before, and releases it when it ends.
 
 The record (in the cache) names the server and the session; its lock is the turn. A check
-that did not end cleanly (an error, a process killed) may have left frames or settings in the
-session: the next check starts a new one, and the server drops the old one once it has been
-idle for its timeout.
+that did not end cleanly may have left frames or settings in the session: the next check starts
+a new one. One that raised releases the old session as it ends (checkers.session); one killed
+in its turn leaves it to the server, which drops it once it has been idle for its timeout.
 """
 
 from __future__ import annotations

@@ -266,8 +266,8 @@ def _warm_session(url: str) -> Iterator[Any]:
             spark.release_session_on_close = True  # what it held goes with it, now
             raise
         finally:
-            # A local checkpoint is released on the server when its frame is collected here:
-            # while the client is still open.
+            # The check released its checkpoints (checkers.engine.release); a frame it did not
+            # name is released on the server when it is collected: while the client is open.
             gc.collect()
             spark.stop()
 
