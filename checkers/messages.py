@@ -90,19 +90,14 @@ class MessageTable:
         if not self.groups:  # no reader: an empty array would have no type to write by
             blank = F.lit(None).cast("string")
             return self.frame.select(blank.alias("group"), blank.alias("metric"), "msg_id").limit(0)
-        tags = F.array(
-            *[
-                F.struct(
-                    F.lit(g).alias("group"),
-                    F.lit(metric).alias("metric"),
-                    _flag(metric, i).alias("flag"),
-                )
-                for i, g in enumerate(self.groups)
-                for metric in metrics
-            ]
-        )
-        flagged = F.filter(tags, lambda tag: tag["flag"])
-        return self.frame.select("msg_id", F.explode(flagged).alias("tag")).select(
+        tags = [
+            F.when(
+                _flag(metric, i), F.struct(F.lit(g).alias("group"), F.lit(metric).alias("metric"))
+            )
+            for i, g in enumerate(self.groups)
+            for metric in metrics
+        ]
+        return _flagged(self.frame, tags).select(
             F.col("tag.group").alias("group"), F.col("tag.metric").alias("metric"), "msg_id"
         )
 
@@ -110,14 +105,14 @@ class MessageTable:
         """(group, msg_id, time, file, line, producer, seq, partition): each message's first
         delivery in each group that received it."""
         F = _F()
-        firsts = F.array(
-            *[
-                F.struct(F.lit(g).alias("group"), F.col(f"first{i}").alias("first"))
-                for i, g in enumerate(self.groups)
-            ]
-        )
-        received = F.filter(firsts, lambda tag: tag["first"].isNotNull())
-        return self.frame.select("msg_id", F.explode(received).alias("tag")).select(
+        firsts = [
+            F.when(
+                F.col(f"first{i}").isNotNull(),
+                F.struct(F.lit(g).alias("group"), F.col(f"first{i}").alias("first")),
+            )
+            for i, g in enumerate(self.groups)
+        ]
+        return _flagged(self.frame, firsts).select(
             F.col("tag.group").alias("group"),
             "msg_id",
             *[F.col(f"tag.first.{name}").alias(name) for name in FIRST_FIELDS],
@@ -136,6 +131,17 @@ class MessageTable:
             "msg_id",
             *[F.col(f"ack_position.{c}").alias(c) for c in ("stream", "partition", "offset")],
         )
+
+
+def _flagged(frame: DataFrame, tags: list[Any]) -> DataFrame:
+    """(msg_id, tag): a row per non-null tag of each of `frame`'s rows.
+
+    The nulls are exploded and then dropped, rather than filtered out of the array by a lambda:
+    Spark evaluates a lambda row by row without generated code, and this runs for every
+    message and every tag."""
+    F = _F()
+    exploded = frame.select("msg_id", F.explode(F.array(*tags)).alias("tag"))
+    return exploded.filter(F.col("tag").isNotNull())
 
 
 def _flag(metric: str, i: int) -> Any:
