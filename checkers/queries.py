@@ -49,7 +49,7 @@ def unavailable_intervals(summary: DataFrame) -> DataFrame:
     done = F.coalesce(F.col("done_time"), F.col("invoke_time"))
     in_order = (
         Window.partitionBy("producer")
-        .orderBy(done, "msg_id")
+        .orderBy("done", "msg_id")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     ok = F.col("outcome") == "ok"
@@ -57,14 +57,17 @@ def unavailable_intervals(summary: DataFrame) -> DataFrame:
     # in the making, and a message never sent (outcome null) is no send: neither is part of
     # any interval.
     sends = summary.filter(F.col("producer").isNotNull() & (F.col("outcome") != ABORTED))
+    sends = sends.withColumn(
+        "done", done
+    )  # a column, not a sort expression computed per comparison
     # Sends between the same two acks share the count of acks before them: one island each.
     islands = sends.withColumn("island", F.sum(ok.cast("int")).over(in_order))
     return (
         islands.filter(~ok)
         .groupBy("producer", "island")
         .agg(
-            F.min(F.coalesce(F.col("invoke_time"), done)).alias("start"),
-            F.max(done).alias("end"),
+            F.min(F.coalesce(F.col("invoke_time"), F.col("done"))).alias("start"),
+            F.max("done").alias("end"),
             F.count("*").alias("sends"),
             F.sum((F.col("outcome") == "fail").cast("int")).alias("refused"),
             F.sum((F.col("outcome") == "info").cast("int")).alias("unknown"),
@@ -213,46 +216,66 @@ def reordered(first: DataFrame) -> DataFrame:
 # ---- the observed log (Kafka: every send and receive carries partition and offset) -------------
 
 
-def positions(events: DataFrame) -> DataFrame:
-    """(stream, partition, offset, msg_ids, next_offset): every position an ok send or ok
-    receive names, the distinct msg_ids observed there (sorted; none for a body we did not
-    write), and the next observed offset of its partition. Empty for RabbitMQ queues, whose
-    events carry none."""
+def held_ids(events: DataFrame) -> DataFrame:
+    """(stream, partition, offset, msg_id): each distinct msg_id an ok send or ok receive names
+    at each position (msg_id null for a body we did not write: the position is the log's all
+    the same). Empty for RabbitMQ queues, whose events carry none.
+
+    Grouped by every column with no aggregate, which Spark hashes; the log's questions below
+    keep to counts (fixed-size aggregation buffers, hashed too) and list msg_ids only where
+    an anomaly is. Collecting each position's msg_ids made Spark sort every position instead,
+    the costliest question of a large check."""
+    return _placed(events).select("stream", "partition", "offset", "msg_id").distinct()
+
+
+def positions(held: DataFrame) -> DataFrame:
+    """(stream, partition, offset, ids, next_offset): every position of `held` (held_ids), how
+    many distinct msg_ids were observed there (0 for a body we did not write), and the next
+    observed offset of its partition."""
     from pyspark.sql import Window
 
     F = _F()
-    held = (
-        _placed(events)
-        .groupBy("stream", "partition", "offset")
-        .agg(F.sort_array(F.collect_set("msg_id")).alias("msg_ids"))
-    )
+    counted = held.groupBy("stream", "partition", "offset").agg(F.count("msg_id").alias("ids"))
     after = Window.partitionBy("stream", "partition").orderBy("offset")
-    return held.withColumn("next_offset", F.lead("offset").over(after))
+    return counted.withColumn("next_offset", F.lead("offset").over(after))
 
 
 def observed(positions: DataFrame) -> DataFrame:
     """The positions of the observed log: those holding at least one of our msg_ids."""
-    return positions.filter(_F().size("msg_ids") > 0)
+    return positions.filter(_F().col("ids") > 0)
 
 
-def inconsistent_offsets(positions: DataFrame) -> DataFrame:
-    """Positions (stream, partition, offset) holding two or more distinct msg_ids: an offset
-    acknowledged or read as one message and later holding another (truncation after a
-    fail-over)."""
-    return positions.filter(_F().size("msg_ids") > 1)
+def inconsistent_offsets(positions: DataFrame, held: DataFrame) -> DataFrame:
+    """(stream, partition, offset, msg_ids): positions holding two or more distinct msg_ids,
+    listed (sorted): an offset acknowledged or read as one message and later holding another
+    (truncation after a fail-over)."""
+    F = _F()
+    where = ["stream", "partition", "offset"]
+    inconsistent = positions.filter(F.col("ids") > 1).select(*where)
+    return (
+        held.filter(F.col("msg_id").isNotNull())
+        .join(inconsistent, where)
+        .groupBy(*where)
+        .agg(F.sort_array(F.collect_list("msg_id")).alias("msg_ids"))
+    )
 
 
-def duplicate_offsets(events: DataFrame) -> DataFrame:
+def duplicate_offsets(held: DataFrame) -> DataFrame:
     """(stream, msg_id, at): msg_ids observed at two or more distinct positions of one log (a
     retry written twice); at lists them, sorted."""
     F = _F()
+    ours = held.filter(F.col("msg_id").isNotNull())
+    twice = (
+        ours.groupBy("stream", "msg_id")
+        .agg(F.count("*").alias("positions"))
+        .filter(F.col("positions") > 1)
+        .select("stream", "msg_id")
+    )
     position = F.concat_ws("@", F.concat_ws("/", "stream", "partition"), "offset")
     return (
-        _placed(events)
-        .filter(F.col("msg_id").isNotNull())
+        ours.join(twice, ["stream", "msg_id"])
         .groupBy("stream", "msg_id")
-        .agg(F.sort_array(F.collect_set(position)).alias("at"))
-        .filter(F.size("at") > 1)
+        .agg(F.sort_array(F.collect_list(position)).alias("at"))
     )
 
 
