@@ -57,9 +57,8 @@ def unavailable_intervals(summary: DataFrame) -> DataFrame:
     # in the making, and a message never sent (outcome null) is no send: neither is part of
     # any interval.
     sends = summary.filter(F.col("producer").isNotNull() & (F.col("outcome") != ABORTED))
-    sends = sends.withColumn(
-        "done", done
-    )  # a column, not a sort expression computed per comparison
+    # A column, not an expression of the window's order: that would be computed per comparison.
+    sends = sends.withColumn("done", done)
     # Sends between the same two acks share the count of acks before them: one island each.
     islands = sends.withColumn("island", F.sum(ok.cast("int")).over(in_order))
     return (
