@@ -184,11 +184,10 @@ def check_history(
                 reordered = _kept(cached, q.reordered(table.first_deliveries()))
             return table, lost, reordered
 
-        def kept_positions() -> tuple[Any, Any]:
+        def kept_positions() -> Any:
             # The log's positions answer its anomalies and the readers' skips.
             with phase("positions"):
-                held = _kept(cached, q.held_ids(events))
-                return held, _kept(cached, q.positions(held))
+                return _kept(cached, q.positions(events))
 
         def span_and_control() -> tuple[dict[str, Any], bool, list[dict[str, Any]]]:
             with phase("span, control events"):
@@ -202,7 +201,7 @@ def check_history(
                 return span, bool(times["transactional"]), control
 
         stop = functools.partial(cancel_all, spark)  # a part failed: the others' jobs end
-        (table, lost, reordered), (held, positions), (span, transactional, control) = together(
+        (table, lost, reordered), positions, (span, transactional, control) = together(
             [kept_table, kept_positions, span_and_control], stop
         )
         summary = table.summary()
@@ -250,7 +249,7 @@ def check_history(
         ) = together(
             [
                 per_message,
-                in_phase("log", lambda: _log_anomalies(positions, held)),
+                in_phase("log", lambda: _log_anomalies(positions)),
                 in_phase(
                     "readers",
                     lambda: _reader_anomalies(
@@ -495,15 +494,15 @@ def _placement(nemesis: list[dict[str, Any]]) -> list[dict[str, Any]]:
 LOG_SAMPLES = 5
 
 
-def _log_anomalies(positions: Any, held: Any) -> dict[str, Any]:
+def _log_anomalies(positions: Any) -> dict[str, Any]:
     """Counts of the observed log's anomalies, and the first few of each for a person to see."""
     inconsistent, inconsistent_samples = _counted_samples(
-        q.inconsistent_offsets(positions, held),
+        q.inconsistent_offsets(positions),
         ("stream", "partition", "offset"),
         lambda r: f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}",
     )
     duplicates, duplicate_samples = _counted_samples(
-        q.duplicate_offsets(held),
+        q.duplicate_offsets(positions),
         ("msg_id",),
         lambda r: f"{r['msg_id']}: {', '.join(r['at'])}",
     )
@@ -549,9 +548,7 @@ def _committed_view(events: Any, transactional: bool) -> tuple[set[str], Any]:
     see (aborted records left out). Without: nobody, and no positions."""
     if not transactional:
         return set(), None
-    return read_committed_processes(events), q.positions(
-        q.held_ids(without_aborted_records(events))
-    )
+    return read_committed_processes(events), q.positions(without_aborted_records(events))
 
 
 def _reader_anomalies(
