@@ -249,7 +249,7 @@ def check_history(
         ) = together(
             [
                 per_message,
-                in_phase("log", lambda: _log_anomalies(positions)),
+                in_phase("log", lambda: _log_anomalies(positions, events)),
                 in_phase(
                     "readers",
                     lambda: _reader_anomalies(
@@ -494,7 +494,7 @@ def _placement(nemesis: list[dict[str, Any]]) -> list[dict[str, Any]]:
 LOG_SAMPLES = 5
 
 
-def _log_anomalies(positions: Any) -> dict[str, Any]:
+def _log_anomalies(positions: Any, events: Any) -> dict[str, Any]:
     """Counts of the observed log's anomalies, and the first few of each for a person to see."""
     inconsistent, inconsistent_samples = _counted_samples(
         q.inconsistent_offsets(positions),
@@ -502,9 +502,7 @@ def _log_anomalies(positions: Any) -> dict[str, Any]:
         lambda r: f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}",
     )
     duplicates, duplicate_samples = _counted_samples(
-        q.duplicate_offsets(positions),
-        ("msg_id",),
-        lambda r: f"{r['msg_id']}: {', '.join(r['at'])}",
+        q.duplicate_offsets(events), ("msg_id",), lambda r: f"{r['msg_id']}: {', '.join(r['at'])}"
     )
     return {
         "positions": q.observed(positions).count(),
