@@ -116,6 +116,30 @@ def test_one_message_in_two_streams_is_no_duplicate_one_stream_at_two_offsets_is
     assert result.log["samples"]["duplicate_offsets"] == ["P:1: s2/0@7, s2/0@9"]
 
 
+def test_one_offset_in_two_partitions_is_two_positions_one_read_twice_is_one(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A position is (partition, offset): the same offset in another partition of one topic is
+    another position; the same position read again (a redelivery) is not."""
+    history = tmp_path / "history"
+    history.mkdir()
+    sends, reads = [], []
+    for seq in (1, 2):
+        msg = {"producer": "P", "seq": seq, "msg_id": f"P:{seq}"}
+        sends.append(_event("P", "invoke", "send", seq, **msg))
+        sends.append(_event("P", "ok", "send", seq + 0.5, partition=0, offset=seq + 2, **msg))
+    moved = {"producer": "P", "seq": 1, "msg_id": "P:1"}
+    reads.append(_event("R", "ok", "receive", 10, group="R", partition=1, offset=3, **moved))
+    again = {"producer": "P", "seq": 2, "msg_id": "P:2"}
+    for t in (11, 12):
+        reads.append(_event("R", "ok", "receive", t, group="R", partition=0, offset=4, **again))
+    (history / "P.jsonl").write_text("\n".join(sends) + "\n")
+    (history / "R.jsonl").write_text("\n".join(reads) + "\n")
+    result = check_history(spark, history, tmp_path / "ids")
+    assert result.log["duplicate_offsets"] == 1
+    assert result.log["samples"]["duplicate_offsets"] == ["P:1: t/0@3, t/1@3"]
+
+
 def test_a_rabbitmq_history_has_zero_offset_anomalies(spark: Any, tmp_path: Path) -> None:
     from checkers.bench_synth import synth
 
