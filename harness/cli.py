@@ -10,14 +10,11 @@ import contextlib
 import functools
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-import docker.errors
-import requests.exceptions
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -28,29 +25,15 @@ from typer._click.exceptions import ClickException
 
 from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
-from compose.cli import ComposeError
-from compose.engine import EngineLost
-from compose.releases import SPEC_PATTERN
 from contract.expectations import known_expectation
 from contract.numbers import parse_count
 from contract.retention import DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FAILURES_DAYS, DEFAULT_KEEP_LAST
 from contract.rundir import DEFAULT_ROOT, RunDir
 from harness.progress import STATUS_CONSOLE
-from nemesis.containers import NemesisError
-from systems.config_files import absolute_config_option
-from systems.kafka.cluster import ensure_kafka_release
-from systems.kafka.config import DEFAULT_KAFKA_LINE, KAFKA_LINES, MODES
-from systems.kafka.releases import check_spec
-from systems.kafka.scenario import KafkaScenario
-from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
-from systems.registry import (
-    find_scenario,
-    load_scenario,
-    on_release,
-    scenario_files,
-    with_config_files,
-)
-from systems.scenario import ScenarioError
+
+# Commands import the scenarios', the engine's and the nemesis' modules where they use them:
+# `harness check` on a warm server takes a few seconds, and importing those took a third of a
+# second of it.
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 EXIT_MATCHED, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
@@ -164,19 +147,27 @@ def run(
 ) -> None:
     """Run one scenario end to end and print its verdict."""
     _setup_logging(verbose)
+    import docker.errors
+    import requests.exceptions
+
     from checkers.run import check_run
+    from compose.cli import ComposeError
+    from compose.engine import EngineLost
     from harness.progress import RunProgress
-    from systems.registry import make_run
+    from harness.scenario_options import check_kafka_options, on_rabbitmq, rabbitmq_option
+    from nemesis.containers import NemesisError
+    from systems.registry import find_scenario, load_scenario, make_run, with_config_files
     from systems.run import Interrupted, RunOptions
+    from systems.scenario import ScenarioError
 
     runner: Any = None  # the run, once it has a directory
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
-        spec = _on_rabbitmq(load_scenario(path, _rabbitmq_option(rabbitmq)), rabbitmq)
+        spec = on_rabbitmq(load_scenario(path, rabbitmq_option(rabbitmq)), rabbitmq)
         spec, notes = with_config_files(spec, config or [])
         for note in notes:
             err.print(f"config: {note}", markup=False)
-        _check_kafka_options(spec, mode, kafka)
+        check_kafka_options(spec, mode, kafka)
         opts = RunOptions(
             results_root=results,
             keep_cluster=keep,
@@ -250,8 +241,18 @@ def compare(
     run_timeout: Annotated[float, typer.Option(min=60, help="seconds one run may take")] = 1800,
 ) -> None:
     """One scenario on several release lines, one run each; one table of their verdicts."""
+    from compose.cli import ComposeError
     from harness.compare import compare as compare_lines
     from harness.compare import table_lines
+    from harness.scenario_options import (
+        check_kafka_options,
+        check_release_keys,
+        on_rabbitmq,
+        rabbitmq_option,
+    )
+    from systems.config_files import absolute_config_option
+    from systems.registry import find_scenario, load_scenario, with_config_files
+    from systems.scenario import ScenarioError
 
     if (kafka is None) == (rabbitmq is None):
         raise _fail("give --kafka LINES or --rabbitmq LINES (comma-separated), one of them")
@@ -266,11 +267,11 @@ def compare(
         for line in lines:
             if option == "--kafka":
                 spec, _ = with_config_files(load_scenario(path), configs)
-                _check_kafka_options(spec, mode, line)
-                _check_release_keys(spec, mode, line)
+                check_kafka_options(spec, mode, line)
+                check_release_keys(spec, mode, line)
             else:
-                on_line = load_scenario(path, _rabbitmq_option(line))
-                spec, _ = with_config_files(_on_rabbitmq(on_line, line), configs)
+                on_line = load_scenario(path, rabbitmq_option(line))
+                spec, _ = with_config_files(on_rabbitmq(on_line, line), configs)
     except (ScenarioError, ComposeError) as e:
         raise _fail(str(e)) from None
     extra = [*(["--mode", mode] if mode else []), *(f"--config={c}" for c in configs)]
@@ -296,6 +297,7 @@ def new(
 ) -> None:
     """Write a commented scenario of your own that lists the knobs, ready to edit and run."""
     from harness.new import write_template
+    from systems.scenario import ScenarioError
 
     path = out_file or SCENARIOS_DIR / f"{name}.yaml"
     try:
@@ -470,6 +472,9 @@ def heal(
     keep: Annotated[bool, typer.Option(help="heal but do not remove the clusters")] = False,
 ) -> None:
     """Heal every fault and remove every cluster a killed run left behind."""
+    import docker.errors
+
+    from compose.cli import ComposeError
     from harness.cleanup import heal_everything
 
     try:
@@ -486,6 +491,9 @@ def validate(
     ],
 ) -> None:
     """Check scenario files; one line per problem, at its file, line and column."""
+    from systems.registry import load_scenario, scenario_files
+    from systems.scenario import ScenarioError
+
     bad = 0
     for f in scenario_files(files):
         try:
@@ -605,7 +613,9 @@ def export(
 def list_scenarios() -> None:
     """Every shipped scenario (chaos bases and found schedules too): the name to run it by,
     its claim, where it runs, what it expects."""
-    rows = [_scenario_row(path) for path in sorted(SCENARIOS_DIR.rglob("*.yaml"))]
+    from harness.scenario_options import scenario_row
+
+    rows = [scenario_row(path, SCENARIOS_DIR) for path in sorted(SCENARIOS_DIR.rglob("*.yaml"))]
     header = ("scenario", "claim", "runs on", "expect", "description")
     widths = [max(len(r[n]) for r in (header, *rows)) for n in range(4)]
     for row in (header, *rows):
@@ -616,17 +626,6 @@ def list_scenarios() -> None:
         if out.is_terminal and len(description) > room:
             description = description[: max(room - 1, 0)] + "…"
         out.print(line + description, markup=False, style="bold" if row is header else None)
-
-
-def _scenario_row(path: Path) -> tuple[str, str, str, str, str]:
-    name = path.relative_to(SCENARIOS_DIR).with_suffix("").as_posix()
-    try:
-        s = load_scenario(path)
-    except ScenarioError as e:
-        return name, "", "", "invalid", e.problems[0]
-    if isinstance(s, KafkaScenario):
-        return name, s.claim or "-", "kafka " + ",".join(s.cluster.modes), s.expect, s.description
-    return name, s.claim or "-", s.cluster.system, s.expect, s.description
 
 
 def _csv(value: str | None) -> set[str] | None:
@@ -665,6 +664,7 @@ def claims(
     )
     from reports.index import render_index
     from reports.junit import CLAIMS_JUNIT, suite, write
+    from systems.kafka.config import KAFKA_LINES, MODES
 
     wanted_lines = _csv(kafka)
     covered = (*KAFKA_LINES, *RABBITMQ_LINES)
@@ -707,6 +707,8 @@ def claims(
 
 def _range(name: str, value: str) -> tuple[float, float]:
     """ "5,15" -> (5.0, 15.0)"""
+    from systems.scenario import ScenarioError
+
     try:
         low, high = (float(x) for x in value.split(","))
     except ValueError:
@@ -741,11 +743,14 @@ def chaos(
     from chaos.generator import ChaosError, ChaosOptions
     from chaos.schedule import chaos_scenario, steps_yaml
     from harness.chaos import chaos_runs, tally
+    from harness.scenario_options import check_kafka_options, where_it_runs
+    from systems.registry import find_scenario, load_scenario
+    from systems.scenario import ScenarioError
 
     _setup_logging(False)
     try:
         spec = load_scenario(find_scenario(base, SCENARIOS_DIR))
-        _check_kafka_options(spec, mode, kafka, build=not dry_run)
+        check_kafka_options(spec, mode, kafka, build=not dry_run)
         options = ChaosOptions(
             seed=seed if seed is not None else secrets.randbelow(1_000_000),
             seconds=minutes * 60,
@@ -758,7 +763,7 @@ def chaos(
     except (ScenarioError, ChaosError) as e:
         raise _fail(str(e)) from None
     if dry_run:
-        where = f", mode {scenario.cluster.modes[0]}" if isinstance(scenario, KafkaScenario) else ""
+        where = where_it_runs(scenario)
         out.print(f"# {spec.id}, seed {options.seed}{where}: {len(steps)} steps", markup=False)
         out.print(steps_yaml(steps), markup=False, end="")
         return
@@ -826,6 +831,7 @@ def nightly(
     from harness.claims import DOCS
     from harness.nightly import MATRIX, first_seed_of, run_night, write_night
     from reports.index import render_index
+    from systems.scenario import ScenarioError
 
     _setup_logging(False)
     chosen = MATRIX
@@ -853,63 +859,6 @@ def nightly(
         raise typer.Exit(EXIT_MISMATCH)
     if all(r.found == "error" for _b, r in night.runs):
         raise typer.Exit(EXIT_BAD_INPUT)
-
-
-def _check_kafka_options(
-    spec: Any, mode: str | None, kafka: str | None, build: bool = True
-) -> None:
-    """--mode and --kafka: known values, and only for a Kafka scenario; with `build`, the
-    release's image is built from Maven Central when none is present."""
-    if mode is not None and mode not in MODES:
-        raise ScenarioError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if mode is not None and not isinstance(spec, KafkaScenario):
-        raise ScenarioError(f"--mode is for Kafka scenarios; {spec.id} is not one")
-    if kafka is not None:
-        check_spec(kafka)
-    if kafka is not None and not isinstance(spec, KafkaScenario):
-        raise ScenarioError(f"--kafka is for Kafka scenarios; {spec.id} is not one")
-    if build and isinstance(spec, KafkaScenario) and spec.cluster.image is None:
-        try:
-            ensure_kafka_release(kafka or DEFAULT_KAFKA_LINE, docker.from_env())
-        except docker.errors.DockerException as e:
-            raise ScenarioError(f"cannot use the Docker engine: {e}") from None
-
-
-def _check_release_keys(spec: Any, mode: str | None, line: str) -> None:
-    """A Kafka scenario's broker and topic keys against the release a run on `line` starts."""
-    from systems.kafka.cluster import choose_kafka_image, kafka_version_of_image
-    from systems.kafka.run import check_release_keys, run_mode
-
-    if not isinstance(spec, KafkaScenario):
-        return
-    client = docker.from_env()
-    image = choose_kafka_image(spec.cluster.image, run_mode(spec, mode, line), client, line)  # type: ignore[arg-type]
-    check_release_keys(spec.cluster, image, kafka_version_of_image(client.images.get(image)))
-
-
-def _rabbitmq_option(version: str | None) -> str | None:
-    """--rabbitmq as given, once it has a release's form (one line otherwise)."""
-    if version is not None and not re.fullmatch(SPEC_PATTERN, version):
-        raise ScenarioError(
-            f"--rabbitmq takes a release line or release (4.0, 4.0.5), not {version!r}"
-        )
-    return version
-
-
-def _on_rabbitmq(spec: Any, version: str | None) -> Any:
-    """The scenario on another RabbitMQ release (--rabbitmq), refused in one line where that
-    release lacks the scenario's queue type."""
-    if version is None:
-        return spec
-    if not isinstance(spec, RabbitMQScenario):
-        raise ScenarioError(f"--rabbitmq is for RabbitMQ scenarios; {spec.id} is not one")
-    if not re.fullmatch(SPEC_PATTERN, version):
-        raise ScenarioError(
-            f"--rabbitmq takes a release line or release (4.0, 4.0.5), not {version!r}"
-        )
-    if refusal := queue_type_refusal(spec.cluster.queue_type, version):
-        raise ScenarioError(refusal)
-    return on_release(spec, version)
 
 
 @app.command("show")

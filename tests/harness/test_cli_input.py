@@ -56,3 +56,23 @@ def test_a_count_takes_the_readme_s_forms() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_command_line_leaves_the_engine_and_the_scenarios_to_the_commands_that_run() -> None:
+    """`harness check` and `harness show` need neither the Docker client nor the scenarios'
+    models: the command line imports them where a command uses them, not for every command."""
+    heavy = ("docker", "requests", "systems", "nemesis", "compose.engine")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, harness.cli; print(*sorted(sys.modules))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = [m for m in done.stdout.split() if m.startswith(heavy)]
+    assert loaded == [], loaded
