@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, harness
 
 pytestmark = pytest.mark.unit
 
@@ -26,35 +26,14 @@ pytestmark = pytest.mark.unit
     ],
 )
 def test_a_usage_error_is_one_line_and_exit_2(args: list[str], said: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = harness(*args, timeout=60)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], done.stderr
 
 
 def test_a_count_takes_the_readme_s_forms() -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness.cli",
-            "chaos",
-            "chaos/kafka-mock",
-            "--runs",
-            "2",
-            "--dry-run",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = harness("chaos", "chaos/kafka-mock", "--runs", "2", "--dry-run", timeout=60)
     assert done.returncode == 0, done.stderr
 
 
@@ -63,11 +42,7 @@ def test_the_command_line_leaves_the_engine_and_the_scenarios_to_the_commands_th
     models: the command line imports them where a command uses them, not for every command."""
     heavy = ("docker", "requests", "systems", "nemesis", "compose.engine")
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, harness.cli; print(*sorted(sys.modules))",
-        ],
+        [sys.executable, "-c", "import sys, harness.cli; print(*sorted(sys.modules))"],
         cwd=ROOT,
         capture_output=True,
         text=True,
