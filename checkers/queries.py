@@ -39,28 +39,22 @@ def _F() -> Any:
 # ---- sends -------------------------------------------------------------------------------------
 
 
+BUCKET_SECONDS = 1.0  # a producer's sends are numbered within buckets of this much time
+
+
 def unavailable_intervals(summary: DataFrame) -> DataFrame:
     """(producer, start, end, sends, refused, unknown): each maximal run of a producer's sends,
     in order of completion, that ended fail or info (or never completed); from the earliest
     invoke among them to the last completion."""
-    from pyspark.sql import Window
-
     F = _F()
-    done = F.coalesce(F.col("done_time"), F.col("invoke_time"))
-    in_order = (
-        Window.partitionBy("producer")
-        .orderBy("done", "msg_id")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
     ok = F.col("outcome") == "ok"
     # A record of a transaction its producer aborted on purpose was neither refused nor lost
     # in the making, and a message never sent (outcome null) is no send: neither is part of
     # any interval.
     sends = summary.filter(F.col("producer").isNotNull() & (F.col("outcome") != ABORTED))
-    # A column, not an expression of the window's order: that would be computed per comparison.
-    sends = sends.withColumn("done", done)
-    # Sends between the same two acks share the count of acks before them: one island each.
-    islands = sends.withColumn("island", F.sum(ok.cast("int")).over(in_order))
+    sends = sends.withColumn("done", F.coalesce(F.col("done_time"), F.col("invoke_time")))
+    # Sends between the same two acks share the count of acks up to them: one island each.
+    islands = _with_acks_so_far(sends, ok, "island")
     return (
         islands.filter(~ok)
         .groupBy("producer", "island")
@@ -72,6 +66,46 @@ def unavailable_intervals(summary: DataFrame) -> DataFrame:
             F.sum((F.col("outcome") == "info").cast("int")).alias("unknown"),
         )
         .drop("island")
+    )
+
+
+def _with_acks_so_far(sends: DataFrame, ok: Any, name: str) -> DataFrame:
+    """sends with column `name`: its producer's acks up to and including each send, in
+    (done, msg_id) order.
+
+    Counted in one window per producer, a run's sends would be one task however long the run
+    (10M sends of one producer could not get memory to spill). So the count runs within each
+    bucket of BUCKET_SECONDS, in parallel, and each bucket adds the acks of the producer's
+    earlier buckets: a few rows per second of the run, summed in order."""
+    from pyspark.sql import Window
+
+    F = _F()
+    # Sends that never completed nor began order first, as nulls do in the order's sort.
+    bucket = F.coalesce(F.floor(F.col("done") / BUCKET_SECONDS), F.lit(-(2**62)))
+    in_bucket = (
+        Window.partitionBy("producer", "bucket")
+        .orderBy("done", "msg_id")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    earlier_buckets = (
+        Window.partitionBy("producer").orderBy("bucket").rowsBetween(Window.unboundedPreceding, -1)
+    )
+    acks = ok.cast("long")
+    bucketed = sends.withColumn("bucket", bucket.cast("long"))
+    before = (
+        bucketed.groupBy("producer", "bucket")
+        .agg(F.sum(acks).alias("acks"))
+        .select(
+            "producer",
+            "bucket",
+            F.coalesce(F.sum("acks").over(earlier_buckets), F.lit(0)).alias("acks_before"),
+        )
+    )
+    return (
+        bucketed.withColumn("acks_within", F.sum(acks).over(in_bucket))
+        .join(F.broadcast(before), ["producer", "bucket"])
+        .withColumn(name, F.col("acks_before") + F.col("acks_within"))
+        .drop("bucket", "acks_before", "acks_within")
     )
 
 
@@ -245,16 +279,48 @@ def inconsistent_offsets(positions: DataFrame) -> DataFrame:
 
 
 def duplicate_offsets(events: DataFrame) -> DataFrame:
-    """(stream, msg_id, at): msg_ids observed at two or more distinct positions of one log (a
-    retry written twice); at lists them, sorted."""
+    """(stream, msg_id): msg_ids observed at two or more distinct positions of one log (a retry
+    written twice).
+
+    Two positions differ in partition or in offset, so a msg_id's least and greatest of each
+    tell, and those are fixed-size aggregation buffers, which Spark hashes. Collecting every
+    msg_id's positions to compare them made Spark sort them all: at 1M messages, a third of
+    the check's executor time. The positions are listed (positions_of) only for the few a
+    person reads."""
     F = _F()
-    position = F.concat_ws("@", F.concat_ws("/", "stream", "partition"), "offset")
+    spread = (F.col("low_partition") != F.col("high_partition")) | (
+        F.col("low_offset") != F.col("high_offset")
+    )
     return (
         _placed(events)
         .filter(F.col("msg_id").isNotNull())
         .groupBy("stream", "msg_id")
+        .agg(
+            F.min("partition").alias("low_partition"),
+            F.max("partition").alias("high_partition"),
+            F.min("offset").alias("low_offset"),
+            F.max("offset").alias("high_offset"),
+        )
+        .filter(spread)
+        .select("stream", "msg_id")
+    )
+
+
+def positions_of(events: DataFrame, which: DataFrame) -> DataFrame:
+    """(stream, msg_id, at): for each (stream, msg_id) of `which`, a few rows, the distinct
+    positions the log holds it at, as stream/partition@offset, sorted."""
+    F = _F()
+    position = F.concat_ws("@", F.concat_ws("/", "stream", "partition"), "offset")
+    # Null-safe on the stream: a history without one groups its msg_ids under null, and an
+    # equality join would drop them here, and with them a sample counted from these rows.
+    wanted = F.broadcast(which.select(F.col("stream").alias("w_stream"), "msg_id"))
+    same_stream = F.col("stream").eqNullSafe(F.col("w_stream"))
+    return (
+        _placed(events)
+        .join(wanted, "msg_id")
+        .filter(same_stream)
+        .groupBy("stream", "msg_id")
         .agg(F.sort_array(F.collect_set(position)).alias("at"))
-        .filter(F.size("at") > 1)
     )
 
 

@@ -387,22 +387,24 @@ def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]
     intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows_df)
     intervals = intervals.withColumn("seconds", F.col("end") - F.col("start"))
     # One query: each producer's totals ride on its longest intervals (every producer with an
-    # interval has a longest one).
-    producer = Window.partitionBy("producer")
+    # interval has a longest one). The ranking is its window's only column, so Spark keeps each
+    # task's longest few before the shuffle: a producer's intervals are not one task.
     in_fault_sends = F.when(F.col("touches_fault"), F.col("refused") + F.col("unknown"))
-    longest_first = producer.orderBy(F.desc("seconds"), "start")
-    ranked = intervals.select(
-        "*",
-        F.count("*").over(producer).alias("intervals"),
-        F.min("start").over(producer).alias("first"),
-        F.max("end").over(producer).alias("last"),
-        F.sum("seconds").over(producer).alias("total_seconds"),
-        F.sum("in_faults").over(producer).alias("total_in_faults"),
-        F.sum(F.coalesce(in_fault_sends, F.lit(0))).over(producer).alias("in_fault_sends"),
-        F.row_number().over(longest_first).alias("n"),
+    totals = intervals.groupBy("producer").agg(
+        F.count("*").alias("intervals"),
+        F.min("start").alias("first"),
+        F.max("end").alias("last"),
+        F.sum("seconds").alias("total_seconds"),
+        F.sum("in_faults").alias("total_in_faults"),
+        F.sum(F.coalesce(in_fault_sends, F.lit(0))).alias("in_fault_sends"),
     )
+    longest_first = Window.partitionBy("producer").orderBy(F.desc("seconds"), "start")
+    longest = intervals.withColumn("n", F.row_number().over(longest_first)).filter(
+        F.col("n") <= LONGEST
+    )
+    ranked = longest.join(totals, "producer")
     out: dict[str, Any] = {}
-    for r in ranked.filter(F.col("n") <= LONGEST).orderBy("producer", "n").collect():
+    for r in ranked.orderBy("producer", "n").collect():
         if r["n"] == 1:
             out[r["producer"]] = {
                 "intervals": r["intervals"],
@@ -502,7 +504,10 @@ def _log_anomalies(positions: Any, events: Any) -> dict[str, Any]:
         lambda r: f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}",
     )
     duplicates, duplicate_samples = _counted_samples(
-        q.duplicate_offsets(events), ("msg_id",), lambda r: f"{r['msg_id']}: {', '.join(r['at'])}"
+        q.duplicate_offsets(events),
+        ("msg_id",),
+        lambda r: f"{r['msg_id']}: {', '.join(r['at'])}",
+        listed=lambda first: q.positions_of(events, first),
     )
     return {
         "positions": q.observed(positions).count(),
@@ -516,13 +521,17 @@ def _log_anomalies(positions: Any, events: Any) -> dict[str, Any]:
 
 
 def _counted_samples(
-    rows: Any, order: tuple[str, ...], said: Callable[[Any], str]
+    rows: Any,
+    order: tuple[str, ...],
+    said: Callable[[Any], str],
+    listed: Callable[[Any], Any] = lambda first: first,
 ) -> tuple[int, list[str]]:
-    """How many rows, and the first LOG_SAMPLES in `order` as `said` words them. Anomalies are
-    mostly none or few: fewer samples than asked for are all of them, and need no count."""
+    """How many rows, and the first LOG_SAMPLES in `order` as `said` words them, after `listed`
+    adds what a person reads to those few. Anomalies are mostly none or few: fewer samples
+    than asked for are all of them, and need no count."""
     rows = rows.cache()  # sorted, then counted when there are more
     try:
-        first = rows.orderBy(*order).limit(LOG_SAMPLES).collect()
+        first = listed(rows.orderBy(*order).limit(LOG_SAMPLES)).orderBy(*order).collect()
         count = len(first) if len(first) < LOG_SAMPLES else rows.count()
         return count, [said(r) for r in first]
     finally:

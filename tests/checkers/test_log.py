@@ -116,6 +116,30 @@ def test_one_message_in_two_streams_is_no_duplicate_one_stream_at_two_offsets_is
     assert result.log["samples"]["duplicate_offsets"] == ["P:1: s2/0@7, s2/0@9"]
 
 
+def test_messages_of_a_history_without_streams_count_and_show_at_their_positions(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Events that name no stream group under none: each msg_id read at another offset than it
+    was written at is a duplicate, counted and shown as any other (the positions of the few
+    shown are found again, and must not lose the ones without a stream)."""
+    history = tmp_path / "history"
+    history.mkdir()
+    sends, reads = [], []
+    for seq in range(1, 6):
+        msg = {"producer": "P", "seq": seq, "msg_id": f"P:{seq}"}
+        sent = _event("P", "ok", "send", seq, partition=0, offset=seq, **msg)
+        read = _event(
+            "R", "ok", "receive", 10 + seq, group="R", partition=0, offset=seq + 100, **msg
+        )
+        sends.append(json.dumps(json.loads(sent) | {"stream": None}))
+        reads.append(json.dumps(json.loads(read) | {"stream": None}))
+    (history / "P.jsonl").write_text("\n".join(sends) + "\n")
+    (history / "R.jsonl").write_text("\n".join(reads) + "\n")
+    result = check_history(spark, history, tmp_path / "ids")
+    assert result.log["duplicate_offsets"] == 5
+    assert result.log["samples"]["duplicate_offsets"][0] == "P:1: 0@1, 0@101"
+
+
 def test_one_offset_in_two_partitions_is_two_positions_one_read_twice_is_one(
     spark: Any, tmp_path: Path
 ) -> None:

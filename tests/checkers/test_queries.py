@@ -1,10 +1,16 @@
-"""The named queries that need no Spark: the coordinators' moves from the partition watch."""
+"""The named queries on their own: the coordinators' moves from the partition watch (no Spark),
+and the unavailable intervals against a plain reading of their definition."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from checkers.queries import coordinator_moves
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checkers.frames import small_frame
+from checkers.queries import BUCKET_SECONDS, coordinator_moves, unavailable_intervals
 
 TXN = "transaction-coordinator"
 
@@ -38,3 +44,79 @@ def test_a_move_is_bounded_by_the_last_answer_naming_the_old_broker() -> None:
 def test_a_history_without_since_bounds_a_move_by_the_state_before_it() -> None:
     control = [state(2.0, "kafka1", None), state(9.0, "kafka2", None)]
     assert coordinator_moves(control) == [(TXN, "P1", 2.0, 9.0)]
+
+
+# (producer, invoke_time or None if the history lacks it, seconds to its outcome or None if it
+# never came, outcome): times in hundredths, so that ties in completion happen and the order
+# falls to msg_id; some before time 0.
+a_send = st.tuples(
+    st.sampled_from(["A", "B"]),
+    st.one_of(st.none(), st.integers(-100, 6 * int(BUCKET_SECONDS * 100)).map(lambda t: t / 100)),
+    st.one_of(st.none(), st.integers(0, 250).map(lambda t: t / 100)),
+    st.sampled_from(["ok", "ok", "fail", "info"]),
+)
+
+
+def _intervals_by_hand(sends: list[tuple[str, str, float, float | None, str]]) -> list[tuple]:
+    """Each producer's sends in (done, msg_id) order; every maximal run of sends that did not
+    end ok is one interval."""
+    out = []
+    for producer in sorted({s[1] for s in sends}):
+        # A send that neither began nor ended in the history orders first, as Spark's nulls.
+        mine = [
+            (done if done is not None else invoke, msg_id, invoke, done, outcome)
+            for msg_id, p, invoke, done, outcome in sends
+            if p == producer
+        ]
+        mine.sort(key=lambda send: (send[0] is not None, send[0] or 0.0, send[1]))
+        run: list[tuple] = []
+        for send in [*mine, None]:
+            if send is not None and send[4] != "ok":
+                run.append(send)
+                continue
+            if run:
+                starts = [r[2] if r[2] is not None else r[0] for r in run]
+                start = min((t for t in starts if t is not None), default=None)
+                end = max((r[0] for r in run if r[0] is not None), default=None)
+                fails = sum(r[4] == "fail" for r in run)
+                unknown = sum(r[4] == "info" for r in run)
+                out.append((producer, start, end, len(run), fails, unknown))
+            run = []
+    return sorted(out, key=_order)
+
+
+@pytest.mark.spark
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(a_send, max_size=40))
+def test_unavailable_intervals_across_time_buckets_are_those_of_the_definition(
+    spark: Any, drawn: list[tuple[str, float | None, float | None, str]]
+) -> None:
+    """The acks are counted per bucket of time and the buckets' counts added in order: runs of
+    refused or unknown sends spanning buckets, and ties in completion, still give each run once."""
+    sends = [
+        (f"{producer}:{i:03d}", producer, invoke, _done(invoke, wait), outcome)
+        for i, (producer, invoke, wait, outcome) in enumerate(drawn)
+    ]
+    summary = small_frame(
+        spark,
+        sends,
+        "msg_id string, producer string, invoke_time double, done_time double, outcome string",
+    )
+    found = [_rounded(tuple(r)) for r in unavailable_intervals(summary).collect()]
+    assert sorted(found, key=_order) == [_rounded(i) for i in _intervals_by_hand(sends)]
+
+
+def _done(invoke: float | None, wait: float | None) -> float | None:
+    """A send's completion: `wait` after its invoke (after time 0 when the invoke is missing)."""
+    return None if wait is None else (invoke or 0.0) + wait
+
+
+def _rounded(interval: tuple) -> tuple:
+    return tuple(round(v, 6) if isinstance(v, float) else v for v in interval)
+
+
+def _order(interval: tuple) -> tuple:
+    """Intervals sorted with a missing time first."""
+    return tuple((v is not None, v if v is not None else 0) for v in interval)
