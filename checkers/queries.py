@@ -284,7 +284,7 @@ def duplicate_offsets(events: DataFrame) -> DataFrame:
 
     Two positions differ in partition or in offset, so a msg_id's least and greatest of each
     tell, and those are fixed-size aggregation buffers, which Spark hashes. Collecting every
-    msg_id's positions to compare them made Spark sort them all: at 1M messages, a third of
+    msg_id's positions to compare them made Spark sort them all: at 1M messages, a fifth of
     the check's executor time. The positions are listed (positions_of) only for the few a
     person reads."""
     F = _F()
