@@ -15,6 +15,7 @@ from checkers.profile import phase, profiling
 from checkers.read import history_files, write_parquet
 from checkers.session import Where, checker_session, session_of
 from checkers.spark import HistoryError, check_history
+from checkers.tuning import shuffle_partitions
 from checkers.verdict import (
     Counts,
     Judgement,
@@ -51,12 +52,15 @@ def check_run(
     manifest = _manifest(run)
     expect = expect or manifest.expect
     started = time.monotonic()
+    history_bytes = _history_bytes(run)
     with contextlib.ExitStack() as held:  # a session of the check's own ends with it
         if spark is None:
-            spark, where = held.enter_context(checker_session(master, _history_bytes(run)))
+            spark, where = held.enter_context(checker_session(master, history_bytes))
         else:
             where = session_of(spark)
         session_seconds = time.monotonic() - started
+        # A session setting: a warm server's next check sets its own.
+        spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_bytes)))
         with profiling(spark) if profile else contextlib.nullcontext() as profiled:
             result = checked_history(run, spark, manifest.groups, timeout)
     span_end = (result.history_span or {}).get("last") or 0.0
