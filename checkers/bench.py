@@ -118,7 +118,12 @@ def _duckdb(run: Path, messages: int) -> Timing:
         synth(history, messages)
         (run / MANIFEST).write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
     python = sys.executable
-    return _timed([python, "-m", "checkers.bench_duckdb", str(run), str(run / "duckdb.json")])
+    return _timed([python, "-m", "checkers.bench_duckdb", str(run), str(duckdb_answers(run))])
+
+
+def duckdb_answers(run: Path) -> Path:
+    """Where DuckDB's answers for the history of `run` are written."""
+    return run / "duckdb.json"
 
 
 def _bench_size(run: Path, messages: int, server_pid: int | None, duckdb: Timing) -> bool:
@@ -128,7 +133,6 @@ def _bench_size(run: Path, messages: int, server_pid: int | None, duckdb: Timing
     shutil.rmtree(run / "history.parquet", ignore_errors=True)
     lines = sum(1 for p in history.glob("*.jsonl") for _ in open(p, "rb"))
     mb = sum(p.stat().st_size for p in history.glob("*.jsonl")) / 1e6
-    duck_out = run / "duckdb.json"
     python = sys.executable
     harness = [python, "-m", "harness.cli", "check", str(run)]
     cold = [*harness, "--master", "local[*]"]
@@ -158,7 +162,7 @@ def _bench_size(run: Path, messages: int, server_pid: int | None, duckdb: Timing
             flush=True,
         )
     differences = compare(
-        json.loads((run / "verdict.json").read_text()), json.loads(duck_out.read_text())
+        json.loads((run / "verdict.json").read_text()), json.loads(duckdb_answers(run).read_text())
     )
     for d in differences:
         print(f"  DIFFERENT ANSWERS: {d}")

@@ -128,6 +128,11 @@ def _columnar_copy(spark: Any, files: list[Path], path: Path) -> list[str] | Non
     return truncated
 
 
+def history_bytes(history_dir: Path) -> int:
+    """The history's size as plain JSONL (HistoryError for a damaged packed file)."""
+    return sum(_sizes(history_dir).values())
+
+
 def _sizes(history_dir: Path) -> dict[str, int]:
     try:
         return {plain_name(p): plain_size(p) for p in history_files(history_dir)}

@@ -12,10 +12,9 @@ from typing import Any
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
 from checkers.engine import cancel_all
 from checkers.profile import phase, profiling
-from checkers.read import history_files, write_parquet
+from checkers.read import history_bytes, write_parquet
 from checkers.session import Where, checker_session, session_of
 from checkers.spark import HistoryError, check_history
-from checkers.tuning import shuffle_partitions
 from checkers.verdict import (
     Counts,
     Judgement,
@@ -29,7 +28,6 @@ from checkers.verdict import (
     with_sync_windows,
 )
 from contract.manifest import Manifest, ManifestError, read_manifest
-from contract.packed import plain_size
 from contract.rundir import IDS, RunDir
 
 
@@ -52,15 +50,13 @@ def check_run(
     manifest = _manifest(run)
     expect = expect or manifest.expect
     started = time.monotonic()
-    history_bytes = _history_bytes(run)
+    history_size = history_bytes(run.history)
     with contextlib.ExitStack() as held:  # a session of the check's own ends with it
         if spark is None:
-            spark, where = held.enter_context(checker_session(master, history_bytes))
+            spark, where = held.enter_context(checker_session(master, history_size))
         else:
             where = session_of(spark)
         session_seconds = time.monotonic() - started
-        # A session setting: a warm server's next check sets its own.
-        spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_bytes)))
         with profiling(spark) if profile else contextlib.nullcontext() as profiled:
             result = checked_history(run, spark, manifest.groups, timeout)
     span_end = (result.history_span or {}).get("last") or 0.0
@@ -97,10 +93,6 @@ def queues_left(after_drain: dict[str, Any] | None) -> dict[str, int] | None:
         for q, d in sorted(after_drain.items())
         if isinstance(d, dict) and isinstance(d.get("messages"), int) and d["messages"] > 0
     }
-
-
-def _history_bytes(run: RunDir) -> int:
-    return sum(plain_size(p) for p in history_files(run.history))
 
 
 def _manifest(run: RunDir) -> Manifest:

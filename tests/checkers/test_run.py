@@ -562,3 +562,37 @@ def test_a_local_check_prints_no_line_of_spark_s_own(tmp_path: Path) -> None:
     assert said[0].startswith("checked on Spark master local[1] in "), said
     assert all(line.startswith(("checked on ", "no report: ")) for line in said), said
     assert "incubator" in (cache / "checker-jvm.log").read_text()
+
+
+def test_the_answers_do_not_depend_on_the_shuffle_partitions(spark: Any, tmp_path: Path) -> None:
+    """A Spark that is not ours (SPARK_REMOTE, a cluster) shuffles into its own number of
+    partitions: every count, and every ids file in its order, are those of the same history
+    checked with a partition per core."""
+    import shutil
+
+    from checkers.bench_synth import GROUPS, synth
+
+    run = tmp_path / "run"
+    synth(run / "history", 2000)
+    (run / "manifest.json").write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+    answers = []
+    # Not coalesced back into a partition or two: each of the 7 gets rows of its own.
+    settings = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.coalescePartitions.enabled")
+    before = {k: spark.conf.get(k) for k in settings}
+    for partitions in (2, 7):
+        spark.conf.set(settings[0], str(partitions))
+        spark.conf.set(settings[1], "false")
+        shutil.rmtree(run / "ids", ignore_errors=True)
+        try:
+            verdict = check_run(run, spark=spark)
+        finally:
+            for k, v in before.items():
+                spark.conf.set(k, v)
+        ids = {p.relative_to(run): p.read_text() for p in sorted((run / "ids").rglob("*.txt"))}
+        answers.append(
+            (
+                {k: verdict[k] for k in ("groups", "log", "readers", "producers", "attribution")},
+                ids,
+            )
+        )
+    assert answers[0][1] and answers[0] == answers[1]
