@@ -524,15 +524,22 @@ def _counted_samples(
     rows: Any,
     order: tuple[str, ...],
     said: Callable[[Any], str],
-    listed: Callable[[Any], Any] = lambda first: first,
+    listed: Callable[[Any], Any] | None = None,
 ) -> tuple[int, list[str]]:
     """How many rows, and the first LOG_SAMPLES in `order` as `said` words them, after `listed`
-    adds what a person reads to those few. Anomalies are mostly none or few: fewer samples
-    than asked for are all of them, and need no count."""
+    (if any) adds what a person reads to those few. Anomalies are mostly none or few: fewer
+    samples than asked for are all of them, and need no count."""
     rows = rows.cache()  # sorted, then counted when there are more
     try:
-        first = listed(rows.orderBy(*order).limit(LOG_SAMPLES)).orderBy(*order).collect()
-        count = len(first) if len(first) < LOG_SAMPLES else rows.count()
+        limited = rows.orderBy(*order).limit(LOG_SAMPLES)
+        if listed is None:
+            first = limited.collect()
+            few = len(first)
+        else:
+            # `listed` may join or group: the rows it gives are not the rows counted
+            first = listed(limited).orderBy(*order).collect()
+            few = limited.count()
+        count = few if few < LOG_SAMPLES else rows.count()
         return count, [said(r) for r in first]
     finally:
         rows.unpersist()

@@ -229,3 +229,19 @@ def test_planted_reader_and_producer_anomalies_are_counted(
     # The tail was never reached (unseen); the skipped offsets are holes below what R read.
     assert (group["lost"], group["unseen"]) == (len(skipped) + tail, tail)
     assert group["duplicated"] == len(rewinds)
+
+
+def test_a_samples_count_is_of_the_rows_not_of_what_lists_them(spark: Any) -> None:
+    """A sample's listing may group or join: the count is still of the anomalous rows."""
+    from checkers.spark import LOG_SAMPLES, _counted_samples
+
+    def said(r: Any) -> str:
+        return str(r["k"])
+
+    for rows in (3, LOG_SAMPLES, LOG_SAMPLES + 4):
+        frame = spark.range(rows).withColumnRenamed("id", "k")
+        one_row = _counted_samples(frame, ("k",), said, listed=lambda first: first.limit(1))
+        assert one_row == (rows, ["0"])
+        doubled = _counted_samples(frame, ("k",), said, listed=lambda first: first.union(first))
+        assert doubled[0] == rows and len(doubled[1]) == 2 * min(rows, LOG_SAMPLES)
+        assert _counted_samples(frame, ("k",), said)[0] == rows
