@@ -26,6 +26,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,7 @@ def read_history(spark: Any, history_dir: Path) -> History:
     """Every well-formed event of the history, from its Parquet copy, made first from the JSONL
     files unless a fresh one is there (raising HistoryError on a malformed line other than a cut
     last line)."""
-    fresh = _fresh_parquet(history_dir) is not None
-    made_from = _write_parquet(spark, history_dir)
+    made_from, fresh = _write_parquet(spark, history_dir)
     events = (
         spark.read.parquet(str(parquet_path(history_dir)))
         .filter(f"{MALFORMED} IS NULL")
@@ -88,15 +88,16 @@ def write_parquet(spark: Any, history_dir: Path) -> Path:
     return parquet_path(history_dir)
 
 
-def _write_parquet(spark: Any, history_dir: Path) -> dict[str, Any]:
-    """Makes the Parquet copy unless a fresh one is there; returns its sidecar.
+def _write_parquet(spark: Any, history_dir: Path) -> tuple[dict[str, Any], bool]:
+    """Makes the Parquet copy unless a fresh one is there; returns its sidecar, and whether it
+    was there.
 
     One pass parses every line and writes it; the few malformed lines are then found in the copy
     (a cut last line is kept there, marked, and skipped by readers). A history with any other
     malformed line raises, and leaves no copy."""
     fresh = _fresh_parquet(history_dir)
     if fresh is not None:
-        return fresh
+        return fresh, True
     path = parquet_path(history_dir)
     sizes = _sizes(history_dir)
     with _plain(history_dir) as files:
@@ -110,7 +111,7 @@ def _write_parquet(spark: Any, history_dir: Path) -> dict[str, Any]:
                 raise
     sidecar = {"files": sizes, "truncated_lines": truncated, "schema": EVENT_SCHEMA}
     (path / SIDECAR).write_text(json.dumps(sidecar, indent=1) + "\n")
-    return sidecar
+    return sidecar, False
 
 
 def _columnar_copy(spark: Any, files: list[Path], path: Path) -> list[str] | None:
@@ -135,9 +136,22 @@ def history_bytes(history_dir: Path) -> int:
 
 def _sizes(history_dir: Path) -> dict[str, int]:
     try:
-        return {plain_name(p): plain_size(p) for p in history_files(history_dir)}
+        return {plain_name(p): _plain_size_of(p) for p in history_files(history_dir)}
     except PackError as e:
         raise HistoryError(str(e)) from None
+
+
+def _plain_size_of(path: Path) -> int:
+    stat = path.stat()
+    return _plain_size(path.resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=1024)
+def _plain_size(path: Path, size: int, mtime_ns: int) -> int:
+    """A packed file's plain size is known only by unpacking it, and a check asks for it
+    several times (its size, then whether the Parquet copy is fresh, then the copy's sidecar):
+    it is unpacked once per version of the file, which its size and time stand for."""
+    return plain_size(path)
 
 
 @contextmanager
