@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from checkers.bench_synth import GROUPS, synth
 from checkers.ids import read_ids
 from checkers.read import HistoryError
 from checkers.run import check_run
@@ -301,8 +303,6 @@ def test_cli_check_exit_codes(spark: Any, tmp_path: Path) -> None:
 
 
 def test_the_check_is_bounded_by_its_timeout(spark: Any, tmp_path: Path) -> None:
-    from checkers.bench_synth import synth
-
     run = tmp_path / "run"
     synth(run / "history", 20000)
     with pytest.raises(HistoryError, match="did not finish in 0 s"):
@@ -568,10 +568,6 @@ def test_the_answers_do_not_depend_on_the_shuffle_partitions(spark: Any, tmp_pat
     """A Spark that is not ours (SPARK_REMOTE, a cluster) shuffles into its own number of
     partitions: every count, and every ids file in its order, are those of the same history
     checked with a partition per core."""
-    import shutil
-
-    from checkers.bench_synth import GROUPS, synth
-
     run = tmp_path / "run"
     synth(run / "history", 2000)
     (run / "manifest.json").write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
