@@ -135,6 +135,9 @@ def test_pyarrow_s_copy_copies_or_leaves_it_to_spark(
         pass
 
 
+# The property over random damage is nightly (82 s in a loaded fast tier); the fixed malformed
+# lines of test_columnar and test_packed_history keep the fast tier's one-line errors.
+@pytest.mark.nightly
 @pytest.mark.spark
 @settings(max_examples=SPARK_EXAMPLES, suppress_health_check=SUPPRESS, deadline=None)
 @given(damaged_histories())

@@ -71,6 +71,9 @@ def _synthetic_run(run: Path) -> Path:
     return run
 
 
+# Nightly: measured over 90 s. The mock tier's checks run warm in the fast tier, against
+# counts their tests know.
+@pytest.mark.nightly
 def test_a_warm_check_counts_what_a_local_check_counts(
     spark: Any, warm: session.Server, tmp_path: Path
 ) -> None:
@@ -90,6 +93,9 @@ def test_a_warm_check_counts_what_a_local_check_counts(
             assert (tmp_path / "warm" / ids).read_text() == (tmp_path / "local" / ids).read_text()
 
 
+# Nightly (89 s in a loaded fast tier): the turns' rules have unit tests (test_kept_session), and
+# every check of the fast tier runs on the warm session.
+@pytest.mark.nightly
 def test_checks_take_turns_on_one_kept_session(warm: session.Server, tmp_path: Path) -> None:
     """This machine's checks run in one server session, one at a time: the next check runs in
     the session the last one ran in, one the server closed is replaced, and a check that finds

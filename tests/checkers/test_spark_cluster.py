@@ -112,6 +112,8 @@ def _check(run: Path, *master: str, env: dict[str, str] | None = None) -> dict[s
     return json.loads((run / "verdict.json").read_text())
 
 
+# Nightly (88 s in a loaded fast tier): a standalone Spark cluster of its own beside the checks.
+@pytest.mark.nightly
 def test_a_standalone_cluster_counts_what_local_mode_counts(
     standalone_master: str, tmp_path: Path
 ) -> None:
