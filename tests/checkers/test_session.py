@@ -156,6 +156,8 @@ def test_a_warm_check_finds_a_dependency_cycle(warm: session.Server, tmp_path: P
     assert any(line.startswith("total") for line in checked.stdout.splitlines())
 
 
+# Nightly (64 s in a loaded fast tier): a local Spark of its own beside the warm server.
+@pytest.mark.nightly
 def test_a_named_master_is_used_even_with_a_warm_session(
     warm: session.Server, tmp_path: Path
 ) -> None:

@@ -83,6 +83,9 @@ def check_generated_run(run_dir: Path, seed: int, steps: list[dict[str, Any]]) -
     return verdict
 
 
+# Nightly (75 s in a loaded fast tier), beside the real-Kafka night: the fast tier keeps the
+# schedule's generator, coverage and shrinker tests.
+@pytest.mark.nightly
 @pytest.mark.spark
 def test_a_chaos_run_on_the_mock_tier_carries_its_seed_schedule_and_coverage(
     spark: object, tmp_path: Path

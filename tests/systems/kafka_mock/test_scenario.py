@@ -92,6 +92,9 @@ def test_transactions_commit_and_every_record_is_read_once(spark: object, tmp_pa
     assert partitions == {0, 1, 2}
 
 
+# Nightly (53 s in a loaded fast tier): tests/checkers/test_transactions plants aborted reads
+# in the fast tier.
+@pytest.mark.nightly
 @pytest.mark.spark
 def test_the_mocks_unfiltered_aborted_records_are_aborted_reads(
     spark: object, tmp_path: Path
@@ -123,6 +126,9 @@ def test_the_mocks_unfiltered_aborted_records_are_aborted_reads(
     assert verdict["sends"]["aborted"] == len(aborted_records) and verdict["sends"]["fail"] == 0
 
 
+# Nightly (53 s in a loaded fast tier): tests/checkers/test_eos checks the copy's contract in the
+# fast tier, and the transactions test above runs the mock's transactions end to end.
+@pytest.mark.nightly
 @pytest.mark.spark
 def test_the_exactly_once_copy_puts_every_record_in_the_output_once(
     spark: object, tmp_path: Path
