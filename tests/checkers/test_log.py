@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.spark import check_history
+from checkers.spark import LOG_SAMPLES, _counted_samples, check_history
 from contract.history import FIELDS
 
 pytestmark = pytest.mark.spark
@@ -233,7 +233,6 @@ def test_planted_reader_and_producer_anomalies_are_counted(
 
 def test_a_samples_count_is_of_the_rows_not_of_what_lists_them(spark: Any) -> None:
     """A sample's listing may group or join: the count is still of the anomalous rows."""
-    from checkers.spark import LOG_SAMPLES, _counted_samples
 
     def said(r: Any) -> str:
         return str(r["k"])
