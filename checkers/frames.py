@@ -14,13 +14,23 @@ from typing import Any
 def small_frame(spark: Any, rows: Sequence[Sequence[Any]], ddl: str) -> Any:
     """A DataFrame of `rows` with the columns of `ddl` ("name type, ..."), cast to those types."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
 
-    schema = StructType.fromDDL(ddl)
-    assert isinstance(schema, StructType)
-    fields = schema.fields
     if not rows:
+        fields = _fields(ddl)
         return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in fields])
+    return spark.range(1).select(F.inline(small_array(rows, ddl)))
+
+
+def small_array(rows: Sequence[Sequence[Any]], ddl: str) -> Any:
+    """`rows` as one literal array column of structs with the fields of `ddl`: a value each row
+    of a query can carry (exploded, or folded by a higher-order function) where a join with a
+    small_frame would cost a job of its own to broadcast."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType
+
+    fields = _fields(ddl)
+    if not rows:
+        return F.array().cast(ArrayType(_struct(ddl)))
     structs = [
         F.struct(
             *[
@@ -30,4 +40,16 @@ def small_frame(spark: Any, rows: Sequence[Sequence[Any]], ddl: str) -> Any:
         )
         for row in rows
     ]
-    return spark.range(1).select(F.inline(F.array(*structs)))
+    return F.array(*structs)
+
+
+def _struct(ddl: str) -> Any:
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromDDL(ddl)
+    assert isinstance(schema, StructType)
+    return schema
+
+
+def _fields(ddl: str) -> list[Any]:
+    return list(_struct(ddl).fields)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from checkers.frames import small_array
 from checkers.messages import ABORTED, DELIVERY_ORDER, planned_abort
 from contract.history import COORDINATOR_STATE, NEMESIS_PROCESS, PARTITION_STATE, event_value
 
@@ -109,65 +110,79 @@ def _with_acks_so_far(sends: DataFrame, ok: Any, name: str) -> DataFrame:
     )
 
 
-def with_fault_overlap(intervals: DataFrame, windows: DataFrame) -> DataFrame:
-    """intervals with in_faults, the seconds of each inside the fault windows (w_start, w_end),
-    and touches_fault, whether it meets one at all (a single refused send inside a fault spans
-    next to no time, but it is a refusal the fault caused)."""
+def with_fault_overlap(intervals: DataFrame, windows: list[tuple[float, float]]) -> DataFrame:
+    """intervals with in_faults, the seconds of each inside the fault windows (start, end), and
+    touches_fault, whether it meets one at all (a single refused send inside a fault spans next
+    to no time, but it is a refusal the fault caused).
+
+    A run's fault windows are few: each row carries them as a literal array (small_array), so
+    the overlap costs no join, no grouping and no job of its own."""
     F = _F()
-    inside = F.greatest(F.lit(0.0), F.least("end", "w_end") - F.greatest("start", "w_start"))
-    touches = (F.col("start") <= F.col("w_end")) & (F.col("end") >= F.col("w_start"))
-    keys = ["producer", "start", "end", "sends", "refused", "unknown"]
-    return (
-        intervals.join(F.broadcast(windows), how="left")
-        .groupBy(*keys)
-        .agg(
-            F.coalesce(F.sum(inside), F.lit(0.0)).alias("in_faults"),
-            F.coalesce(F.max(touches), F.lit(False)).alias("touches_fault"),
-        )
+    bounds = small_array(windows, "w_start double, w_end double")
+
+    def inside(w: Any) -> Any:
+        later_start = F.greatest(F.col("start"), w["w_start"])
+        return F.greatest(F.lit(0.0), F.least(F.col("end"), w["w_end"]) - later_start)
+
+    def touches(w: Any) -> Any:
+        return (F.col("start") <= w["w_end"]) & (F.col("end") >= w["w_start"])
+
+    return intervals.select(
+        "*",
+        F.aggregate(bounds, F.lit(0.0), lambda seconds, w: seconds + inside(w)).alias("in_faults"),
+        F.exists(bounds, touches).alias("touches_fault"),
     )
 
 
-def window_traffic(summary: DataFrame, receives: DataFrame, windows: DataFrame) -> DataFrame:
-    """(w_start, w_end, acked, sends, exposed, first_exposed, delivered) per fault window:
-    messages acknowledged and sends begun inside it, messages acknowledged before it and not yet
+TRAFFIC = ("acked", "sends", "exposed", "first_exposed", "delivered")
+
+
+def window_traffic(
+    summary: DataFrame, receives: DataFrame, windows: list[tuple[float, float]]
+) -> DataFrame:
+    """(w_start, w_end, *TRAFFIC) per fault window (start, end) that saw any: messages
+    acknowledged and sends begun inside it, messages acknowledged before it and not yet
     delivered when it began (what it could still lose), those of them no earlier window found
     exposed (summed over the windows, each message counts once), and deliveries inside it.
-    windows: (w_start, w_end)."""
-    from pyspark.sql import Window
 
+    Each send and each delivery is paired with every window (a literal array, exploded: no
+    join) and the pairs of both kinds are summed in one aggregation."""
     F = _F()
+    ordered = sorted(windows)
     # A message acknowledged before the previous window began was exposed at it too, if it
     # is still undelivered now: it was counted there first.
-    # The windows are a few rows: one partition on purpose, named so that no engine warns of
-    # it (a Connect client prints its warning on the user's console).
-    earlier = F.lag("w_start").over(Window.partitionBy(F.lit(0)).orderBy("w_start"))
-    w = F.broadcast(windows.withColumn("w_prev", F.coalesce(earlier, F.lit(float("-inf")))))
+    previous = [float("-inf"), *(start for start, _ in ordered[:-1])]
+    bounds = small_array(
+        [(a, b, p) for (a, b), p in zip(ordered, previous, strict=True)],
+        "w_start double, w_end double, w_prev double",
+    )
 
     def inside(column: str) -> Any:
-        return (F.col(column) >= F.col("w_start")) & (F.col(column) <= F.col("w_end"))
+        return (F.col(column) >= F.col("w.w_start")) & (F.col(column) <= F.col("w.w_end"))
+
+    def pairs(frame: DataFrame, *columns: str) -> DataFrame:
+        return frame.select(F.explode(bounds).alias("w"), *columns)
+
+    def counted(frame: DataFrame, **counts: Any) -> DataFrame:
+        window = [F.col("w.w_start").alias("w_start"), F.col("w.w_end").alias("w_end")]
+        return frame.select(*window, *[counts.get(c, F.lit(0)).alias(c) for c in TRAFFIC])
 
     ok = F.col("outcome") == "ok"
-    waiting = F.col("first_delivery").isNull() | (F.col("first_delivery") >= F.col("w_start"))
-    exposed = ok & (F.col("ack_time") < F.col("w_start")) & waiting
-    first_exposed = exposed & (F.col("ack_time") >= F.col("w_prev"))
-    per_send = (
-        summary.select("outcome", "ack_time", "invoke_time", "first_delivery")
-        .crossJoin(w)
-        .groupBy("w_start", "w_end")
-        .agg(
-            F.sum((ok & inside("ack_time")).cast("int")).alias("acked"),
-            F.sum(inside("invoke_time").cast("int")).alias("sends"),
-            F.sum(exposed.cast("int")).alias("exposed"),
-            F.sum(first_exposed.cast("int")).alias("first_exposed"),
-        )
+    waiting = F.col("first_delivery").isNull() | (F.col("first_delivery") >= F.col("w.w_start"))
+    exposed = ok & (F.col("ack_time") < F.col("w.w_start")) & waiting
+    first_exposed = exposed & (F.col("ack_time") >= F.col("w.w_prev"))
+    per_send = counted(
+        pairs(summary, "outcome", "ack_time", "invoke_time", "first_delivery"),
+        acked=(ok & inside("ack_time")).cast("int"),
+        sends=inside("invoke_time").cast("int"),
+        exposed=exposed.cast("int"),
+        first_exposed=first_exposed.cast("int"),
     )
-    delivered = (
-        receives.select("time").crossJoin(w).filter(inside("time")).groupBy("w_start", "w_end")
-    ).agg(F.count("*").alias("delivered"))
+    delivered = counted(pairs(receives, "time").filter(inside("time")), delivered=F.lit(1))
     return (
-        w.drop("w_prev")
-        .join(per_send, ["w_start", "w_end"], "left")
-        .join(delivered, ["w_start", "w_end"], "left")
+        per_send.unionByName(delivered)
+        .groupBy("w_start", "w_end")
+        .agg(*[F.sum(c).alias(c) for c in TRAFFIC])
     )
 
 

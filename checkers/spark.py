@@ -259,7 +259,7 @@ def check_history(
                 in_phase(
                     "unavailability, stalls",
                     lambda: (
-                        _unavailability(spark, summary, windows),
+                        _unavailability(summary, windows),
                         _stalls(summary, receives, groups_df, windows),
                     ),
                 ),
@@ -269,9 +269,7 @@ def check_history(
                         summary, receives, flagged, nemesis, states, span, windows
                     ),
                 ),
-                in_phase(
-                    "window traffic", lambda: _window_traffic(spark, summary, receives, windows)
-                ),
+                in_phase("window traffic", lambda: _window_traffic(summary, receives, windows)),
                 in_phase(
                     "attribution",
                     lambda: attribute(spark, nemesis, span["first"] or 0.0, summary, flagged),
@@ -377,79 +375,96 @@ def _refused_window(unavailability: dict[str, Any]) -> dict[str, float] | None:
 LONGEST = 10  # unavailable intervals listed per producer, longest first
 
 
-def _unavailability(spark: Any, summary: Any, windows: list[tuple[float, float]]) -> dict[str, Any]:
+def _unavailability(summary: Any, windows: list[tuple[float, float]]) -> dict[str, Any]:
     """Per producer: how many unavailable intervals, their seconds, the seconds of them inside
     fault windows, and the longest few. Only these figures come back, however many there are."""
+    from pyspark.sql import functions as F
+
+    intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows)
+    # Computed once, then asked twice (totals, longest): planned from the history for each
+    # question, the intervals took two thirds of this phase's 42 stages.
+    intervals = intervals.withColumn("seconds", F.col("end") - F.col("start")).localCheckpoint(
+        eager=True
+    )
+    try:
+        out = {p: {**totals, "longest": []} for p, totals in _interval_totals(intervals).items()}
+        for r in _longest_intervals(intervals):
+            out[r["producer"]]["longest"].append(
+                {
+                    "start": r["start"],
+                    "end": r["end"],
+                    "seconds": round(r["seconds"], 3),
+                    "in_fault_seconds": round(r["in_faults"], 3),
+                    "sends": r["sends"],
+                    "refused": r["refused"],
+                    "unknown": r["unknown"],
+                }
+            )
+        return out
+    finally:
+        release(intervals)
+
+
+def _interval_totals(intervals: Any) -> dict[str, dict[str, Any]]:
+    """Per producer, in producer order: its unavailable intervals' count, span and seconds."""
+    from pyspark.sql import functions as F
+
+    # Refused or unknown sends in intervals that meet a fault window: the ones a fault can
+    # have caused (a publisher's in-flight sends at its own deadline are not).
+    in_fault_sends = F.when(F.col("touches_fault"), F.col("refused") + F.col("unknown"))
+    rows = (
+        intervals.groupBy("producer")
+        .agg(
+            F.count("*").alias("intervals"),
+            F.min("start").alias("first"),
+            F.max("end").alias("last"),
+            F.sum("seconds").alias("seconds"),
+            F.sum("in_faults").alias("in_fault_seconds"),
+            F.sum(F.coalesce(in_fault_sends, F.lit(0))).alias("in_fault_sends"),
+        )
+        .orderBy("producer")
+        .collect()
+    )
+    return {
+        r["producer"]: {
+            "intervals": r["intervals"],
+            "seconds": round(r["seconds"], 3),
+            "in_fault_seconds": round(r["in_fault_seconds"], 3),
+            "in_fault_sends": r["in_fault_sends"],
+            "first": r["first"],
+            "last": r["last"],
+        }
+        for r in rows
+    }
+
+
+def _longest_intervals(intervals: Any) -> list[Any]:
+    """Each producer's LONGEST longest intervals, by producer and then longest first."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    windows_df = small_frame(spark, windows, "w_start double, w_end double")
-    intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows_df)
-    intervals = intervals.withColumn("seconds", F.col("end") - F.col("start"))
-    # One query: each producer's totals ride on its longest intervals (every producer with an
-    # interval has a longest one). The ranking is its window's only column, so Spark keeps each
-    # task's longest few before the shuffle: a producer's intervals are not one task.
-    in_fault_sends = F.when(F.col("touches_fault"), F.col("refused") + F.col("unknown"))
-    totals = intervals.groupBy("producer").agg(
-        F.count("*").alias("intervals"),
-        F.min("start").alias("first"),
-        F.max("end").alias("last"),
-        F.sum("seconds").alias("total_seconds"),
-        F.sum("in_faults").alias("total_in_faults"),
-        F.sum(F.coalesce(in_fault_sends, F.lit(0))).alias("in_fault_sends"),
-    )
+    # The ranking is its window's only column, so Spark keeps each task's longest few before
+    # the shuffle: a producer's intervals are not one task.
     longest_first = Window.partitionBy("producer").orderBy(F.desc("seconds"), "start")
-    longest = intervals.withColumn("n", F.row_number().over(longest_first)).filter(
-        F.col("n") <= LONGEST
-    )
-    ranked = longest.join(totals, "producer")
-    out: dict[str, Any] = {}
-    for r in ranked.orderBy("producer", "n").collect():
-        if r["n"] == 1:
-            out[r["producer"]] = {
-                "intervals": r["intervals"],
-                "seconds": round(r["total_seconds"], 3),
-                "in_fault_seconds": round(r["total_in_faults"], 3),
-                # Refused or unknown sends in intervals that meet a fault window: the ones a
-                # fault can have caused (a publisher's in-flight sends at its own deadline
-                # are not).
-                "in_fault_sends": r["in_fault_sends"],
-                "first": r["first"],
-                "last": r["last"],
-                "longest": [],
-            }
-        out[r["producer"]]["longest"].append(
-            {
-                "start": r["start"],
-                "end": r["end"],
-                "seconds": round(r["seconds"], 3),
-                "in_fault_seconds": round(r["in_faults"], 3),
-                "sends": r["sends"],
-                "refused": r["refused"],
-                "unknown": r["unknown"],
-            }
-        )
-    return out
+    ranked = intervals.withColumn("n", F.row_number().over(longest_first))
+    return ranked.filter(F.col("n") <= LONGEST).orderBy("producer", "n").collect()
 
 
 STALL_SECONDS = 1.0  # under continuous load, a second without progress is a blocked queue
 
 
 def _window_traffic(
-    spark: Any, summary: Any, receives: Any, windows: list[tuple[float, float]]
+    summary: Any, receives: Any, windows: list[tuple[float, float]]
 ) -> list[dict[str, Any]]:
-    """Per fault window, in order: its traffic (checkers.queries.window_traffic)."""
+    """Per fault window, in order: its traffic (checkers.queries.window_traffic), 0 where it
+    saw none."""
     if not windows:
         return []
-    windows_df = small_frame(spark, windows, "w_start double, w_end double")
-    rows = q.window_traffic(summary, receives, windows_df).orderBy("w_start").collect()
+    rows = q.window_traffic(summary, receives, windows).collect()
+    seen = {(r["w_start"], r["w_end"]): r.asDict() for r in rows}
     return [
-        {
-            "start": r["w_start"],
-            "end": r["w_end"],
-            **{k: r[k] or 0 for k in ("acked", "sends", "exposed", "first_exposed", "delivered")},
-        }
-        for r in rows
+        {"start": a, "end": b, **{k: seen.get((a, b), {}).get(k) or 0 for k in q.TRAFFIC}}
+        for a, b in sorted(windows)
     ]
 
 
