@@ -439,7 +439,7 @@ def _interval_totals(intervals: Any) -> dict[str, dict[str, Any]]:
 
 
 def _longest_intervals(intervals: Any) -> list[Any]:
-    """Each producer's LONGEST longest intervals, by producer and then longest first."""
+    """Up to LONGEST unavailable intervals of each producer, by producer, longest first."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
