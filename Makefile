@@ -11,7 +11,8 @@ setup:
 	@bash scripts/setup.sh
 
 # The fast tier, CI's gate on every change (tests/tiers.py): unit, checker and real-cluster
-# tests and one end-to-end smoke per system and release line; it says its wall time at the end.
+# tests and one end-to-end smoke per RabbitMQ line and on Kafka's default line; it says its wall
+# time at the end.
 test:
 	$(PY) -m pytest --tier fast --record-durations
 

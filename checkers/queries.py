@@ -140,10 +140,11 @@ TRAFFIC = ("acked", "sends", "exposed", "first_exposed", "delivered")
 def window_traffic(
     summary: DataFrame, receives: DataFrame, windows: list[tuple[float, float]]
 ) -> DataFrame:
-    """(w_start, w_end, *TRAFFIC) per fault window (start, end) that saw any: messages
-    acknowledged and sends begun inside it, messages acknowledged before it and not yet
-    delivered when it began (what it could still lose), those of them no earlier window found
-    exposed (summed over the windows, each message counts once), and deliveries inside it.
+    """(w_start, w_end, *TRAFFIC) per fault window (start, end), when the history has any send
+    or delivery (no row otherwise): messages acknowledged and sends begun inside it, messages
+    acknowledged before it and not yet delivered when it began (what it could still lose),
+    those of them no earlier window found exposed (summed over the windows, each message
+    counts once), and deliveries inside it.
 
     Each send and each delivery is paired with every window (a literal array, exploded: no
     join) and the pairs of both kinds are summed in one aggregation."""
@@ -151,7 +152,7 @@ def window_traffic(
     ordered = sorted(windows)
     # A message acknowledged before the previous window began was exposed at it too, if it
     # is still undelivered now: it was counted there first.
-    previous = [float("-inf"), *(start for start, _ in ordered[:-1])]
+    previous = [float("-inf"), *(start for start, _ in ordered)][: len(ordered)]
     bounds = small_array(
         [(a, b, p) for (a, b), p in zip(ordered, previous, strict=True)],
         "w_start double, w_end double, w_prev double",

@@ -1,5 +1,6 @@
 """The named queries on their own: the coordinators' moves from the partition watch (no Spark),
-and the unavailable intervals against a plain reading of their definition."""
+and the unavailable intervals, their overlap with the fault windows and the windows' traffic
+against a plain reading of their definitions."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers.frames import small_frame
-from checkers.queries import BUCKET_SECONDS, coordinator_moves, unavailable_intervals
+from checkers.queries import (
+    BUCKET_SECONDS,
+    coordinator_moves,
+    unavailable_intervals,
+    with_fault_overlap,
+)
+from checkers.spark import _window_traffic
 
 TXN = "transaction-coordinator"
 
@@ -120,3 +127,95 @@ def _rounded(interval: tuple) -> tuple:
 def _order(interval: tuple) -> tuple:
     """Intervals sorted with a missing time first."""
     return tuple((v is not None, v if v is not None else 0) for v in interval)
+
+
+a_window = st.tuples(st.integers(0, 20), st.integers(0, 6)).map(
+    lambda w: (w[0] / 2, w[0] / 2 + w[1] / 2)
+)
+a_time = st.one_of(st.none(), st.integers(0, 30).map(lambda t: t / 2))
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.tuples(a_time, a_time), max_size=8),
+    st.lists(a_window, max_size=4),
+)
+def test_fault_overlap_is_that_of_the_definition(
+    spark: Any, spans: list[tuple[float | None, float | None]], windows: list[tuple[float, float]]
+) -> None:
+    """Each interval's seconds inside the windows, and whether it meets one, however many
+    windows (none too), in any order, overlapping or repeated; identical intervals stay two."""
+    intervals = small_frame(
+        spark,
+        [
+            (i, start, end)
+            for i, (start, end) in enumerate(spans)
+            if start is not None and end is not None
+        ],
+        "n int, start double, end double",
+    )
+    found = {
+        r["n"]: (round(r["in_faults"], 6), r["touches_fault"])
+        for r in with_fault_overlap(intervals, windows).collect()
+    }
+    by_hand = {
+        i: (
+            round(sum(max(0.0, min(end, b) - max(start, a)) for a, b in windows), 6),
+            any(start <= b and end >= a for a, b in windows),
+        )
+        for i, (start, end) in enumerate(spans)
+        if start is not None and end is not None
+    }
+    assert found == by_hand
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.tuples(st.sampled_from(["ok", "fail"]), a_time, a_time, a_time), max_size=10),
+    st.lists(a_time.filter(lambda t: t is not None), max_size=6),
+    st.lists(a_window, max_size=4, unique=True),  # a run's steps make distinct windows
+)
+def test_window_traffic_is_that_of_the_definition(
+    spark: Any,
+    sends: list[tuple[str, float | None, float | None, float | None]],
+    delivered: list[float],
+    windows: list[tuple[float, float]],
+) -> None:
+    """Per window in time order, windows without traffic at 0: what each window's sends,
+    acks and deliveries were, and what it exposed (first exposed at the earliest window)."""
+    summary = small_frame(
+        spark,
+        sends,
+        "outcome string, invoke_time double, ack_time double, first_delivery double",
+    )
+    receives = small_frame(spark, [(t,) for t in delivered], "time double")
+    found = _window_traffic(summary, receives, windows)
+    by_hand = []
+    ordered = sorted(windows)
+    for n, (a, b) in enumerate(ordered):
+        previous = ordered[n - 1][0] if n else float("-inf")
+
+        def inside(t: float | None, a: float = a, b: float = b) -> bool:
+            return t is not None and a <= t <= b
+
+        exposed = [
+            ack
+            for outcome, _, ack, first in sends
+            if outcome == "ok" and ack is not None and ack < a and (first is None or first >= a)
+        ]
+        by_hand.append(
+            {
+                "start": a,
+                "end": b,
+                "acked": sum(1 for o, _, ack, _ in sends if o == "ok" and inside(ack)),
+                "sends": sum(1 for _, invoke, _, _ in sends if inside(invoke)),
+                "exposed": len(exposed),
+                "first_exposed": sum(1 for ack in exposed if ack >= previous),
+                "delivered": sum(1 for t in delivered if inside(t)),
+            }
+        )
+    assert found == by_hand
