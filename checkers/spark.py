@@ -259,7 +259,7 @@ def check_history(
                 in_phase(
                     "unavailability, stalls",
                     lambda: (
-                        _unavailability(summary, windows),
+                        _unavailability(cached, summary, windows),
                         _stalls(summary, receives, groups_df, windows),
                     ),
                 ),
@@ -375,7 +375,9 @@ def _refused_window(unavailability: dict[str, Any]) -> dict[str, float] | None:
 LONGEST = 10  # unavailable intervals listed per producer, longest first
 
 
-def _unavailability(summary: Any, windows: list[tuple[float, float]]) -> dict[str, Any]:
+def _unavailability(
+    kept: list[Any], summary: Any, windows: list[tuple[float, float]]
+) -> dict[str, Any]:
     """Per producer: how many unavailable intervals, their seconds, the seconds of them inside
     fault windows, and the longest few. Only these figures come back, however many there are."""
     from pyspark.sql import functions as F
@@ -383,26 +385,21 @@ def _unavailability(summary: Any, windows: list[tuple[float, float]]) -> dict[st
     intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows)
     # Computed once, then asked twice (totals, longest): planned from the history for each
     # question, the intervals took two thirds of this phase's 42 stages.
-    intervals = intervals.withColumn("seconds", F.col("end") - F.col("start")).localCheckpoint(
-        eager=True
-    )
-    try:
-        out = {p: {**totals, "longest": []} for p, totals in _interval_totals(intervals).items()}
-        for r in _longest_intervals(intervals):
-            out[r["producer"]]["longest"].append(
-                {
-                    "start": r["start"],
-                    "end": r["end"],
-                    "seconds": round(r["seconds"], 3),
-                    "in_fault_seconds": round(r["in_faults"], 3),
-                    "sends": r["sends"],
-                    "refused": r["refused"],
-                    "unknown": r["unknown"],
-                }
-            )
-        return out
-    finally:
-        release(intervals)
+    intervals = _kept(kept, intervals.withColumn("seconds", F.col("end") - F.col("start")))
+    out = {p: {**totals, "longest": []} for p, totals in _interval_totals(intervals).items()}
+    for r in _longest_intervals(intervals):
+        out[r["producer"]]["longest"].append(
+            {
+                "start": r["start"],
+                "end": r["end"],
+                "seconds": round(r["seconds"], 3),
+                "in_fault_seconds": round(r["in_faults"], 3),
+                "sends": r["sends"],
+                "refused": r["refused"],
+                "unknown": r["unknown"],
+            }
+        )
+    return out
 
 
 def _interval_totals(intervals: Any) -> dict[str, dict[str, Any]]:
