@@ -7,7 +7,7 @@ driver-made tables (groups, fault steps, split offsets) are literals in a query 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -53,3 +53,16 @@ def _struct(ddl: str) -> Any:
 
 def _fields(ddl: str) -> list[Any]:
     return list(_struct(ddl).fields)
+
+
+def in_spark_order(rows: Iterable[Any], *columns: str) -> list[Any]:
+    """Collected rows sorted by `columns`, ascending, with nulls first as Spark's orderBy sorts.
+
+    For a small result (a run's few producers, fault steps, samples): sorted here it costs no
+    job, where Spark's sort of the whole result samples it in one job and sorts it in
+    another."""
+
+    def key(row: Any) -> tuple[tuple[bool, Any], ...]:
+        return tuple((row[c] is not None, row[c]) for c in columns)
+
+    return sorted(rows, key=key)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.frames import small_array
+from checkers.frames import in_spark_order, small_array
 from checkers.messages import ABORTED, DELIVERY_ORDER, planned_abort
 from contract.history import COORDINATOR_STATE, NEMESIS_PROCESS, PARTITION_STATE, event_value
 
@@ -282,16 +282,21 @@ def positions(events: DataFrame) -> DataFrame:
     return held.withColumn("next_offset", F.lead("offset").over(after))
 
 
-def observed(positions: DataFrame) -> DataFrame:
-    """The positions of the observed log: those holding at least one of our msg_ids."""
-    return positions.filter(_F().size("msg_ids") > 0)
+def is_observed() -> Any:
+    """Whether a position is of the observed log: it holds at least one of our msg_ids."""
+    return _F().size("msg_ids") > 0
+
+
+def is_inconsistent() -> Any:
+    """Whether a position (stream, partition, offset) holds two or more distinct msg_ids: an
+    offset acknowledged or read as one message and later holding another (truncation after a
+    fail-over)."""
+    return _F().size("msg_ids") > 1
 
 
 def inconsistent_offsets(positions: DataFrame) -> DataFrame:
-    """Positions (stream, partition, offset) holding two or more distinct msg_ids: an offset
-    acknowledged or read as one message and later holding another (truncation after a
-    fail-over)."""
-    return positions.filter(_F().size("msg_ids") > 1)
+    """The inconsistent positions (is_inconsistent)."""
+    return positions.filter(is_inconsistent())
 
 
 def duplicate_offsets(events: DataFrame) -> DataFrame:
@@ -319,6 +324,43 @@ def duplicate_offsets(events: DataFrame) -> DataFrame:
         )
         .filter(spread)
         .select("stream", "msg_id")
+    )
+
+
+def log_findings(positions: DataFrame, events: DataFrame, samples: int) -> DataFrame:
+    """The observed log's anomalies in one query: a row of kind "counts" (positions observed,
+    inconsistent_offsets, duplicate_offsets), and the first `samples` of each anomaly as a row
+    of its kind, in the order a person reads them: an inconsistent offset's (stream, partition,
+    offset, msg_ids) by position, a duplicate's (stream, msg_id) by msg_id. Columns a kind does
+    not have are null.
+
+    One action where counting and sampling each anomaly took four or five: the duplicates'
+    aggregation appears twice in the plan, and Spark runs its exchange once for both."""
+    F = _F()
+    inconsistent = inconsistent_offsets(positions)
+    duplicates = duplicate_offsets(events)
+    counts = positions.agg(
+        F.count_if(is_observed()).alias("positions"),
+        F.count_if(is_inconsistent()).alias("inconsistent_offsets"),
+    ).crossJoin(duplicates.agg(F.count("*").alias("duplicate_offsets")))
+    first_inconsistent = inconsistent.orderBy("stream", "partition", "offset").limit(samples)
+    first_duplicates = duplicates.orderBy("msg_id", "stream").limit(samples)
+    return (
+        counts.select(F.lit("counts").alias("kind"), "*")
+        .unionByName(
+            first_inconsistent.select(
+                F.lit("inconsistent_offsets").alias("kind"),
+                "stream",
+                "partition",
+                "offset",
+                "msg_ids",
+            ),
+            allowMissingColumns=True,
+        )
+        .unionByName(
+            first_duplicates.select(F.lit("duplicate_offsets").alias("kind"), "stream", "msg_id"),
+            allowMissingColumns=True,
+        )
     )
 
 
@@ -427,18 +469,23 @@ NEVER_ACKED = "never acknowledged"
 ATTRIBUTED = ("lost", "duplicated", "reordered")
 
 
-def control_events(events: DataFrame) -> DataFrame:
+def control_events(events: DataFrame) -> list[dict[str, Any]]:
     """(time, process, type, f, partition, value) of every nemesis event and every leader/ISR
-    and coordinator change the partition watch recorded (Kafka), in order: a few rows per run,
-    collected once for the fault steps, windows, leader-placement snapshots, the partitions'
-    states and the coordinators' moves."""
+    and coordinator change the partition watch recorded (Kafka), in order (of time, then as
+    written): a few rows per run, collected once for the fault steps, windows, leader-placement
+    snapshots, the partitions' states and the coordinators' moves."""
     F = _F()
     watched = F.col("f").isin(PARTITION_STATE, COORDINATOR_STATE)
-    return (
+    rows = (
         events.filter((F.col("process") == NEMESIS_PROCESS) | watched)
-        .select("time", "process", "type", "f", "partition", "value")
-        .orderBy("time", "file", "line")
+        .select("time", "process", "type", "f", "partition", "value", "file", "line")
+        .collect()
     )
+    written = ("file", "line")
+    return [
+        {k: v for k, v in r.asDict().items() if k not in written}
+        for r in in_spark_order(rows, "time", *written)
+    ]
 
 
 def nemesis_events(control: list[dict[str, Any]]) -> list[dict[str, Any]]:

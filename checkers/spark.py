@@ -12,7 +12,6 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from checkers import timeline
 from checkers.attribution import attribute
 from checkers.cycles import check_cycles
 from checkers.engine import cancel_all, release
-from checkers.frames import small_frame
+from checkers.frames import in_spark_order, small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
 from checkers.messages import MessageTable, message_table
@@ -197,7 +196,7 @@ def check_history(
                 times = q.run_span(events, transactional=any_txn).collect()[0].asDict()
                 span = {"first": times["first"], "last": times["last"]}
                 _within_a_day(events, span)
-                control = [r.asDict() for r in q.control_events(events).collect()]
+                control = q.control_events(events)
                 return span, bool(times["transactional"]), control
 
         stop = functools.partial(cancel_all, spark)  # a part failed: the others' jobs end
@@ -207,11 +206,11 @@ def check_history(
         summary = table.summary()
         flagged = {"lost": lost, "duplicated": table.rows("duplicated"), "reordered": reordered}
         unseen = q.unseen(table.lost_at(), q.highest_read(receives))
-        # Sorted once as the ids files are: the table's messages, then each other anomaly.
+        # Sorted as the ids files are: the table's messages, then the other anomalies.
         ordered = [
             replace(table, frame=in_natural_order(table.frame)).tagged(),
-            in_natural_order(_tag(reordered, "reordered")),
-            in_natural_order(_tag(unseen, "unseen")),
+            # Few, mostly none: one sort for both, rather than a job to sample each.
+            in_natural_order(_tag(reordered, "reordered").unionByName(_tag(unseen, "unseen"))),
         ]
         nemesis = q.nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
@@ -384,7 +383,8 @@ def _unavailability(
 
     intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows)
     # Computed once, then asked twice (totals, longest): planned from the history for each
-    # question, the intervals took two thirds of this phase's 42 stages.
+    # question, the intervals took two thirds of this phase's 42 stages. (Asked in one query
+    # of both, Spark reused only part of their exchanges: each question keeps other columns.)
     intervals = _kept(kept, intervals.withColumn("seconds", F.col("end") - F.col("start")))
     out = {p: {**totals, "longest": []} for p, totals in _interval_totals(intervals).items()}
     for r in _longest_intervals(intervals):
@@ -419,7 +419,6 @@ def _interval_totals(intervals: Any) -> dict[str, dict[str, Any]]:
             F.sum("in_faults").alias("in_fault_seconds"),
             F.sum(F.coalesce(in_fault_sends, F.lit(0))).alias("in_fault_sends"),
         )
-        .orderBy("producer")
         .collect()
     )
     return {
@@ -431,7 +430,7 @@ def _interval_totals(intervals: Any) -> dict[str, dict[str, Any]]:
             "first": r["first"],
             "last": r["last"],
         }
-        for r in rows
+        for r in in_spark_order(rows, "producer")
     }
 
 
@@ -444,7 +443,7 @@ def _longest_intervals(intervals: Any) -> list[Any]:
     # the shuffle: a producer's intervals are not one task.
     longest_first = Window.partitionBy("producer").orderBy(F.desc("seconds"), "start")
     ranked = intervals.withColumn("n", F.row_number().over(longest_first))
-    return ranked.filter(F.col("n") <= LONGEST).orderBy("producer", "n").collect()
+    return in_spark_order(ranked.filter(F.col("n") <= LONGEST).collect(), "producer", "n")
 
 
 STALL_SECONDS = 1.0  # under continuous load, a second without progress is a blocked queue
@@ -509,64 +508,59 @@ LOG_SAMPLES = 5
 
 
 def _log_anomalies(positions: Any, events: Any) -> dict[str, Any]:
-    """Counts of the observed log's anomalies, and the first few of each for a person to see."""
-    inconsistent, inconsistent_samples = _counted_samples(
-        q.inconsistent_offsets(positions),
-        ("stream", "partition", "offset"),
-        lambda r: f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}",
+    """Counts of the observed log's anomalies, and the first few of each for a person to see.
+    Anomalies are mostly none: the duplicates' positions are looked up only when there are
+    some, and then only for the few shown."""
+    rows = q.log_findings(positions, events, LOG_SAMPLES).collect()
+    counts = next(r for r in rows if r["kind"] == "counts")
+    inconsistent = in_spark_order(
+        (r for r in rows if r["kind"] == "inconsistent_offsets"), "stream", "partition", "offset"
     )
-    duplicates, duplicate_samples = _counted_samples(
-        q.duplicate_offsets(events),
-        ("msg_id",),
-        lambda r: f"{r['msg_id']}: {', '.join(r['at'])}",
-        listed=lambda first: q.positions_of(events, first),
-    )
+    duplicated = [(r["stream"], r["msg_id"]) for r in rows if r["kind"] == "duplicate_offsets"]
     return {
-        "positions": q.observed(positions).count(),
-        "inconsistent_offsets": inconsistent,
-        "duplicate_offsets": duplicates,
+        "positions": counts["positions"],
+        "inconsistent_offsets": counts["inconsistent_offsets"],
+        "duplicate_offsets": counts["duplicate_offsets"],
         "samples": {
-            "inconsistent_offsets": inconsistent_samples,
-            "duplicate_offsets": duplicate_samples,
+            "inconsistent_offsets": [
+                f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}"
+                for r in inconsistent
+            ],
+            "duplicate_offsets": _duplicate_samples(events, duplicated),
         },
     }
 
 
-def _counted_samples(
-    rows: Any,
-    order: tuple[str, ...],
-    said: Callable[[Any], str],
-    listed: Callable[[Any], Any] | None = None,
-) -> tuple[int, list[str]]:
-    """How many rows, and the first LOG_SAMPLES in `order` as `said` words them, after `listed`
-    (if any) adds what a person reads to those few. Anomalies are mostly none or few: fewer
-    samples than asked for are all of them, and need no count."""
-    rows = rows.cache()  # sorted, then counted when there are more
-    try:
-        limited = rows.orderBy(*order).limit(LOG_SAMPLES)
-        if listed is None:
-            first = limited.collect()
-            few = len(first)
-        else:
-            # `listed` may join or group: the rows it gives are not the rows counted
-            first = listed(limited).orderBy(*order).collect()
-            few = limited.count()
-        count = few if few < LOG_SAMPLES else rows.count()
-        return count, [said(r) for r in first]
-    finally:
-        rows.unpersist()
+def _duplicate_samples(events: Any, duplicated: list[tuple[str | None, str]]) -> list[str]:
+    """Each (stream, msg_id) of `duplicated` as msg_id and the positions the log holds it at,
+    in msg_id order."""
+    if not duplicated:
+        return []
+    which = small_frame(events.sparkSession, duplicated, "stream string, msg_id string")
+    listed = q.positions_of(events, which).collect()
+    return [
+        f"{r['msg_id']}: {', '.join(r['at'])}" for r in in_spark_order(listed, "msg_id", "stream")
+    ]
 
 
 def _counts_per(names: Any, key: str, counted: dict[str, Any]) -> dict[str, dict[str, int]]:
     """For every `key` of `names` (a frame of that one column), how many rows each frame of
-    `counted` (name -> frame with that column) has for it, 0 where none: one query for all."""
+    `counted` (name -> frame with that column) has for it, 0 where none: one query for all.
+
+    One grouping of every frame's keys, each tagged with its frame's name (the names' own
+    untagged): distinct names, a grouping per frame and a join of each took a shuffle and
+    a job apiece."""
     from pyspark.sql import functions as F
 
-    rows = names.distinct()
+    tagged = names.select(key, F.lit(None).cast("string").alias("counted"))
     for name, frame in counted.items():
-        rows = rows.join(frame.groupBy(key).agg(F.count("*").alias(name)), key, "left")
-    in_order = sorted(rows.collect(), key=lambda r: r[key])
-    return {r[key]: {name: r[name] or 0 for name in counted} for r in in_order}
+        tagged = tagged.unionByName(frame.select(key, F.lit(name).alias("counted")))
+    rows = tagged.groupBy(key, "counted").agg(F.count("*").alias("rows")).collect()
+    out = {r[key]: dict.fromkeys(counted, 0) for r in rows if r["counted"] is None}
+    for r in rows:
+        if r["counted"] is not None and r[key] in out:
+            out[r[key]][r["counted"]] = r["rows"]
+    return {k: out[k] for k in sorted(out)}
 
 
 def _committed_view(events: Any, transactional: bool) -> tuple[set[str], Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from checkers import queries as q
 from checkers.attribution import fault_steps, step_label
+from checkers.frames import in_spark_order
 from checkers.messages import ABORTED
 from contract.history import event_value
 
@@ -153,7 +154,7 @@ def build(
     }
     anomalies: dict[str, dict[str, list[list[int]]]] = {m: {} for m in q.ATTRIBUTED}
     marks = anomalies_by_ack_second(q.attributed(flagged), q.acks(summary), run_start)
-    for r in marks.orderBy("metric", "group", "second").collect():
+    for r in in_spark_order(marks.collect(), "metric", "group", "second"):
         anomalies[r["metric"]].setdefault(r["group"], []).append([r["second"], r["count"]])
     return {
         "run_start": run_start,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.spark import LOG_SAMPLES, _counted_samples, check_history
+from checkers.spark import LOG_SAMPLES, check_history
 from contract.history import FIELDS
 
 pytestmark = pytest.mark.spark
@@ -231,16 +231,20 @@ def test_planted_reader_and_producer_anomalies_are_counted(
     assert group["duplicated"] == len(rewinds)
 
 
-def test_a_samples_count_is_of_the_rows_not_of_what_lists_them(spark: Any) -> None:
-    """A sample's listing may group or join: the count is still of the anomalous rows."""
-
-    def said(r: Any) -> str:
-        return str(r["k"])
-
-    for rows in (3, LOG_SAMPLES, LOG_SAMPLES + 4):
-        frame = spark.range(rows).withColumnRenamed("id", "k")
-        one_row = _counted_samples(frame, ("k",), said, listed=lambda first: first.limit(1))
-        assert one_row == (rows, ["0"])
-        doubled = _counted_samples(frame, ("k",), said, listed=lambda first: first.union(first))
-        assert doubled[0] == rows and len(doubled[1]) == 2 * min(rows, LOG_SAMPLES)
-        assert _counted_samples(frame, ("k",), said)[0] == rows
+def test_counts_are_of_every_anomaly_and_samples_the_first_few_in_order(
+    spark: Any, tmp_path: Path
+) -> None:
+    """More anomalies than are shown: each count is of all of them, the samples the first
+    LOG_SAMPLES, inconsistent offsets by position and duplicates by msg_id."""
+    planted = set(range(1, LOG_SAMPLES + 4))
+    kafka_history(tmp_path / "history", 12, planted, planted)
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    assert result.log["inconsistent_offsets"] == result.log["duplicate_offsets"] == len(planted)
+    shown = range(1, LOG_SAMPLES + 1)
+    assert result.log["samples"] == {
+        "inconsistent_offsets": [f"t/0@{k - 1}: P:{k}, X:{k}" for k in shown],
+        # positions as text, sorted as text
+        "duplicate_offsets": [
+            f"P:{k}: {', '.join(sorted([f't/0@{k - 1}', f't/0@{11 + k}']))}" for k in shown
+        ],
+    }
