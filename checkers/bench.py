@@ -10,8 +10,8 @@ peak memory (the whole process tree: Python and Spark's JVM) are its own:
                  into the Parquet copy, then checked (and report.html and junit.xml written)
   cold again     the Parquet copy there already (what re-checking a run costs)
   warm check     the first check again, on a warm Spark Connect server (checkers.session) that
-                 the bench starts once and warms with a small history before the first size;
-                 its peak memory adds the server's
+                 the bench starts once and warms as `harness spark up` does (checkers.warm_up)
+                 before the first size; its peak memory adds the server's
   warm again     likewise, from the Parquet copy
   warm steady    run-sized histories only: the median of STEADY_CHECKS more, as a server that
                  has checked a few runs answers the next (the JVM's compiler still speeds up
@@ -38,9 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers.bench_synth import GROUPS, synth
+from checkers.bench_synth import synth_run
 from contract.numbers import parse_counts
-from contract.rundir import MANIFEST
 
 DEFAULT_SIZES = "60k,1M,10M"
 PHASE_TIMEOUT = 3600.0  # seconds one check may take before the bench gives up on it
@@ -69,7 +68,7 @@ def main() -> int:
         # than the machine had beside the server's JVM after the 1M checks (the machine then
         # reclaimed its page cache for minutes, and the bench's hour ran out).
         duckdb = {n: _duckdb(root / f"run-{n}", n) for n in sizes}
-        with _warm_session(root) as server_pid:
+        with _warm_session() as server_pid:
             for n in sizes:
                 differ |= not _bench_size(root / f"run-{n}", n, server_pid, duckdb[n])
     finally:
@@ -79,24 +78,22 @@ def main() -> int:
 
 
 @contextlib.contextmanager
-def _warm_session(root: Path) -> Iterator[int | None]:
-    """The warm server's process (0 when it is elsewhere: SPARK_REMOTE), warmed by one check of
-    a small history; None with BENCH_WARM=0 or when it cannot start."""
+def _warm_session() -> Iterator[int | None]:
+    """The warm server's process (0 when it is elsewhere: SPARK_REMOTE), warmed as `harness
+    spark up` warms it; None with BENCH_WARM=0 or when it cannot start."""
     if os.environ.get("BENCH_WARM") == "0":
         yield None
         return
     from checkers.session import recorded_server, warm_server
+    from checkers.warm_up import MESSAGES, warm_up
 
     with warm_server() as url:
         if url is None:
             yield None
             return
-        warm_up = root / "warm-up"
-        if not (warm_up / MANIFEST).exists():
-            synth(warm_up / "history", 2_000)
-            (warm_up / MANIFEST).write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
-        took = _timed([sys.executable, "-m", "harness.cli", "check", str(warm_up)], (0, 1))
-        print(f"warm Spark Connect at {url}, warmed by a 2k-message check in {took.seconds:.1f} s")
+        took = ", ".join(f"{s:.1f}" for s in warm_up(url))
+        print(f"warm Spark Connect at {url}, warmed as harness spark up warms it: checks of a")
+        print(f"{MESSAGES}-message history of another seed in {took} s")
         server = recorded_server()
         yield server.pid if server and server.url == url else 0
 
@@ -112,11 +109,7 @@ def parse_sizes(text: str) -> list[int]:
 
 def _duckdb(run: Path, messages: int) -> Timing:
     """DuckDB's answers for a history of `messages` (made first when it is not there yet)."""
-    history = run / "history"
-    if not (run / MANIFEST).exists():  # written last: a history cut short is made again
-        shutil.rmtree(history, ignore_errors=True)
-        synth(history, messages)
-        (run / MANIFEST).write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+    synth_run(run, messages)
     python = sys.executable
     return _timed([python, "-m", "checkers.bench_duckdb", str(run), str(duckdb_answers(run))])
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 from typing import TextIO
 
 from contract.history import FIELDS
+from contract.rundir import MANIFEST
 
 PARTITIONS = 3
 TOPIC = "x"
@@ -33,6 +35,16 @@ FAULT_STEPS = 6
 def _line(**fields: object) -> str:
     """A line as contract.history writes it: every field, nulls included."""
     return json.dumps({**dict.fromkeys(FIELDS), **fields}, separators=(",", ":")) + "\n"
+
+
+def synth_run(run: Path, messages: int, seed: int = 7) -> Path:
+    """`run` as a run directory holding a synthetic history of `messages` sends, made unless it
+    is one already (its manifest is written last: a history cut short is made again)."""
+    if not (run / MANIFEST).exists():
+        shutil.rmtree(run / "history", ignore_errors=True)
+        synth(run / "history", messages, seed)
+        (run / MANIFEST).write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+    return run
 
 
 def synth(history: Path, messages: int, seed: int = 7) -> int:

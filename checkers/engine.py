@@ -3,7 +3,18 @@ SparkContext in this process) and a classic one must be asked differently."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+# PySpark's mark, in the environment, of a process that has opened a Connect session: its
+# functions build Connect plans while it is there, and no Spark of the process's own can start.
+CONNECT_MARK = "SPARK_CONNECT_MODE_ENABLED"
+
+
+def forget_connect_mark() -> None:
+    """Drops the mark where no Connect session is open: one inherited from the process that
+    started this one (a bench, a test session), or left by a session that never came up."""
+    os.environ.pop(CONNECT_MARK, None)
 
 
 def is_connect(spark: Any) -> bool:

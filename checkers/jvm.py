@@ -13,7 +13,6 @@ queries before it has read much. Two JDK features cut that (figures: README, "Th
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -90,15 +89,12 @@ def write_archive(timeout: float = 600.0) -> str:
 
 def _train() -> int:
     """The training check: a synthetic history with every anomaly, checked once."""
-    from checkers.bench_synth import GROUPS, synth
+    from checkers.bench_synth import synth_run
     from checkers.run import check_run
     from checkers.spark import spark_session
-    from contract.rundir import MANIFEST
 
     with tempfile.TemporaryDirectory(prefix="brokerjepsen-jvm-") as tmp:
-        run = Path(tmp)
-        synth(run / "history", 20_000)
-        (run / MANIFEST).write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+        run = synth_run(Path(tmp), 20_000)
         spark = spark_session(archive_to=Path(os.environ["BJ_ARCHIVE_TO"]))
         check_run(run, spark=spark)
     _stop_jvm(spark)

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from checkers import kept_session
-from checkers.engine import is_connect
+from checkers.engine import CONNECT_MARK, forget_connect_mark, is_connect
 from checkers.jvm import archive_path
 from checkers.read import HistoryError
 from checkers.tuning import CHECKER_CONF
@@ -228,7 +228,7 @@ def checker_session(master: str | None, history_bytes: int | None) -> Iterator[t
     if url is not None:
         with contextlib.ExitStack() as held:
             try:
-                spark = held.enter_context(_warm_session(url))
+                spark = held.enter_context(server_session(url))
             except HistoryError as e:
                 if os.environ.get("SPARK_REMOTE"):
                     raise
@@ -242,7 +242,7 @@ def checker_session(master: str | None, history_bytes: int | None) -> Iterator[t
 
 
 @contextlib.contextmanager
-def _warm_session(url: str) -> Iterator[Any]:
+def server_session(url: str) -> Iterator[Any]:
     """This machine's warm server's kept session when it is free (checkers.kept_session), else
     a session of this check's own; a server elsewhere (SPARK_REMOTE) gets one of its own."""
     server = None if os.environ.get("SPARK_REMOTE") else recorded_server()
@@ -284,7 +284,7 @@ def _released(spark: Any) -> Iterator[Any]:
 def session_of(spark: Any) -> Where:
     """What a session handed in (a test's, the class archive's training) is."""
     if is_connect(spark):
-        url = f"sc://{spark.client.host}:{spark.client._builder.port}"  # noqa: SLF001
+        url = f"sc://{spark.client._builder.endpoint}"  # noqa: SLF001 (host:port, no API)
         return Where("pyspark-connect", url, f"Spark Connect at {url}")
     master = str(spark.sparkContext.master)
     return Where("pyspark", master, f"Spark master {master}")
@@ -302,6 +302,7 @@ def connect_session(url: str, session_id: str | None = None) -> Any:
 
     target = f"{url.rstrip('/')}/;session_id={session_id}" if session_id else url
     session: Any = None
+    marked = CONNECT_MARK in os.environ
     try:
         session = SparkSession.builder.remote(target).create()
         # A few seconds of retries, not Spark's ten minutes: a server gone is said, not waited on.
@@ -314,6 +315,8 @@ def connect_session(url: str, session_id: str | None = None) -> Any:
             # returns to that one, whichever session checkpointed them.
             session.release_session_on_close = False
             session.stop()
+        if not marked:  # the local Spark a check falls back on could not start beside it
+            forget_connect_mark()
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         if session_id and "SESSION_CLOSED" in str(e):
             raise SessionClosed(f"the Spark Connect session {session_id} was closed") from None

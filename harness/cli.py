@@ -23,6 +23,7 @@ from rich.text import Text
 # typer vendors click; its base exception is not re-exported
 from typer._click.exceptions import ClickException
 
+from checkers.engine import forget_connect_mark
 from checkers.spark import HistoryError
 from checkers.verdict import summary_lines
 from contract.expectations import known_expectation
@@ -430,9 +431,19 @@ app.add_typer(spark_app, name="spark")
 @spark_app.command("up")
 def spark_up(
     port: Annotated[int, typer.Option(help="its port on 127.0.0.1", min=1024, max=65535)] = 15002,
+    warm_checks: Annotated[
+        int,
+        typer.Option(
+            help="checks of a synthetic run-sized history it runs before it is up (0: none)",
+            min=0,
+            max=20,
+        ),
+    ] = 4,
 ) -> None:
-    """Start a Spark Connect server that every check on this machine uses until spark down."""
+    """Start a Spark Connect server that every check on this machine uses until spark down,
+    warmed by a few checks of a synthetic history so a run's first check is not a cold one."""
     from checkers.session import recorded_server, start_server
+    from checkers.warm_up import MESSAGES, warm_up
 
     running = recorded_server()
     if running is not None:
@@ -443,6 +454,18 @@ def spark_up(
     except HistoryError as e:
         raise _fail(str(e)) from None
     out.print(f"spark: up at {server.url} (pid {server.pid}, log {server.log})", markup=False)
+    if warm_checks == 0:
+        return
+    out.print(f"spark: warming it with {warm_checks} checks of {MESSAGES} synthetic messages")
+    try:
+        took = warm_up(server.url, warm_checks, said=_said_warm_check)
+    except HistoryError as e:  # the server stays up: a cold first check is slower, not wrong
+        raise _fail(f"spark: up, but its warm-up check failed: {e}") from None
+    out.print(f"spark: warm after {len(took)} checks in {sum(took):.0f} s", markup=False)
+
+
+def _said_warm_check(n: int, seconds: float) -> None:
+    out.print(f"spark: warm-up check {n} took {seconds:.1f} s", markup=False)
 
 
 @spark_app.command("down")
@@ -889,6 +912,7 @@ def show(
 def main() -> None:
     """The `harness` command: a usage error (an unknown option, a value out of range) is one
     line and exit 2, as every other bad input."""
+    forget_connect_mark()  # a new process has no Connect session open, whatever it inherited
     run_app(app)
 
 

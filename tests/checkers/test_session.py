@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from checkers import kept_session, session
+from checkers import kept_session, session, warm_up
 from checkers.bench_synth import GROUPS, synth
+from checkers.engine import CONNECT_MARK
+from checkers.read import HistoryError
 from checkers.run import check_run
 from tests.checkers.test_cycles import TOPIC, write_history
 from tests.helpers import ROOT
@@ -162,10 +164,22 @@ def test_a_named_master_is_used_even_with_a_warm_session(
     warm: session.Server, tmp_path: Path
 ) -> None:
     run = _synthetic_run(tmp_path / "run")
-    checked = _harness("check", str(run), "--master", "local[2]")
+    # As a process that opened a Connect session (a bench, a test session) passes it on.
+    inherited = {CONNECT_MARK: "1"}
+    checked = _harness("check", str(run), "--master", "local[2]", env=inherited)
     assert "checked on Spark master local[2]" in checked.stderr, checked.stderr
     verdict = json.loads((run / "verdict.json").read_text())
     assert verdict["checker"] == verdict["checker"] | {"engine": "pyspark", "master": "local[2]"}
+
+
+def test_a_server_that_does_not_answer_leaves_no_connect_mark(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check then falls back on a Spark of its own, which PySpark's mark would forbid."""
+    monkeypatch.delenv(CONNECT_MARK, raising=False)
+    with pytest.raises(HistoryError, match="did not answer"):
+        session.connect_session(f"sc://127.0.0.1:{_free_port()}")
+    assert CONNECT_MARK not in os.environ
 
 
 def test_status_says_which_spark_a_check_would_use(warm: session.Server) -> None:
@@ -194,7 +208,7 @@ def test_a_server_started_for_a_command_ends_with_it(tmp_path: Path) -> None:
 def test_spark_up_outlives_its_command_until_spark_down(tmp_path: Path) -> None:
     env = {"BJ_CACHE_DIR": str(tmp_path / "cache")}
     port = _free_port()
-    up = _harness("spark", "up", "--port", str(port), env=env)
+    up = _harness("spark", "up", "--port", str(port), "--warm-checks", "0", env=env)
     assert up.returncode == 0 and f"sc://127.0.0.1:{port}" in up.stdout, up.stderr
     state = json.loads((tmp_path / "cache" / "spark-connect.json").read_text())
     try:
@@ -207,6 +221,20 @@ def test_spark_up_outlives_its_command_until_spark_down(tmp_path: Path) -> None:
     assert _gone_within(state["pid"], 10)
     assert not (tmp_path / "cache" / "spark-connect.json").exists()
     assert "no warm session" in _harness("spark", "down", env=env).stdout
+
+
+def test_the_warm_up_checks_its_synthetic_history_on_the_server_it_warms(
+    warm: session.Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(warm_up, "MESSAGES", 2_000)  # the queries of a run's size, sooner
+    seen: list[int] = []
+    took = warm_up.warm_up(warm.url, checks=2, said=lambda n, _s: seen.append(n))
+    assert len(took) == 2 and seen == [1, 2] and all(t > 0 for t in took)
+    verdict = json.loads((warm_up.history_run() / "verdict.json").read_text())
+    assert verdict["checker"]["engine"] == "pyspark-connect"
+    assert verdict["checker"]["master"] == warm.url
+    assert verdict["sends"]["invoked"] == 2_000
+    assert warm_up.warm_up(warm.url, checks=2, budget=0.0) == []  # no check after its budget
 
 
 def _gone_within(pid: int, seconds: float) -> bool:
