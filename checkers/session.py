@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -307,7 +308,9 @@ def connect_session(url: str, session_id: str | None = None) -> Any:
         session = SparkSession.builder.remote(target).create()
         # A few seconds of retries, not Spark's ten minutes: a server gone is said, not waited on.
         session.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES)])
-        _ = session.version  # the first call that reaches the server
+        with warnings.catch_warnings():  # the retries' end is said below, in the check's line
+            warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+            _ = session.version  # the first call that reaches the server
         return session
     except Exception as e:  # noqa: BLE001 (grpc's errors are many: the first line says which)
         if session is not None:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -172,14 +173,17 @@ def test_a_named_master_is_used_even_with_a_warm_session(
     assert verdict["checker"] == verdict["checker"] | {"engine": "pyspark", "master": "local[2]"}
 
 
-def test_a_server_that_does_not_answer_leaves_no_connect_mark(
+def test_a_server_that_does_not_answer_is_one_line_and_leaves_no_connect_mark(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The check then falls back on a Spark of its own, which PySpark's mark would forbid."""
     monkeypatch.delenv(CONNECT_MARK, raising=False)
-    with pytest.raises(HistoryError, match="did not answer"):
-        session.connect_session(f"sc://127.0.0.1:{_free_port()}")
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        with pytest.raises(HistoryError, match="did not answer"):
+            session.connect_session(f"sc://127.0.0.1:{_free_port()}")
     assert CONNECT_MARK not in os.environ
+    assert [str(w.message) for w in warned] == []  # one line on the console: the check's own
 
 
 def test_status_says_which_spark_a_check_would_use(warm: session.Server) -> None:
