@@ -12,7 +12,7 @@ setup:
 
 # The fast tier, CI's gate on every change (tests/tiers.py): unit, checker and real-cluster
 # tests and one end-to-end smoke per RabbitMQ line and on Kafka's default line; it says its wall
-# time at the end, after its 25 slowest tests (what to move when the tier nears its budget).
+# time at the end, after its slowest tests (up to 25 over 20 s: what to move as it nears its budget).
 test:
 	$(PY) -m pytest --tier fast --record-durations --durations=25 --durations-min=20
 

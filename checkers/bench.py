@@ -84,6 +84,7 @@ def _warm_session() -> Iterator[int | None]:
     if os.environ.get("BENCH_WARM") == "0":
         yield None
         return
+    from checkers.read import HistoryError
     from checkers.session import recorded_server, warm_server
     from checkers.warm_up import MESSAGES, warm_up
 
@@ -91,7 +92,10 @@ def _warm_session() -> Iterator[int | None]:
         if url is None:
             yield None
             return
-        took = ", ".join(f"{s:.1f}" for s in warm_up(url))
+        try:
+            took = ", ".join(f"{s:.1f}" for s in warm_up(url))
+        except HistoryError as e:
+            raise SystemExit(f"bench: the warm server's warm-up failed: {e}") from None
         print(f"warm Spark Connect at {url}, warmed as harness spark up warms it: checks of a")
         print(f"{MESSAGES}-message history of another seed in {took} s")
         server = recorded_server()

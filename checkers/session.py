@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import gc
 import json
 import os
@@ -36,7 +35,7 @@ from checkers.engine import CONNECT_MARK, forget_connect_mark, is_connect
 from checkers.jvm import archive_path
 from checkers.read import HistoryError
 from checkers.tuning import CHECKER_CONF
-from contract.cache import cache_root, write_whole
+from contract.cache import cache_root, exclusive, write_whole
 from contract.process import alive
 
 PORT = 15002  # Spark Connect's own default
@@ -393,14 +392,8 @@ def _dies_with(parent: int) -> Callable[[], None]:
 @contextlib.contextmanager
 def _locked() -> Iterator[None]:
     """The state file's lock: one process at a time reads, writes or removes it."""
-    lock = state_file().with_suffix(".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with exclusive(state_file().with_suffix(".lock")):
+        yield
 
 
 def _is_our_server(pid: int) -> bool:

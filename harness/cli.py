@@ -456,11 +456,17 @@ def spark_up(
     out.print(f"spark: up at {server.url} (pid {server.pid}, log {server.log})", markup=False)
     if warm_checks == 0:
         return
+    # Checks begun meanwhile run beside the warm-up, on the server that is up already.
     out.print(f"spark: warming it with {warm_checks} checks of {MESSAGES} synthetic messages")
     try:
         took = warm_up(server.url, warm_checks, said=_said_warm_check)
-    except HistoryError as e:  # the server stays up: a cold first check is slower, not wrong
-        raise _fail(f"spark: up, but its warm-up check failed: {e}") from None
+    except HistoryError as e:  # it stays up: a cold first check is slower, not wrong
+        raise _fail(
+            f"spark: up at {server.url}, not warmed: its warm-up check failed: {e}", 1
+        ) from None
+    except KeyboardInterrupt:
+        err.print(f"spark: up at {server.url}, not warmed (interrupted)", markup=False)
+        raise typer.Exit(130) from None
     out.print(f"spark: warm after {len(took)} checks in {sum(took):.0f} s", markup=False)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from checkers import kept_session, session, warm_up
+from checkers import kept_session, session
 from checkers.bench_synth import GROUPS, synth
 from checkers.engine import CONNECT_MARK
 from checkers.read import HistoryError
@@ -228,17 +228,29 @@ def test_spark_up_outlives_its_command_until_spark_down(tmp_path: Path) -> None:
 
 
 def test_the_warm_up_checks_its_synthetic_history_on_the_server_it_warms(
-    warm: session.Server, monkeypatch: pytest.MonkeyPatch
+    warm: session.Server,
 ) -> None:
-    monkeypatch.setattr(warm_up, "MESSAGES", 2_000)  # the queries of a run's size, sooner
-    seen: list[int] = []
-    took = warm_up.warm_up(warm.url, checks=2, said=lambda n, _s: seen.append(n))
+    # In a process of its own: a Connect session would turn this one's PySpark to Connect mode.
+    script = (
+        "import json, sys\n"
+        "from checkers import warm_up\n"
+        "warm_up.MESSAGES = 2_000  # the queries of a run's size, sooner\n"
+        "seen = []\n"
+        "took = warm_up.warm_up(sys.argv[1], checks=2, said=lambda n, _s: seen.append(n))\n"
+        "none = warm_up.warm_up(sys.argv[1], checks=2, budget=0.0)\n"
+        "print(json.dumps([took, seen, none, str(warm_up.history_run())]))\n"
+    )
+    done = _command(
+        [sys.executable, "-c", script, warm.url], {**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+    assert done.returncode == 0, done.stderr
+    took, seen, none, run = json.loads(done.stdout.splitlines()[-1])
     assert len(took) == 2 and seen == [1, 2] and all(t > 0 for t in took)
-    verdict = json.loads((warm_up.history_run() / "verdict.json").read_text())
+    assert none == []  # no check begins after its budget
+    verdict = json.loads((Path(run) / "verdict.json").read_text())
     assert verdict["checker"]["engine"] == "pyspark-connect"
     assert verdict["checker"]["master"] == warm.url
     assert verdict["sends"]["invoked"] == 2_000
-    assert warm_up.warm_up(warm.url, checks=2, budget=0.0) == []  # no check after its budget
 
 
 def _gone_within(pid: int, seconds: float) -> bool:
