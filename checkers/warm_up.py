@@ -12,10 +12,9 @@ only into the cache; two warm-ups at once (a bench beside `spark up`) take turns
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from checkers.bench_synth import synth_run
@@ -34,13 +33,6 @@ def history_run() -> Path:
     return synth_run(cache_root() / "warm-up" / f"kafka-{MESSAGES}", MESSAGES, SEED)
 
 
-@contextlib.contextmanager
-def _turn() -> Iterator[None]:
-    """This process's turn at the warm-up's run directory (another's ends within its budget)."""
-    with exclusive(cache_root() / "warm-up" / "lock"):
-        yield
-
-
 def warm_up(
     url: str,
     checks: int = CHECKS,
@@ -54,7 +46,8 @@ def warm_up(
 
     began = time.monotonic()
     took: list[float] = []
-    with _turn():
+    # Two warm-ups at once take turns at its run directory: the other ends within its budget.
+    with exclusive(cache_root() / "warm-up" / "lock"):
         run = history_run()
         while len(took) < checks and time.monotonic() - began < budget:
             started = time.monotonic()

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from checkers import kept_session, session
-from checkers.bench_synth import GROUPS, synth
+from checkers.bench_synth import GROUPS, synth_run
 from checkers.engine import CONNECT_MARK
 from checkers.read import HistoryError
 from checkers.run import check_run
@@ -68,20 +68,14 @@ def _harness(*argv: str, env: dict[str, str] | None = None) -> subprocess.Comple
     return _command([*HARNESS, *argv], {**os.environ, **(env or {})})
 
 
-def _synthetic_run(run: Path) -> Path:
-    synth(run / "history", 20_000)
-    (run / "manifest.json").write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
-    return run
-
-
 # Nightly: measured over 90 s. The mock tier's checks run warm in the fast tier, against
 # counts their tests know.
 @pytest.mark.nightly
 def test_a_warm_check_counts_what_a_local_check_counts(
     spark: Any, warm: session.Server, tmp_path: Path
 ) -> None:
-    local = check_run(_synthetic_run(tmp_path / "local"), spark=spark)
-    checked = _harness("check", str(_synthetic_run(tmp_path / "warm")))
+    local = check_run(synth_run(tmp_path / "local", 20_000), spark=spark)
+    checked = _harness("check", str(synth_run(tmp_path / "warm", 20_000)))
     assert checked.returncode in (0, 1) and "Traceback" not in checked.stderr, checked.stderr
     assert f"checked on warm Spark Connect at {warm.url}" in checked.stderr
     on_warm = json.loads((tmp_path / "warm" / "verdict.json").read_text())
@@ -103,9 +97,7 @@ def test_checks_take_turns_on_one_kept_session(warm: session.Server, tmp_path: P
     """This machine's checks run in one server session, one at a time: the next check runs in
     the session the last one ran in, one the server closed is replaced, and a check that finds
     it taken runs in a session of its own."""
-    run = tmp_path / "run"
-    synth(run / "history", 2_000)
-    (run / "manifest.json").write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
+    run = synth_run(tmp_path / "run", 2_000)
 
     def checked() -> dict[str, Any]:
         done = _harness("check", str(run))
@@ -135,7 +127,7 @@ def test_a_relative_run_directory_is_the_one_this_command_names(
     warm: session.Server, tmp_path: Path
 ) -> None:
     """The server has a working directory of its own: the check sends it absolute paths."""
-    _synthetic_run(tmp_path / "here")
+    synth_run(tmp_path / "here", 20_000)
     checked = _command(
         [*HARNESS, "check", "here"], {**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path
     )
@@ -164,7 +156,7 @@ def test_a_warm_check_finds_a_dependency_cycle(warm: session.Server, tmp_path: P
 def test_a_named_master_is_used_even_with_a_warm_session(
     warm: session.Server, tmp_path: Path
 ) -> None:
-    run = _synthetic_run(tmp_path / "run")
+    run = synth_run(tmp_path / "run", 20_000)
     # As a process that opened a Connect session (a bench, a test session) passes it on.
     inherited = {CONNECT_MARK: "1"}
     checked = _harness("check", str(run), "--master", "local[2]", env=inherited)
