@@ -431,22 +431,46 @@ def consecutive_reads(receives: DataFrame) -> DataFrame:
     )
 
 
-def poll_skips(pairs: DataFrame, positions: DataFrame) -> DataFrame:
-    """Consecutive reads a < b with an observed offset strictly between: the reader skipped it.
-    a was observed (it was read), so the next observed offset after a decides."""
+def read_anomalies(
+    pairs: DataFrame,
+    positions: DataFrame,
+    committed_readers: set[str] | None = None,
+    committed_positions: DataFrame | None = None,
+) -> DataFrame:
+    """(process, poll_skip, nonmonotonic) for each pair of consecutive reads:
+      poll_skip     a < b, and the observed log holds an offset strictly between: a was
+                    observed (it was read), so the next observed offset after a decides
+      nonmonotonic  b <= a
+    A read_committed reader (of `committed_readers`) is judged against the log less aborted
+    records (`committed_positions`), every other reader against `positions`.
+
+    Both flags of a pair come from one row of one join: asked as two frames of the pairs,
+    Spark ran their window twice (it reuses no exchange under different pushed filters)."""
     F = _F()
-    nexts = positions.select(
-        "stream", "partition", F.col("offset").alias("a"), F.col("next_offset")
-    )
-    forward = pairs.filter(F.col("b") > F.col("a"))
-    return forward.join(nexts, ["stream", "partition", "a"]).filter(
-        F.col("next_offset") < F.col("b")
-    )
 
+    def nexts(frame: DataFrame, committed: bool) -> DataFrame:
+        return frame.select(
+            "stream",
+            "partition",
+            F.col("offset").alias("a"),
+            "next_offset",
+            F.lit(committed).alias("committed"),
+        )
 
-def nonmonotonic_polls(pairs: DataFrame) -> DataFrame:
-    """Consecutive reads whose second offset is not above the first."""
-    return pairs.filter(_F().col("b") <= _F().col("a"))
+    following = nexts(positions, False)
+    committed = F.lit(False)
+    if committed_readers:
+        following = following.unionByName(nexts(committed_positions, True))
+        committed = F.col("process").isin(sorted(committed_readers))
+    judged = pairs.withColumn("committed", committed).join(
+        following, ["stream", "partition", "a", "committed"], "left"
+    )
+    skipped = (F.col("b") > F.col("a")) & (F.col("next_offset") < F.col("b"))
+    return judged.select(
+        "process",
+        F.coalesce(skipped, F.lit(False)).alias("poll_skip"),
+        (F.col("b") <= F.col("a")).alias("nonmonotonic"),
+    )
 
 
 def nonmonotonic_sends(events: DataFrame) -> DataFrame:

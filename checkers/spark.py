@@ -578,17 +578,24 @@ def _reader_anomalies(
     read_committed reader's skips are judged against the log less aborted records."""
     from pyspark.sql import functions as F
 
-    pairs = q.consecutive_reads(receives)
-    committed_readers, committed_positions = committed
-    if committed_readers:
-        mine = F.col("process").isin(sorted(committed_readers))
-        skipped = q.poll_skips(pairs.filter(~mine), positions).unionByName(
-            q.poll_skips(pairs.filter(mine), committed_positions)
+    flags = q.read_anomalies(q.consecutive_reads(receives), positions, *committed)
+    # Every reader's row, flagged with neither: a reader with no pair of reads counts 0.
+    readers = receives.select(
+        "process", F.lit(False).alias("poll_skip"), F.lit(False).alias("nonmonotonic")
+    )
+    rows = (
+        readers.unionByName(flags)
+        .groupBy("process")
+        .agg(
+            F.count_if("poll_skip").alias("poll_skips"),
+            F.count_if("nonmonotonic").alias("nonmonotonic_polls"),
         )
-    else:
-        skipped = q.poll_skips(pairs, positions)
-    counted = {"poll_skips": skipped, "nonmonotonic_polls": q.nonmonotonic_polls(pairs)}
-    return _counts_per(receives.select("process"), "process", counted)
+        .collect()
+    )
+    return {
+        r["process"]: {"poll_skips": r["poll_skips"], "nonmonotonic_polls": r["nonmonotonic_polls"]}
+        for r in sorted(rows, key=lambda r: r["process"])
+    }
 
 
 def _producer_anomalies(events: Any, summary: Any) -> dict[str, dict[str, int]]:

@@ -272,6 +272,20 @@ def test_the_verdict_names_what_read_committed_broke(spark: Any, tmp_path: Path)
     )
 
 
+def test_a_read_committed_readers_skips_are_judged_against_the_log_it_may_see(
+    spark: Any, tmp_path: Path
+) -> None:
+    """C passes over the aborted transactions' records, which the log less aborted records
+    leaves out (no skip there), and over one committed record (a skip); U, reading
+    uncommitted, reads every record."""
+    txn_history(tmp_path / "history", 8, aborted={3, 6}, torn={5})
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    assert result.readers == {
+        "C": {"poll_skips": 1, "nonmonotonic_polls": 0},
+        "U": {"poll_skips": 0, "nonmonotonic_polls": 0},
+    }
+
+
 def test_a_torn_transaction_is_one_read_past_not_one_never_reached(
     spark: Any, tmp_path: Path
 ) -> None:
