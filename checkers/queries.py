@@ -266,17 +266,21 @@ def reordered(first: DataFrame) -> DataFrame:
 
 
 def positions(events: DataFrame) -> DataFrame:
-    """(stream, partition, offset, msg_ids, next_offset): every position an ok send or ok
-    receive names, the distinct msg_ids observed there (sorted; none for a body we did not
-    write), and the next observed offset of its partition. Empty for RabbitMQ queues, whose
-    events carry none."""
+    """(stream, partition, offset, ids, next_offset): every position an ok send or ok receive
+    names, how many distinct msg_ids were observed there (0 for a body we did not write), and
+    the next observed offset of its partition. Empty for RabbitMQ queues, whose events carry
+    none.
+
+    A count, not the msg_ids themselves: a count's buffer is a number, which Spark hashes in
+    generated code, where a set of strings took an aggregation of objects, row by row. The
+    msg_ids are looked up (ids_at) only for the few positions a person reads."""
     from pyspark.sql import Window
 
     F = _F()
     held = (
         _placed(events)
         .groupBy("stream", "partition", "offset")
-        .agg(F.sort_array(F.collect_set("msg_id")).alias("msg_ids"))
+        .agg(F.count_distinct("msg_id").alias("ids"))
     )
     after = Window.partitionBy("stream", "partition").orderBy("offset")
     return held.withColumn("next_offset", F.lead("offset").over(after))
@@ -284,14 +288,14 @@ def positions(events: DataFrame) -> DataFrame:
 
 def is_observed() -> Any:
     """Whether a position is of the observed log: it holds at least one of our msg_ids."""
-    return _F().size("msg_ids") > 0
+    return _F().col("ids") > 0
 
 
 def is_inconsistent() -> Any:
     """Whether a position (stream, partition, offset) holds two or more distinct msg_ids: an
     offset acknowledged or read as one message and later holding another (truncation after a
     fail-over)."""
-    return _F().size("msg_ids") > 1
+    return _F().col("ids") > 1
 
 
 def inconsistent_offsets(positions: DataFrame) -> DataFrame:
@@ -343,7 +347,9 @@ def log_findings(positions: DataFrame, events: DataFrame, samples: int) -> DataF
         F.count_if(is_observed()).alias("positions"),
         F.count_if(is_inconsistent()).alias("inconsistent_offsets"),
     ).crossJoin(duplicates.agg(F.count("*").alias("duplicate_offsets")))
-    first_inconsistent = inconsistent.orderBy("stream", "partition", "offset").limit(samples)
+    first_inconsistent = ids_at(
+        events, inconsistent.orderBy("stream", "partition", "offset").limit(samples)
+    )
     first_duplicates = duplicates.orderBy("msg_id", "stream").limit(samples)
     return (
         counts.select(F.lit("counts").alias("kind"), "*")
@@ -361,6 +367,22 @@ def log_findings(positions: DataFrame, events: DataFrame, samples: int) -> DataF
             first_duplicates.select(F.lit("duplicate_offsets").alias("kind"), "stream", "msg_id"),
             allowMissingColumns=True,
         )
+    )
+
+
+def ids_at(events: DataFrame, which: DataFrame) -> DataFrame:
+    """(stream, partition, offset, msg_ids): for each position of `which` (a few rows), the
+    distinct msg_ids observed there, sorted."""
+    F = _F()
+    # Null-safe on the stream, as in positions_of.
+    wanted = F.broadcast(which.select(F.col("stream").alias("w_stream"), "partition", "offset"))
+    same_stream = F.col("stream").eqNullSafe(F.col("w_stream"))
+    return (
+        _placed(events)
+        .join(wanted, ["partition", "offset"])
+        .filter(same_stream)
+        .groupBy("stream", "partition", "offset")
+        .agg(F.sort_array(F.collect_set("msg_id")).alias("msg_ids"))
     )
 
 
