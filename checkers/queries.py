@@ -29,6 +29,7 @@ from checkers.messages import ABORTED, DELIVERY_ORDER, planned_abort
 from contract.history import COORDINATOR_STATE, NEMESIS_PROCESS, PARTITION_STATE, event_value
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
+Column = Any  # pyspark.sql.Column
 
 
 def _F() -> Any:
@@ -373,17 +374,7 @@ def log_findings(positions: DataFrame, events: DataFrame, samples: int) -> DataF
 def ids_at(events: DataFrame, which: DataFrame) -> DataFrame:
     """(stream, partition, offset, msg_ids): for each position of `which` (a few rows), the
     distinct msg_ids observed there, sorted."""
-    F = _F()
-    # Null-safe on the stream, as in positions_of.
-    wanted = F.broadcast(which.select(F.col("stream").alias("w_stream"), "partition", "offset"))
-    same_stream = F.col("stream").eqNullSafe(F.col("w_stream"))
-    return (
-        _placed(events)
-        .join(wanted, ["partition", "offset"])
-        .filter(same_stream)
-        .groupBy("stream", "partition", "offset")
-        .agg(F.sort_array(F.collect_set("msg_id")).alias("msg_ids"))
-    )
+    return _collected_where(events, which, ["partition", "offset"], _F().col("msg_id"), "msg_ids")
 
 
 def positions_of(events: DataFrame, which: DataFrame) -> DataFrame:
@@ -391,16 +382,25 @@ def positions_of(events: DataFrame, which: DataFrame) -> DataFrame:
     positions the log holds it at, as stream/partition@offset, sorted."""
     F = _F()
     position = F.concat_ws("@", F.concat_ws("/", "stream", "partition"), "offset")
+    return _collected_where(events, which, ["msg_id"], position, "at")
+
+
+def _collected_where(
+    events: DataFrame, which: DataFrame, on: list[str], collected: Column, name: str
+) -> DataFrame:
+    """(stream, *on, name): for each row of `which` (stream and `on`, a few rows), the distinct
+    values of `collected` over the placed events that match it, sorted."""
+    F = _F()
     # Null-safe on the stream: a history without one groups its msg_ids under null, and an
     # equality join would drop them here, and with them a sample counted from these rows.
-    wanted = F.broadcast(which.select(F.col("stream").alias("w_stream"), "msg_id"))
+    wanted = F.broadcast(which.select(F.col("stream").alias("w_stream"), *on))
     same_stream = F.col("stream").eqNullSafe(F.col("w_stream"))
     return (
         _placed(events)
-        .join(wanted, "msg_id")
+        .join(wanted, on)
         .filter(same_stream)
-        .groupBy("stream", "msg_id")
-        .agg(F.sort_array(F.collect_set(position)).alias("at"))
+        .groupBy("stream", *on)
+        .agg(F.sort_array(F.collect_set(collected)).alias(name))
     )
 
 

@@ -543,26 +543,6 @@ def _duplicate_samples(events: Any, duplicated: list[tuple[str | None, str]]) ->
     ]
 
 
-def _counts_per(names: Any, key: str, counted: dict[str, Any]) -> dict[str, dict[str, int]]:
-    """For every `key` of `names` (a frame of that one column), how many rows each frame of
-    `counted` (name -> frame with that column) has for it, 0 where none: one query for all.
-
-    One grouping of every frame's keys, each tagged with its frame's name (the names' own
-    untagged): distinct names, a grouping per frame and a join of each took a shuffle and
-    a job apiece."""
-    from pyspark.sql import functions as F
-
-    tagged = names.select(key, F.lit(None).cast("string").alias("counted"))
-    for name, frame in counted.items():
-        tagged = tagged.unionByName(frame.select(key, F.lit(name).alias("counted")))
-    rows = tagged.groupBy(key, "counted").agg(F.count("*").alias("rows")).collect()
-    out = {r[key]: dict.fromkeys(counted, 0) for r in rows if r["counted"] is None}
-    for r in rows:
-        if r["counted"] is not None and r[key] in out:
-            out[r[key]][r["counted"]] = r["rows"]
-    return {k: out[k] for k in sorted(out)}
-
-
 def _committed_view(events: Any, transactional: bool) -> tuple[set[str], Any]:
     """With transactions: the read_committed readers, and the positions of the log they may
     see (aborted records left out). Without: nobody, and no positions."""
@@ -576,28 +556,47 @@ def _reader_anomalies(
 ) -> dict[str, dict[str, int]]:
     """Every process that received anything, with 0 where it has no offsets (RabbitMQ). A
     read_committed reader's skips are judged against the log less aborted records."""
-    from pyspark.sql import functions as F
-
     flags = q.read_anomalies(q.consecutive_reads(receives), positions, *committed)
-    # Every reader's row, flagged with neither: a reader with no pair of reads counts 0.
-    readers = receives.select(
-        "process", F.lit(False).alias("poll_skip"), F.lit(False).alias("nonmonotonic")
-    )
-    rows = (
-        readers.unionByName(flags)
-        .groupBy("process")
-        .agg(
-            F.count_if("poll_skip").alias("poll_skips"),
-            F.count_if("nonmonotonic").alias("nonmonotonic_polls"),
-        )
-        .collect()
-    )
-    return {
-        r["process"]: {"poll_skips": r["poll_skips"], "nonmonotonic_polls": r["nonmonotonic_polls"]}
-        for r in sorted(rows, key=lambda r: r["process"])
-    }
+    counted = {"poll_skips": "poll_skip", "nonmonotonic_polls": "nonmonotonic"}
+    return _flags_per(receives.select("process"), flags, "process", counted)
 
 
 def _producer_anomalies(events: Any, summary: Any) -> dict[str, dict[str, int]]:
-    counted = {"nonmonotonic_sends": q.nonmonotonic_sends(events)}
-    return _counts_per(q.producers(summary), "producer", counted)
+    flags = q.nonmonotonic_sends(events).select("producer", _true("nonmonotonic"))
+    counted = {"nonmonotonic_sends": "nonmonotonic"}
+    return _flags_per(q.producers(summary), flags, "producer", counted)
+
+
+def _flags_per(
+    everyone: Any, flags: Any, key: str, counted: dict[str, str]
+) -> dict[str, dict[str, int]]:
+    """For every `key` of `everyone` (a frame with that column), in key order, how many rows
+    of `flags` (`key` and boolean columns) set each flag (count's name -> flag column), 0 where
+    none: one union and one grouping for all. A key of `flags` that `everyone` lacks is left
+    out."""
+    from pyspark.sql import functions as F
+
+    listed = everyone.select(key, _true("listed"), *(_false(c) for c in counted.values()))
+    rows = (
+        listed.unionByName(flags.select(key, _false("listed"), *counted.values()))
+        .groupBy(key)
+        .agg(
+            F.count_if("listed").alias("listed"),
+            *(F.count_if(flag).alias(name) for name, flag in counted.items()),
+        )
+        .filter(F.col("listed") > 0)
+        .collect()
+    )
+    return {r[key]: {name: r[name] for name in counted} for r in sorted(rows, key=lambda r: r[key])}
+
+
+def _true(name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.lit(True).alias(name)
+
+
+def _false(name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.lit(False).alias(name)
