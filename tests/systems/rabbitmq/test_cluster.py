@@ -10,6 +10,7 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,13 @@ def cluster(
 
 @pytest.fixture
 def nemesis(cluster: RabbitMQCluster, rabbitmq_image: str, tmp_path: Path) -> Iterator[Nemesis]:
+    with nemesis_of(cluster, tmp_path) as n:
+        yield n
+
+
+@contextmanager
+def nemesis_of(cluster: RabbitMQCluster, tmp_path: Path) -> Iterator[Nemesis]:
+    """A nemesis on `cluster` that heals everything after the test and waits for the reunion."""
     from systems.rabbitmq.cluster import LOCAL_IMAGE
 
     n = Nemesis(
@@ -109,6 +117,11 @@ def amqp_works(endpoint: Any) -> bool:
 
 
 def test_cluster_forms_with_three_running_nodes(cluster: RabbitMQCluster) -> None:
+    forms_whole(cluster)
+
+
+def forms_whole(cluster: RabbitMQCluster) -> None:
+    """Every node lists all three as running, and none reports a partition."""
     for node in NODES:
         assert set(cluster.running_nodes(node)) == EVERYONE
     status = cluster.cluster_status("rabbit1")
@@ -120,6 +133,12 @@ def test_cluster_forms_with_three_running_nodes(cluster: RabbitMQCluster) -> Non
 def test_isolating_a_node_cuts_it_off_and_heal_restores_it(
     cluster: RabbitMQCluster, nemesis: Nemesis
 ) -> None:
+    isolating_cuts_off_and_heal_restores(cluster, nemesis)
+
+
+def isolating_cuts_off_and_heal_restores(cluster: RabbitMQCluster, nemesis: Nemesis) -> None:
+    """rabbit3 isolated: no TCP either way, the majority drops it; healed: the cluster reunites
+    and the nemesis history holds the two steps."""
     assert tcp_reachable(cluster, "rabbit3", "rabbit1")
     nemesis.isolate(["rabbit3"])
     assert len(chain_rules(cluster, "rabbit3")) == 3  # lo RETURN + two DROPs

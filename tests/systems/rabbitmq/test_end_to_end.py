@@ -168,7 +168,6 @@ def test_R7_a_master_failing_with_unacknowledged_deliveries_replays_them_flagged
     assert "every replay flagged redelivered" in verdict["reason"]
 
 
-@pytest.mark.smoke("rabbitmq", "4.0")
 def test_R9_kill_quorum_queues_on_rabbitmq_4_lose_nothing_when_their_leader_dies(
     docker_client: Any, rabbitmq_image: str, tmp_path: Path
 ) -> None:
@@ -180,9 +179,7 @@ def test_R9_kill_quorum_queues_on_rabbitmq_4_lose_nothing_when_their_leader_dies
     assert result.returncode == 0
 
 
-@pytest.mark.parametrize(
-    "line", ["4.0", pytest.param("4.3", marks=pytest.mark.smoke("rabbitmq", "4.3"))]
-)
+@pytest.mark.parametrize("line", ["4.0", "4.3"])
 def test_R10_a_stream_on_rabbitmq_4_is_read_by_offset_and_loses_nothing_confirmed(
     line: str, docker_client: Any, rabbitmq_image: str, tmp_path: Path
 ) -> None:
