@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from checkers.packing import TICKS_PER_SECOND, Packing, name_of, rank_in
 from contract.history import PLANNED_ABORT
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
@@ -173,22 +174,27 @@ def _flag(metric: str, i: int) -> Any:
     raise ValueError(f"not a per-row metric: {metric}")
 
 
-def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
+def message_table(
+    events: DataFrame, groups: list[str], packed: Packing | None = None
+) -> MessageTable:
     """One row per msg_id of every send and every ok receive, in one aggregation:
       sent          whether a send names it (a body we did not write gets an id of its own)
       outcome       of its sends: ok wins, then aborted (its transaction aborted on purpose by
                     its producer: neither acknowledged nor refused), then fail, then info (an
                     invoke alone is info)
       invoked       a producer tried to send it
-      producer      the producer its sends name
+      producer      the producer its sends name (the lowest name, should they name several)
       invoke_time   its first invoke; done_time its first outcome (None for an invoke alone)
       ack_time      its first ok; node the node that acknowledged it where the history says
-                    (RabbitMQ names it; Kafka's client does not: "unknown")
+                    (RabbitMQ names it; Kafka's client does not: "unknown"; the lowest name
+                    where its oks name several)
       ack_position  (stream, partition, offset): the lowest position an ok send names
       first_delivery  the first ok receive's time, in any group
     and per group i: d{i} deliveries, first{i} (FIRST_FIELDS of the first delivery, null if
     none), unflagged{i} deliveries whose redelivered flag is false, dead{i} deliveries the broker
-    had dead-lettered."""
+    had dead-lettered. With `packed` (checkers.packing) the orders behind ack_position and
+    first{i} are aggregated as integers, so Spark hashes rather than sorts; the table is the
+    same."""
     F = _F()
     col = F.col
     is_send = col("f") == "send"
@@ -217,35 +223,53 @@ def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
     ok = sent & (col("type") == "ok")
     invoke = sent & (col("type") == "invoke")
     placed = ok & col("partition").isNotNull() & col("offset").isNotNull()
-    first = F.struct(*[col(c) for c in FIRST_FIELDS])
-    per_group = []
+    node = F.coalesce(col("node"), F.lit("unknown"))
+    counts = []
     for i, g in enumerate(groups):
         mine = col("grp") == g
-        per_group += [
+        counts += [
             F.count(F.when(mine, 1)).alias(f"d{i}"),
-            F.min(F.when(mine, first)).alias(f"first{i}"),
             # A dead-lettered copy is a new delivery, not a replay: the broker does not flag it.
             F.count(F.when(mine & (col("redelivered") == F.lit(False)) & ~col("dead"), 1)).alias(
                 f"unflagged{i}"
             ),
             F.count(F.when(mine & col("dead"), 1)).alias(f"dead{i}"),
         ]
+    if packed is None:
+        ordered = [
+            F.min(F.when(sent, col("producer"))).alias("producer"),
+            F.min(F.when(ok, node)).alias("node"),
+            F.min(F.when(placed, F.struct("stream", "partition", "offset"))).alias("ack_position"),
+            *[
+                F.min(F.when(col("grp") == g, F.struct(*[col(c) for c in FIRST_FIELDS]))).alias(
+                    f"first{i}"
+                )
+                for i, g in enumerate(groups)
+            ],
+        ]
+    else:
+        rows = rows.withColumn("_event", _event_key(packed))
+        facts = packed.facts
+        ordered = [
+            F.min(F.when(sent, rank_in(facts.producers, col("producer")))).alias("producer"),
+            F.min(F.when(ok, rank_in(facts.nodes, node))).alias("node"),
+            F.min(F.when(placed, _position_key(packed))).alias("ack_position"),
+            *[agg for i, g in enumerate(groups) for agg in _first_by_key(packed, i, g)],
+        ]
     table = rows.groupBy(col("key").alias("msg_id")).agg(
         F.max(sent).alias("sent"),
         F.max(F.when(sent, rank)).alias("rank"),
         F.max(invoke).alias("invoked"),
         F.max(sent & planned_abort(col)).alias("planned_abort"),
-        F.first(F.when(sent, col("producer")), ignorenulls=True).alias("producer"),
         F.min(F.when(invoke, col("time"))).alias("invoke_time"),
         F.min(F.when(sent & ~invoke, col("time"))).alias("done_time"),
         F.min(F.when(ok, col("time"))).alias("ack_time"),
-        F.first(F.when(ok, F.coalesce(col("node"), F.lit("unknown"))), ignorenulls=True).alias(
-            "node"
-        ),
-        F.min(F.when(placed, F.struct("stream", "partition", "offset"))).alias("ack_position"),
         F.min(F.when(col("grp").isNotNull(), col("time"))).alias("first_delivery"),
-        *per_group,
+        *ordered,
+        *counts,
     )
+    if packed is not None:
+        table = _unpacked(table, packed, len(groups))
     outcome = (
         F.when(~col("sent"), F.lit(None).cast("string"))
         .when(col("rank") == 3, "ok")
@@ -257,3 +281,90 @@ def message_table(events: DataFrame, groups: list[str]) -> MessageTable:
         table.withColumn("outcome", outcome).drop("rank", "planned_abort"),
         tuple(groups),
     )
+
+
+# What a first delivery's packed key does not hold, each taken from the delivery with the
+# lowest key (its file and line are in the key).
+_CARRIED = tuple(f for f in FIRST_FIELDS if f not in ("file", "line"))
+
+
+def _event_key(packed: Packing) -> Any:
+    """(time, file, line) as one integer that orders as they do (checkers.packing)."""
+    F = _F()
+    ticks = ((F.col("time") - F.lit(packed.first_time)) * F.lit(float(TICKS_PER_SECOND))).cast(
+        "long"
+    )
+    file = rank_in(packed.facts.files, F.col("file"))
+    return (
+        F.shiftleft(ticks, packed.file_bits + packed.line_bits)
+        .bitwiseOR(F.shiftleft(file, packed.line_bits))
+        .bitwiseOR(F.col("line"))
+    )
+
+
+def _position_key(packed: Packing) -> Any:
+    """(stream, partition, offset) as one integer that orders as they do; a position without a
+    stream ranks 0, first, as a null field orders in a struct."""
+    F = _F()
+    stream = F.coalesce(rank_in(packed.facts.streams, F.col("stream")), F.lit(0))
+    return (
+        F.shiftleft(stream, packed.partition_bits + packed.offset_bits)
+        .bitwiseOR(F.shiftleft(F.col("partition"), packed.offset_bits))
+        .bitwiseOR(F.col("offset") - F.lit(packed.lowest_offset))
+    )
+
+
+def _first_by_key(packed: Packing, i: int, g: str) -> list[Any]:
+    """Group i's lowest event key, and what the delivery that has it carries: the key is
+    unique per event, so each value is that one delivery's."""
+    F = _F()
+    key = F.when(F.col("grp") == g, F.col("_event"))
+    carried = {"producer": rank_in(packed.facts.producers, F.col("producer"))}
+    return [
+        F.min(key).alias(f"_key{i}"),
+        *[F.min_by(carried.get(c, F.col(c)), key).alias(f"_{c}{i}") for c in _CARRIED],
+    ]
+
+
+def _bits(column: Any, shift: int, width: int) -> Any:
+    """`width` bits of a packed key, `shift` bits up."""
+    F = _F()
+    return F.shiftright(column, shift).bitwiseAND(F.lit((1 << width) - 1))
+
+
+def _unpacked(table: DataFrame, packed: Packing, groups: int) -> DataFrame:
+    """The packed columns as the struct path has them: names for ranks, structs for keys."""
+    F = _F()
+    col = F.col
+    facts = packed.facts
+    position = col("ack_position")
+    offsets = packed.offset_bits
+    firsts = []
+    for i in range(groups):
+        key = col(f"_key{i}")
+        fields = {
+            "file": name_of(facts.files, _bits(key, packed.line_bits, packed.file_bits)),
+            "line": _bits(key, 0, packed.line_bits),
+            "producer": name_of(facts.producers, col(f"_producer{i}")),
+        }
+        first = F.struct(*[fields.get(c, col(f"_{c}{i}")).alias(c) for c in FIRST_FIELDS])
+        firsts.append(F.when(key.isNotNull(), first).alias(f"first{i}"))
+    packed_columns = [f"_key{i}" for i in range(groups)] + [
+        f"_{c}{i}" for i in range(groups) for c in _CARRIED
+    ]
+    return table.select(
+        *[c for c in table.columns if c not in ("producer", "node", "ack_position")],
+        name_of(facts.producers, col("producer")).alias("producer"),
+        name_of(facts.nodes, col("node")).alias("node"),
+        F.when(
+            position.isNotNull(),
+            F.struct(
+                name_of(
+                    facts.streams, F.shiftright(position, packed.partition_bits + offsets)
+                ).alias("stream"),
+                _bits(position, offsets, packed.partition_bits).alias("partition"),
+                (_bits(position, 0, offsets) + F.lit(packed.lowest_offset)).alias("offset"),
+            ),
+        ).alias("ack_position"),
+        *firsts,
+    ).drop(*packed_columns)

@@ -25,6 +25,7 @@ from checkers.frames import in_spark_order, small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
 from checkers.messages import MessageTable, message_table
+from checkers.packing import history_facts, packing
 from checkers.profile import in_phase, phase
 from checkers.read import HistoryError, read_history
 from checkers.together import together
@@ -167,16 +168,16 @@ def check_history(
     events = history.events
     cached: list[Any] = []
     try:
-        with phase("deliveries, groups"):
+        with phase("deliveries, facts"):
             receives = _kept(cached, q.deliveries(events))
-            group_names = {r["group"] for r in receives.select("group").distinct().collect()}
-        groups = sorted(group_names | set(expected_groups or []))
+            facts = history_facts(events)
+        groups = sorted(set(facts.groups) | set(expected_groups or []))
         groups_df = small_frame(spark, [(g,) for g in groups], "group string")
 
         def kept_table() -> tuple[MessageTable, Any, Any]:
             # One aggregation makes a row per message; every per-group count is a filter of it.
             with phase("message table"):
-                table = message_table(events, groups)
+                table = message_table(events, groups, packing(facts))
                 table = replace(table, frame=_kept(cached, table.frame))
                 # Asked again by attribution and the timeline: each computed once.
                 lost = _kept(cached, table.rows("lost"))

@@ -1,0 +1,141 @@
+"""A history's facts, from one job, and the integers its orders pack into when they fit.
+
+Spark aggregates by hashing only when every aggregation buffer is a fixed-width number; one
+string or struct buffer (a message's first delivery by time, then file, then line; its lowest
+acknowledged position) makes it sort every row instead, which at 1M messages was the message
+table's largest cost. Where a history allows it, each of those orders packs exactly into one
+63-bit integer, with the strings it carries replaced by their rank in a sorted dictionary:
+- a time between 2^30 and 2^31 s (2004 to 2038) is a whole multiple of 2^-22 s, so
+  (time - first) * 2^22 counts it exactly (the subtraction of two such doubles is exact too);
+  the file's rank and the line take the bits left below it;
+- a position is the stream's rank, then the partition, then the offset less the lowest one.
+When a history's facts do not fit (times outside those years, a negative partition, too many
+bits), the message table keeps its structs (checkers.messages): slower, the same answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DataFrame = Any  # pyspark.sql.DataFrame
+TICKS_PER_SECOND = 2**22  # the spacing of doubles between 2^30 and 2^31
+TIMES = (2.0**30, 2.0**31)
+BITS = 62  # of a signed long, one spare: a packed key is never negative
+
+
+@dataclass(frozen=True)
+class HistoryFacts:
+    """What the message table's dictionaries and bit widths are made from."""
+
+    groups: tuple[str, ...]  # of the ok receives
+    producers: tuple[str, ...]  # named by any event
+    nodes: tuple[str, ...]  # acknowledging an ok send ("unknown" where it names none)
+    streams: tuple[str, ...]  # of ok sends with a position
+    files: tuple[str, ...]
+    times: tuple[float, float] | None  # first and last of any event
+    last_line: int
+    partitions: tuple[int, int] | None  # lowest and highest of ok sends with a position
+    offsets: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class Packing:
+    """Bit widths of the two packed orders, and the dictionaries their strings rank in."""
+
+    facts: HistoryFacts
+    first_time: float
+    line_bits: int
+    file_bits: int
+    offset_bits: int
+    partition_bits: int
+    lowest_offset: int
+
+
+def history_facts(events: DataFrame) -> HistoryFacts:
+    """One job: a row per file and each combination of names it holds (tens of rows, merged
+    here). Grouped by the names rather than collecting them into sets, so Spark aggregates
+    numbers only, by hashing, in generated code."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    ok_send = (col("f") == "send") & (col("type") == "ok")
+    placed = ok_send & col("partition").isNotNull() & col("offset").isNotNull()
+    receive = (col("f") == "receive") & (col("type") == "ok")
+    per_names = events.groupBy(
+        "file",
+        F.when(receive, F.coalesce(col("group"), col("stream"))).alias("group"),
+        "producer",
+        F.when(ok_send, F.coalesce(col("node"), F.lit("unknown"))).alias("node"),
+        F.when(placed, col("stream")).alias("stream"),
+    ).agg(
+        F.max("line").alias("last_line"),
+        F.min("time").alias("first_time"),
+        F.max("time").alias("last_time"),
+        F.min(F.when(placed, col("partition"))).alias("low_partition"),
+        F.max(F.when(placed, col("partition"))).alias("high_partition"),
+        F.min(F.when(placed, col("offset"))).alias("low_offset"),
+        F.max(F.when(placed, col("offset"))).alias("high_offset"),
+    )
+    rows = [r.asDict() for r in per_names.collect()]
+
+    def names(name: str) -> tuple[str, ...]:
+        return tuple(sorted({r[name] for r in rows if r[name] is not None}))
+
+    def span(low: str, high: str) -> Any:
+        lows = [r[low] for r in rows if r[low] is not None]
+        return (min(lows), max(r[high] for r in rows if r[high] is not None)) if lows else None
+
+    return HistoryFacts(
+        groups=names("group"),
+        producers=names("producer"),
+        nodes=names("node"),
+        streams=names("stream"),
+        files=names("file"),
+        times=span("first_time", "last_time"),
+        last_line=max((r["last_line"] for r in rows), default=0),
+        partitions=span("low_partition", "high_partition"),
+        offsets=span("low_offset", "high_offset"),
+    )
+
+
+def packing(facts: HistoryFacts) -> Packing | None:
+    """The bit widths when both orders fit (module docstring), else None."""
+    if facts.times is None or not (TIMES[0] <= facts.times[0] and facts.times[1] < TIMES[1]):
+        return None
+    ticks = int((facts.times[1] - facts.times[0]) * TICKS_PER_SECOND)
+    line_bits = facts.last_line.bit_length()
+    file_bits = len(facts.files).bit_length()  # ranks count from 1
+    if ticks.bit_length() + file_bits + line_bits > BITS:
+        return None
+    partitions = facts.partitions or (0, 0)
+    offsets = facts.offsets or (0, 0)
+    if partitions[0] < 0:
+        return None
+    offset_bits = (offsets[1] - offsets[0]).bit_length()
+    partition_bits = partitions[1].bit_length()
+    if len(facts.streams).bit_length() + partition_bits + offset_bits > BITS:
+        return None
+    return Packing(
+        facts, facts.times[0], line_bits, file_bits, offset_bits, partition_bits, offsets[0]
+    )
+
+
+def rank_in(names: tuple[str, ...], column: Any) -> Any:
+    """A column's rank in a sorted dictionary, from 1 (null for null): ranks order as names do."""
+    from pyspark.sql import functions as F
+
+    if not names:  # the column holds only nulls
+        return F.lit(None).cast("long")
+    return F.array_position(F.array(*[F.lit(n) for n in names]), column)
+
+
+def name_of(names: tuple[str, ...], rank: Any) -> Any:
+    """The name a rank stands for (null for null, and for 0: a null ranked first)."""
+    from pyspark.sql import functions as F
+
+    if not names:
+        return F.lit(None).cast("string")
+    # Spark 4.3's element_at of a literal array at a null index answers an element, not null.
+    element = F.element_at(F.array(*[F.lit(n) for n in names]), rank.cast("int"))
+    return F.when(rank > 0, element)
