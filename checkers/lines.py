@@ -43,7 +43,7 @@ def parse_line(file: str, index: int, text: str) -> tuple[str, Any]:
         process, type_, f = event.get("process"), event.get("type"), event.get("f")
         if not isinstance(process, str) or not isinstance(f, str):
             raise ValueError("process and f must be strings")
-        if type_ not in EVENT_TYPES:
+        if not isinstance(type_, str) or type_ not in EVENT_TYPES:  # a list is no set member
             raise ValueError(f"type {type_!r} is not one of invoke, ok, fail, info")
         msg_id = _opt(event.get("msg_id"), str, "msg_id")
         if f == "send" and msg_id is None:

@@ -15,8 +15,11 @@ bits), the message table keeps its structs (checkers.messages): slower, the same
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
+
+from checkers.read import HistoryError
 
 DataFrame = Any  # pyspark.sql.DataFrame
 TICKS_PER_SECOND = 2**22  # the spacing of doubles between 2^30 and 2^31
@@ -33,7 +36,8 @@ class HistoryFacts:
     nodes: tuple[str, ...]  # acknowledging an ok send ("unknown" where it names none)
     streams: tuple[str, ...]  # of ok sends with a position
     files: tuple[str, ...]
-    times: tuple[float, float] | None  # first and last of any event
+    # First and last of any event; None for none, or where one is not a finite number.
+    times: tuple[float, float] | None
     last_line: int
     partitions: tuple[int, int] | None  # lowest and highest of ok sends with a position
     offsets: tuple[int, int] | None
@@ -72,12 +76,18 @@ def history_facts(events: DataFrame) -> HistoryFacts:
         F.max("line").alias("last_line"),
         F.min("time").alias("first_time"),
         F.max("time").alias("last_time"),
+        F.max(receive & col("group").isNull() & col("stream").isNull()).alias("ungrouped"),
         F.min(F.when(placed, col("partition"))).alias("low_partition"),
         F.max(F.when(placed, col("partition"))).alias("high_partition"),
         F.min(F.when(placed, col("offset"))).alias("low_offset"),
         F.max(F.when(placed, col("offset"))).alias("high_offset"),
     )
     rows = [r.asDict() for r in per_names.collect()]
+    ungrouped = sorted(r["file"] for r in rows if r["ungrouped"])
+    if ungrouped:
+        raise HistoryError(f"{ungrouped[0]}: an ok receive names neither its group nor a stream")
+    # Python's min and max of numbers with a NaN among them depend on their order.
+    times = [t for r in rows for t in (r["first_time"], r["last_time"]) if t is not None]
 
     def names(name: str) -> tuple[str, ...]:
         return tuple(sorted({r[name] for r in rows if r[name] is not None}))
@@ -92,7 +102,7 @@ def history_facts(events: DataFrame) -> HistoryFacts:
         nodes=names("node"),
         streams=names("stream"),
         files=names("file"),
-        times=span("first_time", "last_time"),
+        times=(min(times), max(times)) if times and all(map(math.isfinite, times)) else None,
         last_line=max((r["last_line"] for r in rows), default=0),
         partitions=span("low_partition", "high_partition"),
         offsets=span("low_offset", "high_offset"),
@@ -122,12 +132,15 @@ def packing(facts: HistoryFacts) -> Packing | None:
 
 
 def rank_in(names: tuple[str, ...], column: Any) -> Any:
-    """A column's rank in a sorted dictionary, from 1 (null for null): ranks order as names do."""
+    """A column's rank in a sorted dictionary, from 1 (null for null): ranks order as names do.
+    A name the dictionary lacks stops the query: ranked 0, it would order first, unsaid."""
     from pyspark.sql import functions as F
 
-    if not names:  # the column holds only nulls
-        return F.lit(None).cast("long")
-    return F.array_position(F.array(*[F.lit(n) for n in names]), column)
+    missing = F.raise_error(F.lit("checker: a name is missing from the history's facts"))
+    if not names:
+        return F.when(column.isNotNull(), missing).cast("long")
+    rank = F.array_position(F.array(*[F.lit(n) for n in names]), column)
+    return F.when(rank == 0, missing).otherwise(rank)
 
 
 def name_of(names: tuple[str, ...], rank: Any) -> Any:

@@ -119,6 +119,14 @@ def test_the_line_parser_answers_every_line(data: bytes) -> None:
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("kind", ["[]", "{}", "1", "null"])
+def test_a_type_that_is_no_string_is_a_bad_line(kind: str) -> None:
+    """Found by the fuzzer: a list as the type was asked for in a set, and raised."""
+    line = f'{{"time": 1, "process": "P1", "type": {kind}, "f": "send", "msg_id": "P1:1"}}'
+    assert parse_line("P1.jsonl", 0, line)[0] == "bad"
+
+
+@pytest.mark.unit
 @settings(max_examples=EXAMPLES, suppress_health_check=SUPPRESS, deadline=None)
 @given(damaged_histories())
 def test_pyarrow_s_copy_copies_or_leaves_it_to_spark(

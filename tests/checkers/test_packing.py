@@ -13,6 +13,7 @@ from checkers.frames import small_frame
 from checkers.lines import ROW_SCHEMA
 from checkers.messages import message_table
 from checkers.packing import TICKS_PER_SECOND, HistoryFacts, history_facts, packing
+from checkers.read import HistoryError
 from contract.history import PLANNED_ABORT
 
 START = 1_700_000_000.0
@@ -94,7 +95,7 @@ def _rows(drawn: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 @pytest.mark.spark
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(an_event, min_size=1, max_size=30))
 def test_the_packed_table_is_the_struct_table(spark: Any, drawn: list[tuple[Any, ...]]) -> None:
@@ -102,8 +103,29 @@ def test_the_packed_table_is_the_struct_table(spark: Any, drawn: list[tuple[Any,
     found = history_facts(events)
     packed = packing(found)
     assert packed is not None
-    groups = list(found.groups)
+    groups = [*found.groups, "expected, never read"]
     structs = message_table(events, groups).frame
     numbers = message_table(events, groups, packed).frame.select(*structs.columns)
     assert numbers.schema.simpleString() == structs.schema.simpleString()
     assert sorted(map(repr, numbers.collect())) == sorted(map(repr, structs.collect()))
+
+
+def _event(time: float, f: str, group: str | None, stream: str | None) -> tuple[Any, ...]:
+    return (time, "p", "ok", f, stream, group, "P1", 1, "m1", 0, 0, None, None, None, None)
+
+
+@pytest.mark.spark
+def test_a_time_that_is_not_a_number_is_not_packed(spark: Any) -> None:
+    rows = [
+        (*_event(START, "send", None, "x"), "a.jsonl", 1),
+        (*_event(float("nan"), "receive", "g1", "x"), "b.jsonl", 1),
+    ]
+    found = history_facts(small_frame(spark, rows, ROW_SCHEMA))
+    assert found.times is None and packing(found) is None
+
+
+@pytest.mark.spark
+def test_an_ok_receive_of_no_group_and_no_stream_is_one_line(spark: Any) -> None:
+    rows = [(*_event(START, "receive", None, None), "c-g1.jsonl", 7)]
+    with pytest.raises(HistoryError, match="c-g1.jsonl: an ok receive names neither"):
+        history_facts(small_frame(spark, rows, ROW_SCHEMA))
