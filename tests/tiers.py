@@ -28,9 +28,9 @@ FAST_WARN_MIN = 30.0  # said at the end of the fast tier, before the budget is s
 DURATIONS = Path(__file__).resolve().parent / "tier-durations.json"
 # The lines the gate runs one scenario on, end to end: each needs exactly one smoke. Each
 # system's default line only: on the others the gate starts a real cluster in its cluster tests
-# (Kafka 4.1 and 4.4: forms, an ISR shrinks and heals; RabbitMQ 4.0 and 4.3: forms, a node is
-# cut off and heals), and their end-to-end runs (K4 on 4.4, R9-kill on 4.0, R10 on 4.0 and 4.3:
-# 140-160 s each on a slow day) are nightly.
+# (Kafka 4.1 and 4.4: forms, an ISR shrinks and heals; RabbitMQ 4.0 and 4.3: forms; a node cut
+# off and healed is nightly), and their end-to-end runs (K4 on 4.4, R9-kill on 4.0, R10 on 4.0
+# and 4.3: 140-160 s each on a slow day) are nightly.
 SMOKE_LINES = frozenset({("kafka", "3.9"), ("rabbitmq", "3.10")})
 
 

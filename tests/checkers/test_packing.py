@@ -84,6 +84,8 @@ def _rows(drawn: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         lines[file] = lines.get(file, 0) + 1
         time = START + ticks / TICKS_PER_SECOND
         type_ = "ok" if f == "receive" and kind == "invoke" else kind
+        if f == "receive" and group is None:
+            stream = stream or "s1"  # a receive of no group and no stream is refused (below)
         error = PLANNED_ABORT if aborted and type_ == "fail" else None
         seq = lines[file] % 3
         rows.append(

@@ -1,8 +1,9 @@
 """RabbitMQ's 4.x release lines against a real three-node cluster, in the fast tier.
 
-The gate keeps one end-to-end run on RabbitMQ's default line (the baseline on 3.10); on 4.0 and
-4.3 it forms a cluster of the line's local build, cuts a node off and heals it, as on 3.10. Their
-end-to-end runs (R9-kill on 4.0, R10 on both) are nightly: each took 140-160 s of the gate.
+The gate keeps one end-to-end run on RabbitMQ's default line (the baseline on 3.10); on 4.0
+and 4.3 it forms a cluster of the line's local build (cutting a node off and healing it is
+nightly). Their end-to-end runs (R9-kill on 4.0, R10 on both) are nightly: each took 140-160 s
+of the gate.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ def test_a_cluster_of_the_line_forms_with_three_running_nodes(
     forms_whole(cluster)
 
 
+# Nightly: in CI on 2026-11-27 a 4.0 cluster had not reunited 120 s after the heal (a node
+# paused by pause_minority can hang in Erlang's global sync); a flaky gate is no gate.
+@pytest.mark.nightly
 def test_on_the_line_an_isolated_node_is_cut_off_and_heal_restores_it(
     line_cluster: tuple[str, RabbitMQCluster], tmp_path: Path
 ) -> None:
