@@ -31,7 +31,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from checkers.packing import TICKS_PER_SECOND, Packing, name_of, rank_in
+from checkers.packing import (
+    TICKS_PER_SECOND,
+    Packing,
+    acked_at_a_position,
+    acking_node,
+    name_of,
+    ok_receive,
+    rank_in,
+    reader_group,
+)
 from contract.history import PLANNED_ABORT
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
@@ -198,8 +207,8 @@ def message_table(
     F = _F()
     col = F.col
     is_send = col("f") == "send"
-    is_receive = (col("f") == "receive") & (col("type") == "ok")
-    group = F.coalesce(col("group"), col("stream"))
+    is_receive = ok_receive()
+    group = reader_group()
     own_id = F.concat(F.lit("?"), col("file"), F.lit(":"), col("line"))
     rows = events.filter(is_send | is_receive).select(
         "*",
@@ -222,8 +231,8 @@ def message_table(
     )
     ok = sent & (col("type") == "ok")
     invoke = sent & (col("type") == "invoke")
-    placed = ok & col("partition").isNotNull() & col("offset").isNotNull()
-    node = F.coalesce(col("node"), F.lit("unknown"))
+    placed = acked_at_a_position()
+    node = acking_node()
     counts = []
     for i, g in enumerate(groups):
         mine = col("grp") == g

@@ -56,6 +56,36 @@ class Packing:
     lowest_offset: int
 
 
+# What the facts and the message table both ask of an event, stated once: a name the table
+# ranks must be among those the facts list.
+def ok_receive() -> Any:
+    from pyspark.sql import functions as F
+
+    return (F.col("f") == "receive") & (F.col("type") == "ok")
+
+
+def reader_group() -> Any:
+    """The group a receive counts in: its consumer group, else its stream (a queue's reader)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.col("group"), F.col("stream"))
+
+
+def acking_node() -> Any:
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.col("node"), F.lit("unknown"))
+
+
+def acked_at_a_position() -> Any:
+    """An ok send that names the partition and offset it was written at."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    ok_send = (col("f") == "send") & (col("type") == "ok")
+    return ok_send & col("partition").isNotNull() & col("offset").isNotNull()
+
+
 def history_facts(events: DataFrame) -> HistoryFacts:
     """One job: a row per file and each combination of names it holds (tens of rows, merged
     here). Grouped by the names rather than collecting them into sets, so Spark aggregates
@@ -64,13 +94,13 @@ def history_facts(events: DataFrame) -> HistoryFacts:
 
     col = F.col
     ok_send = (col("f") == "send") & (col("type") == "ok")
-    placed = ok_send & col("partition").isNotNull() & col("offset").isNotNull()
-    receive = (col("f") == "receive") & (col("type") == "ok")
+    placed = acked_at_a_position()
+    receive = ok_receive()
     per_names = events.groupBy(
         "file",
-        F.when(receive, F.coalesce(col("group"), col("stream"))).alias("group"),
+        F.when(receive, reader_group()).alias("group"),
         "producer",
-        F.when(ok_send, F.coalesce(col("node"), F.lit("unknown"))).alias("node"),
+        F.when(ok_send, acking_node()).alias("node"),
         F.when(placed, col("stream")).alias("stream"),
     ).agg(
         F.max("line").alias("last_line"),
