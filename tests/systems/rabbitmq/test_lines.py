@@ -50,12 +50,16 @@ def test_a_cluster_of_the_line_forms_with_three_running_nodes(
     forms_whole(cluster)
 
 
-# Nightly: in CI on 2026-11-27 a 4.0 cluster had not reunited 120 s after the heal (a node
-# paused by pause_minority can hang in Erlang's global sync); a flaky gate is no gate.
+# 4.3 no longer reads cluster_partition_handling: a minority is Khepri's Raft's business, and
+# nothing pauses it (docs/claims-findings.md).
+PAUSES_A_MINORITY = {"4.0": True, "4.3": False}
+
+
+# Nightly for its time: about 46 s of the gate for both lines.
 @pytest.mark.nightly
 def test_on_the_line_an_isolated_node_is_cut_off_and_heal_restores_it(
     line_cluster: tuple[str, RabbitMQCluster], tmp_path: Path
 ) -> None:
-    _, cluster = line_cluster
+    line, cluster = line_cluster
     with nemesis_of(cluster, tmp_path) as nemesis:
-        isolating_cuts_off_and_heal_restores(cluster, nemesis)
+        isolating_cuts_off_and_heal_restores(cluster, nemesis, PAUSES_A_MINORITY[line])
