@@ -11,6 +11,7 @@ from typing import Any
 
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
 from checkers.engine import cancel_all
+from checkers.jvm_cpu import measured
 from checkers.profile import phase, profiling
 from checkers.read import history_bytes, write_parquet
 from checkers.session import Where, checker_session, session_of
@@ -57,7 +58,11 @@ def check_run(
         else:
             where = session_of(spark)
         session_seconds = time.monotonic() - started
-        with profiling(spark) if profile else contextlib.nullcontext() as profiled:
+        connect_url = where.master if where.engine == "pyspark-connect" else None
+        with (
+            profiling(spark) if profile else contextlib.nullcontext() as profiled,
+            measured(spark, connect_url, active=profile) as jvm_cpu,
+        ):
             result = checked_history(run, spark, manifest.groups, timeout)
     span_end = (result.history_span or {}).get("last") or 0.0
     result.stalls = with_sync_windows(result.stalls, manifest.mirrored_queues, span_end)
@@ -78,6 +83,7 @@ def check_run(
     verdict["checker"]["session_seconds"] = round(session_seconds, 2)
     if profiled is not None:
         verdict["checker"]["profile"] = profiled.as_dict()
+        verdict["checker"]["jvm_cpu"] = jvm_cpu
     write_verdict(run, verdict, result.timeline)
     return verdict
 

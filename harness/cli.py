@@ -415,6 +415,7 @@ def _warm_checker() -> Iterator[None]:
 
 
 def _print_profile(checker: dict) -> None:
+    from checkers.jvm_cpu import said
     from checkers.profile import Phase, Profile
 
     phases = [Phase(**p) for p in checker["profile"]]
@@ -422,6 +423,8 @@ def _print_profile(checker: dict) -> None:
     out.print(f"session: {checker['session_seconds']:.2f} s to get it", markup=False)
     for line in Profile(None, phases).lines():
         out.print(line, markup=False)
+    if checker.get("jvm_cpu"):
+        out.print(said(checker["jvm_cpu"]), markup=False)
 
 
 spark_app = typer.Typer(no_args_is_help=True, help="the warm checker: a Spark Connect server")

@@ -149,6 +149,9 @@ def test_a_warm_check_finds_a_dependency_cycle(warm: session.Server, tmp_path: P
     phases = {p["name"] for p in verdict["checker"]["profile"]}
     assert {"read", "transactions", "cycles", "timeline"} <= phases
     assert any(line.startswith("total") for line in checked.stdout.splitlines())
+    # The server is this machine's: where its CPU went is read from it.
+    assert verdict["checker"]["jvm_cpu"]["process"] > 0
+    assert "checker JVM CPU:" in checked.stdout
 
 
 # Nightly (64 s in a loaded fast tier): a local Spark of its own beside the warm server.
