@@ -38,6 +38,7 @@ from checkers.packing import (
     acking_node,
     name_of,
     ok_receive,
+    ok_send,
     rank_in,
     reader_group,
 )
@@ -229,7 +230,7 @@ def message_table(
         .when(col("type") == "info", 1)
         .otherwise(0)
     )
-    ok = sent & (col("type") == "ok")
+    ok = ok_send()
     invoke = sent & (col("type") == "invoke")
     placed = acked_at_a_position()
     node = acking_node()

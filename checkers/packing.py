@@ -64,6 +64,12 @@ def ok_receive() -> Any:
     return (F.col("f") == "receive") & (F.col("type") == "ok")
 
 
+def ok_send() -> Any:
+    from pyspark.sql import functions as F
+
+    return (F.col("f") == "send") & (F.col("type") == "ok")
+
+
 def reader_group() -> Any:
     """The group a receive counts in: its consumer group, else its stream (a queue's reader)."""
     from pyspark.sql import functions as F
@@ -82,8 +88,7 @@ def acked_at_a_position() -> Any:
     from pyspark.sql import functions as F
 
     col = F.col
-    ok_send = (col("f") == "send") & (col("type") == "ok")
-    return ok_send & col("partition").isNotNull() & col("offset").isNotNull()
+    return ok_send() & col("partition").isNotNull() & col("offset").isNotNull()
 
 
 def history_facts(events: DataFrame) -> HistoryFacts:
@@ -93,14 +98,14 @@ def history_facts(events: DataFrame) -> HistoryFacts:
     from pyspark.sql import functions as F
 
     col = F.col
-    ok_send = (col("f") == "send") & (col("type") == "ok")
+    acked = ok_send()
     placed = acked_at_a_position()
     receive = ok_receive()
     per_names = events.groupBy(
         "file",
         F.when(receive, reader_group()).alias("group"),
         "producer",
-        F.when(ok_send, acking_node()).alias("node"),
+        F.when(acked, acking_node()).alias("node"),
         F.when(placed, col("stream")).alias("stream"),
     ).agg(
         F.max("line").alias("last_line"),
