@@ -20,6 +20,18 @@ def step_label(number: int, f: str, value: str | None, since_start: float) -> st
     return f"{number}. {f}{_describe(value)} at +{since_start:.1f} s"
 
 
+def step_number(label: str) -> int:
+    """ "3. start-partition isolate kafka2 at +15.7 s" -> 3; a label of no step -> 0."""
+    number = label.split(".", 1)[0]
+    return int(number) if number.isdigit() else 0
+
+
+def _in_time_order(row: Any) -> tuple[str, bool, int, str]:
+    """A row of by_step_and_node by group, then its step as the run went (before any fault,
+    each step, never acknowledged), then node: the answer's order is the run's, not Spark's."""
+    return (row["group"], row["step"] == q.NEVER_ACKED, step_number(row["step"]), row["node"] or "")
+
+
 def _describe(value: str | None) -> str:
     v = event_value(value)
     if value and not v:  # not an object: shown as written
@@ -61,18 +73,24 @@ def steps_frame(spark: Any, nemesis: list[dict[str, Any]], run_start: float) -> 
     return small_frame(spark, out, "start double, `end` double, step string")
 
 
-def attribute(
+def attribution_frame(
     spark: Any,
     nemesis: list[dict[str, Any]],
     run_start: float,
     summary: Any,
     flagged: dict[str, Any],
-) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
-    """{metric: {group: {"by_step": {step: n}, "by_node": {node: n}}}} for lost, duplicated
-    and reordered (summary: the message table's sent messages, checkers.messages)."""
+) -> Any:
+    """(metric, group, step, node, count) of the lost, duplicated and reordered messages
+    (checkers.queries.by_step_and_node; summary: the message table's sent messages)."""
     steps = steps_frame(spark, nemesis, run_start)
+    return q.by_step_and_node(q.attributed(flagged), q.acks(summary), steps)
+
+
+def attribute(rows: list[Any]) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
+    """{metric: {group: {"by_step": {step: n}, "by_node": {node: n}}}} for lost, duplicated
+    and reordered, from the collected rows of attribution_frame."""
     out: dict[str, dict[str, dict[str, dict[str, int]]]] = {m: {} for m in q.ATTRIBUTED}
-    for r in q.by_step_and_node(q.attributed(flagged), q.acks(summary), steps).collect():
+    for r in sorted(rows, key=_in_time_order):
         g = out[r["metric"]].setdefault(r["group"], {"by_step": {}, "by_node": {}})
         g["by_step"][r["step"]] = g["by_step"].get(r["step"], 0) + r["count"]
         g["by_node"][r["node"]] = g["by_node"].get(r["node"], 0) + r["count"]

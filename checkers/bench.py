@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.attribution import step_number
 from checkers.bench_synth import synth_run
 from contract.numbers import parse_counts
 
@@ -183,16 +184,10 @@ def compare(verdict: dict[str, Any], duck: dict[str, Any]) -> list[str]:
             out.append(f"{metric}: checker {ours} duckdb {by_process}")
     for group, steps in duck["lost_by_step"].items():
         by_step = verdict["attribution"]["lost"].get(group, {}).get("by_step", {})
-        ours = {_step_number(label): n for label, n in by_step.items()}
+        ours = {step_number(label): n for label, n in by_step.items()}
         if ours != {int(k): v for k, v in steps.items()}:
             out.append(f"lost by step in {group}: checker {ours} duckdb {steps}")
     return out
-
-
-def _step_number(label: str) -> int:
-    """ "3. start-partition ... at +1.0 s" -> 3; "before any fault" -> 0."""
-    number = label.split(".", 1)[0]
-    return int(number) if number.isdigit() else 0
 
 
 def _timed(

@@ -66,3 +66,24 @@ def in_spark_order(rows: Iterable[Any], *columns: str) -> list[Any]:
         return tuple((row[c] is not None, row[c]) for c in columns)
 
     return sorted(rows, key=key)
+
+
+ROW_OF = "_row_of"  # in collected_together's union: which frame a row came from
+
+
+def collected_together(frames: dict[str, Any]) -> dict[str, list[Any]]:
+    """The rows of each frame of `frames` (name: frame of few rows), by name, in one action.
+
+    On a warm server most of a small frame's collect is its own: a plan, a job and a round trip.
+    Unioned, the frames are one of each; a column a frame lacks is null in its rows, and
+    frames share a column's name only with its type."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    named = [frame.select(F.lit(name).alias(ROW_OF), "*") for name, frame in frames.items()]
+    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), named)
+    out: dict[str, list[Any]] = {name: [] for name in frames}
+    for row in union.collect():
+        out[row[ROW_OF]].append(row)
+    return out

@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from checkers.tuning import SMALL_HISTORY_BYTES  # up to it, C1 alone pays (README, "The checker")
 from contract.cache import cache_root
 
-SMALL_HISTORY_BYTES = 200 << 20  # up to this much JSONL, C1 alone pays (README, "The checker")
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an archive of another JDK: no warning
 # C1 alone gets the JDK's code cache for an untiered JIT, 48 MB: a JVM that checks many
 # histories (a test session's Spark) fills it by its fourth run-sized check, the JDK turns the

@@ -92,16 +92,21 @@ def acked_at_a_position() -> Any:
 
 
 def history_facts(events: DataFrame) -> HistoryFacts:
-    """One job: a row per file and each combination of names it holds (tens of rows, merged
-    here). Grouped by the names rather than collecting them into sets, so Spark aggregates
-    numbers only, by hashing, in generated code."""
+    """The facts of the history, in one job."""
+    return facts_of(facts_by_names(events).collect())
+
+
+def facts_by_names(events: DataFrame) -> DataFrame:
+    """A row per file and each combination of names it holds (tens of rows, merged by facts_of).
+    Grouped by the names rather than collecting them into sets, so Spark aggregates numbers
+    only, by hashing, in generated code."""
     from pyspark.sql import functions as F
 
     col = F.col
     acked = ok_send()
     placed = acked_at_a_position()
     receive = ok_receive()
-    per_names = events.groupBy(
+    return events.groupBy(
         "file",
         F.when(receive, reader_group()).alias("group"),
         "producer",
@@ -117,7 +122,11 @@ def history_facts(events: DataFrame) -> HistoryFacts:
         F.min(F.when(placed, col("offset"))).alias("low_offset"),
         F.max(F.when(placed, col("offset"))).alias("high_offset"),
     )
-    rows = [r.asDict() for r in per_names.collect()]
+
+
+def facts_of(collected: list[Any]) -> HistoryFacts:
+    """The facts of the history from the collected rows of facts_by_names."""
+    rows = [r.asDict() for r in collected]
     ungrouped = sorted(r["file"] for r in rows if r["ungrouped"])
     if ungrouped:
         raise HistoryError(f"{ungrouped[0]}: an ok receive names neither its group nor a stream")

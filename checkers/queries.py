@@ -135,6 +135,35 @@ def with_fault_overlap(intervals: DataFrame, windows: list[tuple[float, float]])
     )
 
 
+def longest_unavailable(intervals: DataFrame, longest: int) -> DataFrame:
+    """Up to `longest` unavailable intervals of each producer (with_fault_overlap), each with
+    its seconds and its rank n (1 the longest; ties by start), and on each its producer's
+    totals: intervals (how many), first (start), last (end), total_seconds, in_fault_seconds,
+    and in_fault_sends, the refused or unknown sends of the intervals that meet a fault window
+    (the ones a fault can have caused: a publisher's in-flight sends at its own deadline are
+    not).
+
+    One pass over the intervals answers both: asked apart, the intervals were planned, and
+    computed, once for each question."""
+    from pyspark.sql import Window
+
+    F = _F()
+    per_producer = Window.partitionBy("producer")
+    longest_first = per_producer.orderBy(F.desc("seconds"), "start")
+    in_fault_sends = F.when(F.col("touches_fault"), F.col("refused") + F.col("unknown"))
+    timed = intervals.withColumn("seconds", F.col("end") - F.col("start"))
+    return timed.select(
+        "*",
+        F.row_number().over(longest_first).alias("n"),
+        F.count("*").over(per_producer).alias("intervals"),
+        F.min("start").over(per_producer).alias("first"),
+        F.max("end").over(per_producer).alias("last"),
+        F.sum("seconds").over(per_producer).alias("total_seconds"),
+        F.sum("in_faults").over(per_producer).alias("in_fault_seconds"),
+        F.sum(F.coalesce(in_fault_sends, F.lit(0))).over(per_producer).alias("in_fault_sends"),
+    ).filter(F.col("n") <= longest)
+
+
 TRAFFIC = ("acked", "sends", "exposed", "first_exposed", "delivered")
 
 
@@ -336,11 +365,11 @@ def log_findings(positions: DataFrame, events: DataFrame, samples: int) -> DataF
     """The observed log's anomalies in one query: a row of kind "counts" (positions observed,
     inconsistent_offsets, duplicate_offsets), and the first `samples` of each anomaly as a row
     of its kind, in the order a person reads them: an inconsistent offset's (stream, partition,
-    offset, msg_ids) by position, a duplicate's (stream, msg_id) by msg_id. Columns a kind does
-    not have are null.
+    offset, msg_ids) by position, a duplicate's (stream, msg_id, at: its positions) by msg_id.
+    Columns a kind does not have are null.
 
     One action where counting and sampling each anomaly took four or five: the duplicates'
-    aggregation appears twice in the plan, and Spark runs its exchange once for both."""
+    aggregation appears in the plan three times, and Spark runs its exchange once for all."""
     F = _F()
     inconsistent = inconsistent_offsets(positions)
     duplicates = duplicate_offsets(events)
@@ -351,7 +380,7 @@ def log_findings(positions: DataFrame, events: DataFrame, samples: int) -> DataF
     first_inconsistent = ids_at(
         events, inconsistent.orderBy("stream", "partition", "offset").limit(samples)
     )
-    first_duplicates = duplicates.orderBy("msg_id", "stream").limit(samples)
+    first_duplicates = positions_of(events, duplicates.orderBy("msg_id", "stream").limit(samples))
     return (
         counts.select(F.lit("counts").alias("kind"), "*")
         .unionByName(
@@ -365,7 +394,9 @@ def log_findings(positions: DataFrame, events: DataFrame, samples: int) -> DataF
             allowMissingColumns=True,
         )
         .unionByName(
-            first_duplicates.select(F.lit("duplicate_offsets").alias("kind"), "stream", "msg_id"),
+            first_duplicates.select(
+                F.lit("duplicate_offsets").alias("kind"), "stream", "msg_id", "at"
+            ),
             allowMissingColumns=True,
         )
     )
@@ -515,23 +546,24 @@ NEVER_ACKED = "never acknowledged"
 ATTRIBUTED = ("lost", "duplicated", "reordered")
 
 
-def control_events(events: DataFrame) -> list[dict[str, Any]]:
-    """(time, process, type, f, partition, value) of every nemesis event and every leader/ISR
-    and coordinator change the partition watch recorded (Kafka), in order (of time, then as
-    written): a few rows per run, collected once for the fault steps, windows, leader-placement
-    snapshots, the partitions' states and the coordinators' moves."""
+CONTROL = ("time", "process", "type", "f", "partition", "value")  # of a control event
+
+
+def control_rows(events: DataFrame) -> DataFrame:
+    """(*CONTROL, file, line) of every nemesis event and every leader/ISR and coordinator change
+    the partition watch recorded (Kafka): a few rows per run, collected once (control_events)
+    for the fault steps, windows, leader-placement snapshots, the partitions' states and the
+    coordinators' moves."""
     F = _F()
     watched = F.col("f").isin(PARTITION_STATE, COORDINATOR_STATE)
-    rows = (
-        events.filter((F.col("process") == NEMESIS_PROCESS) | watched)
-        .select("time", "process", "type", "f", "partition", "value", "file", "line")
-        .collect()
+    return events.filter((F.col("process") == NEMESIS_PROCESS) | watched).select(
+        *CONTROL, "file", "line"
     )
-    written = ("file", "line")
-    return [
-        {k: v for k, v in r.asDict().items() if k not in written}
-        for r in in_spark_order(rows, "time", *written)
-    ]
+
+
+def control_events(rows: list[Any]) -> list[dict[str, Any]]:
+    """The collected control_rows as (*CONTROL) dicts, in order (of time, then as written)."""
+    return [{k: r[k] for k in CONTROL} for r in in_spark_order(rows, "time", "file", "line")]
 
 
 def nemesis_events(control: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,14 +18,14 @@ from typing import Any
 
 from checkers import queries as q
 from checkers import timeline
-from checkers.attribution import attribute
+from checkers.attribution import attribute, attribution_frame
 from checkers.cycles import check_cycles
 from checkers.engine import cancel_all, release
-from checkers.frames import in_spark_order, small_frame
+from checkers.frames import collected_together, in_spark_order, small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.jvm import driver_options
 from checkers.messages import MessageTable, message_table
-from checkers.packing import history_facts, packing
+from checkers.packing import HistoryFacts, facts_by_names, facts_of, packing
 from checkers.profile import in_phase, phase
 from checkers.read import HistoryError, read_history
 from checkers.together import together
@@ -168,9 +168,8 @@ def check_history(
     events = history.events
     cached: list[Any] = []
     try:
-        with phase("deliveries, facts"):
-            receives = _kept(cached, q.deliveries(events))
-            facts = history_facts(events)
+        with phase("facts, control events"):
+            facts, span, transactional, control = _facts_and_control(events)
         groups = sorted(set(facts.groups) | set(expected_groups or []))
         groups_df = small_frame(spark, [(g,) for g in groups], "group string")
 
@@ -179,30 +178,22 @@ def check_history(
             with phase("message table"):
                 table = message_table(events, groups, packing(facts))
                 table = replace(table, frame=_kept(cached, table.frame))
-                # Asked again by attribution and the timeline: each computed once.
-                lost = _kept(cached, table.rows("lost"))
+                # Asked again by the ids, the timeline and attribution: its window runs once.
                 reordered = _kept(cached, q.reordered(table.first_deliveries()))
-            return table, lost, reordered
+            return table, table.rows("lost"), reordered
 
         def kept_positions() -> Any:
             # The log's positions answer its anomalies and the readers' skips.
             with phase("positions"):
                 return _kept(cached, q.positions(events))
 
-        def span_and_control() -> tuple[dict[str, Any], bool, list[dict[str, Any]]]:
-            with phase("span, control events"):
-                from pyspark.sql import functions as F
-
-                any_txn = F.max(transaction_event())
-                times = q.run_span(events, transactional=any_txn).collect()[0].asDict()
-                span = {"first": times["first"], "last": times["last"]}
-                _within_a_day(events, span)
-                control = q.control_events(events)
-                return span, bool(times["transactional"]), control
+        def kept_deliveries() -> Any:
+            with phase("deliveries"):
+                return _kept(cached, q.deliveries(events))
 
         stop = functools.partial(cancel_all, spark)  # a part failed: the others' jobs end
-        (table, lost, reordered), positions, (span, transactional, control) = together(
-            [kept_table, kept_positions, span_and_control], stop
+        (table, lost, reordered), positions, receives = together(
+            [kept_table, kept_positions, kept_deliveries], stop
         )
         summary = table.summary()
         flagged = {"lost": lost, "duplicated": table.rows("duplicated"), "reordered": reordered}
@@ -239,43 +230,29 @@ def check_history(
         (
             (counts, transactions),
             log,
-            readers,
             (unavailability, stalls),
-            seconds,
-            traffic,
-            attribution,
-            (sends, errors),
-            producers,
+            (seconds, traffic, attribution),
+            (sends, errors, readers, producers),
         ) = together(
             [
                 per_message,
                 in_phase("log", lambda: _log_anomalies(positions, events)),
                 in_phase(
-                    "readers",
-                    lambda: _reader_anomalies(
-                        receives, positions, _committed_view(events, transactional)
-                    ),
-                ),
-                in_phase(
                     "unavailability, stalls",
-                    lambda: (
-                        _unavailability(cached, summary, windows),
-                        _stalls(summary, receives, groups_df, windows),
+                    lambda: _unavailability_and_stalls(summary, receives, groups_df, windows),
+                ),
+                in_phase(
+                    "timeline, window traffic, attribution",
+                    lambda: _over_time(
+                        spark, summary, receives, flagged, nemesis, states, span, windows
                     ),
                 ),
                 in_phase(
-                    "timeline",
-                    lambda: timeline.build(
-                        summary, receives, flagged, nemesis, states, span, windows
+                    "sends, errors, readers, producers",
+                    lambda: _client_counts(
+                        events, summary, receives, positions, _committed_view(events, transactional)
                     ),
                 ),
-                in_phase("window traffic", lambda: _window_traffic(summary, receives, windows)),
-                in_phase(
-                    "attribution",
-                    lambda: attribute(spark, nemesis, span["first"] or 0.0, summary, flagged),
-                ),
-                in_phase("sends, errors", lambda: (_send_counts(summary), _errors(events))),
-                in_phase("producers", lambda: _producer_anomalies(events, summary)),
             ],
             stop,
         )
@@ -305,6 +282,27 @@ def check_history(
     finally:
         for df in cached:
             release(df)
+
+
+def _facts_and_control(
+    events: Any,
+) -> tuple[HistoryFacts, dict[str, Any], bool, list[dict[str, Any]]]:
+    """The history's facts (checkers.packing), its first and last time, whether any of it is a
+    transaction's, and its control events (checkers.queries.control_rows), in one action."""
+    from pyspark.sql import functions as F
+
+    rows = collected_together(
+        {
+            "facts": facts_by_names(events),
+            "span": q.run_span(events, transactional=F.max(transaction_event())),
+            "control": q.control_rows(events),
+        }
+    )
+    facts = facts_of(rows["facts"])
+    (times,) = rows["span"]
+    span = {"first": times["first"], "last": times["last"]}
+    _within_a_day(events, span)
+    return facts, span, bool(times["transactional"]), q.control_events(rows["control"])
 
 
 def _tag(flagged: Any, metric: str) -> Any:
@@ -349,14 +347,43 @@ def _within_a_day(events: Any, span: dict[str, Any]) -> None:
     )
 
 
-def _send_counts(summary: Any) -> dict[str, int]:
+READER_COUNTS = {"poll_skips": "poll_skip", "nonmonotonic_polls": "nonmonotonic"}
+PRODUCER_COUNTS = {"nonmonotonic_sends": "nonmonotonic"}
+
+
+def _client_counts(
+    events: Any, summary: Any, receives: Any, positions: Any, committed: tuple[set[str], Any]
+) -> tuple[dict[str, int], dict[str, dict[str, int]], dict[str, Any], dict[str, Any]]:
+    """The sends by outcome, the clients' errors, and the readers' and producers' anomalies,
+    asked in one action (a few rows each)."""
+    rows = collected_together(
+        {
+            "sends": _send_outcomes(summary),
+            "errors": q.client_errors(events),
+            "readers": _reader_flags(receives, positions, committed),
+            "producers": _producer_flags(events, summary),
+        }
+    )
+    return (
+        _send_counts(rows["sends"]),
+        _errors(rows["errors"]),
+        _per_key(rows["readers"], "process", READER_COUNTS),
+        _per_key(rows["producers"], "producer", PRODUCER_COUNTS),
+    )
+
+
+def _send_outcomes(summary: Any) -> Any:
+    """(outcome, count, invoked): the sends of each outcome, and how many of them began."""
     from pyspark.sql import functions as F
 
-    counts = {"ok": 0, "fail": 0, "info": 0, "invoked": 0}
-    rows = summary.groupBy("outcome").agg(
+    return summary.groupBy("outcome").agg(
         F.count("*").alias("count"), F.sum(F.col("invoked").cast("int")).alias("invoked")
     )
-    for r in rows.collect():
+
+
+def _send_counts(rows: list[Any]) -> dict[str, int]:
+    counts = {"ok": 0, "fail": 0, "info": 0, "invoked": 0}
+    for r in rows:
         counts[r["outcome"]] = r["count"]
         counts["invoked"] += r["invoked"] or 0
     return counts
@@ -375,20 +402,37 @@ def _refused_window(unavailability: dict[str, Any]) -> dict[str, float] | None:
 LONGEST = 10  # unavailable intervals listed per producer, longest first
 
 
-def _unavailability(
-    kept: list[Any], summary: Any, windows: list[tuple[float, float]]
-) -> dict[str, Any]:
-    """Per producer: how many unavailable intervals, their seconds, the seconds of them inside
-    fault windows, and the longest few. Only these figures come back, however many there are."""
-    from pyspark.sql import functions as F
-
+def _unavailability_and_stalls(
+    summary: Any, receives: Any, groups: Any, windows: list[tuple[float, float]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The producers' unavailability and the groups' stalls, asked in one action: only their
+    figures and longest few come back, however many there are."""
     intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows)
-    # Computed once, then asked twice (totals, longest): planned from the history for each
-    # question, the intervals took two thirds of this phase's 42 stages. (Asked in one query
-    # of both, Spark reused only part of their exchanges: each question keeps other columns.)
-    intervals = _kept(kept, intervals.withColumn("seconds", F.col("end") - F.col("start")))
-    out = {p: {**totals, "longest": []} for p, totals in _interval_totals(intervals).items()}
-    for r in _longest_intervals(intervals):
+    rows = collected_together(
+        {
+            "intervals": q.longest_unavailable(intervals, LONGEST),
+            "stalls": q.stalls(summary, receives, groups, STALL_SECONDS),
+        }
+    )
+    return _unavailability(rows["intervals"]), _stalls(rows["stalls"], windows)
+
+
+def _unavailability(longest: list[Any]) -> dict[str, Any]:
+    """Per producer, in producer order: how many unavailable intervals, their span, their
+    seconds, the seconds of them inside fault windows, and the longest few (longest: the rows
+    of checkers.queries.longest_unavailable)."""
+    out: dict[str, Any] = {}
+    for r in in_spark_order(longest, "producer", "n"):
+        if r["n"] == 1:
+            out[r["producer"]] = {
+                "intervals": r["intervals"],
+                "seconds": round(r["total_seconds"], 3),
+                "in_fault_seconds": round(r["in_fault_seconds"], 3),
+                "in_fault_sends": r["in_fault_sends"],
+                "first": r["first"],
+                "last": r["last"],
+                "longest": [],
+            }
         out[r["producer"]]["longest"].append(
             {
                 "start": r["start"],
@@ -403,75 +447,53 @@ def _unavailability(
     return out
 
 
-def _interval_totals(intervals: Any) -> dict[str, dict[str, Any]]:
-    """Per producer, in producer order: its unavailable intervals' count, span and seconds."""
-    from pyspark.sql import functions as F
-
-    # Refused or unknown sends in intervals that meet a fault window: the ones a fault can
-    # have caused (a publisher's in-flight sends at its own deadline are not).
-    in_fault_sends = F.when(F.col("touches_fault"), F.col("refused") + F.col("unknown"))
-    rows = (
-        intervals.groupBy("producer")
-        .agg(
-            F.count("*").alias("intervals"),
-            F.min("start").alias("first"),
-            F.max("end").alias("last"),
-            F.sum("seconds").alias("seconds"),
-            F.sum("in_faults").alias("in_fault_seconds"),
-            F.sum(F.coalesce(in_fault_sends, F.lit(0))).alias("in_fault_sends"),
-        )
-        .collect()
-    )
-    return {
-        r["producer"]: {
-            "intervals": r["intervals"],
-            "seconds": round(r["seconds"], 3),
-            "in_fault_seconds": round(r["in_fault_seconds"], 3),
-            "in_fault_sends": r["in_fault_sends"],
-            "first": r["first"],
-            "last": r["last"],
-        }
-        for r in in_spark_order(rows, "producer")
+def _over_time(
+    spark: Any,
+    summary: Any,
+    receives: Any,
+    flagged: dict[str, Any],
+    nemesis: list[dict[str, Any]],
+    states: list[dict[str, Any]],
+    span: dict[str, Any],
+    windows: list[tuple[float, float]],
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """The timeline (checkers.timeline), each fault window's traffic, and which fault step and
+    node each anomaly belongs to (checkers.attribution), asked in one action: a few rows per
+    second, per window and per step."""
+    run_start = span["first"] or 0.0
+    frames = {
+        **timeline.frames(summary, receives, flagged, run_start),
+        "attribution": attribution_frame(spark, nemesis, run_start, summary, flagged),
     }
+    if windows:
+        frames["traffic"] = q.window_traffic(summary, receives, windows)
+    rows = collected_together(frames)
+    return (
+        timeline.build(rows, nemesis, states, span, windows),
+        _window_traffic(rows.get("traffic", []), windows),
+        attribute(rows["attribution"]),
+    )
 
 
-def _longest_intervals(intervals: Any) -> list[Any]:
-    """Up to LONGEST unavailable intervals of each producer, by producer, longest first."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    # The ranking is its window's only column, so Spark keeps each task's longest few before
-    # the shuffle: a producer's intervals are not one task.
-    longest_first = Window.partitionBy("producer").orderBy(F.desc("seconds"), "start")
-    ranked = intervals.withColumn("n", F.row_number().over(longest_first))
-    return in_spark_order(ranked.filter(F.col("n") <= LONGEST).collect(), "producer", "n")
+def _window_traffic(rows: list[Any], windows: list[tuple[float, float]]) -> list[dict[str, Any]]:
+    """Per fault window, in order: its traffic (rows of checkers.queries.window_traffic), 0
+    where it saw none."""
+    seen = {(r["w_start"], r["w_end"]): r for r in rows}
+    none = dict.fromkeys(q.TRAFFIC, 0)
+    return [
+        {"start": a, "end": b, **{k: seen.get((a, b), none)[k] or 0 for k in q.TRAFFIC}}
+        for a, b in sorted(windows)
+    ]
 
 
 STALL_SECONDS = 1.0  # under continuous load, a second without progress is a blocked queue
 
 
-def _window_traffic(
-    summary: Any, receives: Any, windows: list[tuple[float, float]]
-) -> list[dict[str, Any]]:
-    """Per fault window, in order: its traffic (checkers.queries.window_traffic), 0 where it
-    saw none."""
-    if not windows:
-        return []
-    rows = q.window_traffic(summary, receives, windows).collect()
-    seen = {(r["w_start"], r["w_end"]): r.asDict() for r in rows}
-    return [
-        {"start": a, "end": b, **{k: seen.get((a, b), {}).get(k) or 0 for k in q.TRAFFIC}}
-        for a, b in sorted(windows)
-    ]
-
-
-def _stalls(
-    summary: Any, receives: Any, groups: Any, windows: list[tuple[float, float]]
-) -> dict[str, Any]:
-    """Per group: its stalls (checkers.queries.stalls), their seconds and the seconds inside
-    fault windows, and the longest few. Gaps of a second or more are few: they come back."""
+def _stalls(rows: list[Any], windows: list[tuple[float, float]]) -> dict[str, Any]:
+    """Per group: its stalls (rows of checkers.queries.stalls: gaps of a second or more are
+    few, they all come back), their seconds and the seconds inside fault windows, and the
+    longest few."""
     out: dict[str, Any] = {}
-    rows = q.stalls(summary, receives, groups, STALL_SECONDS).collect()
     for r in sorted(rows, key=lambda r: (r["group"], -(r["end"] - r["start"]), r["start"])):
         g = out.setdefault(r["group"], {"stalls": 0, "seconds": 0.0, "longest": []})
         seconds = r["end"] - r["start"]
@@ -489,9 +511,9 @@ def _stalls(
     return out
 
 
-def _errors(events: Any) -> dict[str, dict[str, int]]:
+def _errors(rows: list[Any]) -> dict[str, dict[str, int]]:
     errors: dict[str, dict[str, int]] = {}
-    for r in q.client_errors(events).collect():
+    for r in rows:
         errors.setdefault(r["f"], {})[r["name"] or "(no error text)"] = r["count"]
     return errors
 
@@ -509,15 +531,15 @@ LOG_SAMPLES = 5
 
 
 def _log_anomalies(positions: Any, events: Any) -> dict[str, Any]:
-    """Counts of the observed log's anomalies, and the first few of each for a person to see.
-    Anomalies are mostly none: the duplicates' positions are looked up only when there are
-    some, and then only for the few shown."""
+    """Counts of the observed log's anomalies, and the first few of each for a person to see."""
     rows = q.log_findings(positions, events, LOG_SAMPLES).collect()
     counts = next(r for r in rows if r["kind"] == "counts")
     inconsistent = in_spark_order(
         (r for r in rows if r["kind"] == "inconsistent_offsets"), "stream", "partition", "offset"
     )
-    duplicated = [(r["stream"], r["msg_id"]) for r in rows if r["kind"] == "duplicate_offsets"]
+    duplicated = in_spark_order(
+        (r for r in rows if r["kind"] == "duplicate_offsets"), "msg_id", "stream"
+    )
     return {
         "positions": counts["positions"],
         "inconsistent_offsets": counts["inconsistent_offsets"],
@@ -527,21 +549,9 @@ def _log_anomalies(positions: Any, events: Any) -> dict[str, Any]:
                 f"{r['stream']}/{r['partition']}@{r['offset']}: {', '.join(r['msg_ids'])}"
                 for r in inconsistent
             ],
-            "duplicate_offsets": _duplicate_samples(events, duplicated),
+            "duplicate_offsets": [f"{r['msg_id']}: {', '.join(r['at'])}" for r in duplicated],
         },
     }
-
-
-def _duplicate_samples(events: Any, duplicated: list[tuple[str | None, str]]) -> list[str]:
-    """Each (stream, msg_id) of `duplicated` as msg_id and the positions the log holds it at,
-    in msg_id order."""
-    if not duplicated:
-        return []
-    which = small_frame(events.sparkSession, duplicated, "stream string, msg_id string")
-    listed = q.positions_of(events, which).collect()
-    return [
-        f"{r['msg_id']}: {', '.join(r['at'])}" for r in in_spark_order(listed, "msg_id", "stream")
-    ]
 
 
 def _committed_view(events: Any, transactional: bool) -> tuple[set[str], Any]:
@@ -552,33 +562,26 @@ def _committed_view(events: Any, transactional: bool) -> tuple[set[str], Any]:
     return read_committed_processes(events), q.positions(without_aborted_records(events))
 
 
-def _reader_anomalies(
-    receives: Any, positions: Any, committed: tuple[set[str], Any] = (set(), None)
-) -> dict[str, dict[str, int]]:
+def _reader_flags(receives: Any, positions: Any, committed: tuple[set[str], Any]) -> Any:
     """Every process that received anything, with 0 where it has no offsets (RabbitMQ). A
     read_committed reader's skips are judged against the log less aborted records."""
     flags = q.read_anomalies(q.consecutive_reads(receives), positions, *committed)
-    counted = {"poll_skips": "poll_skip", "nonmonotonic_polls": "nonmonotonic"}
-    return _flags_per(receives.select("process"), flags, "process", counted)
+    return _flags_per(receives.select("process"), flags, "process", READER_COUNTS)
 
 
-def _producer_anomalies(events: Any, summary: Any) -> dict[str, dict[str, int]]:
+def _producer_flags(events: Any, summary: Any) -> Any:
     flags = q.nonmonotonic_sends(events).select("producer", _true("nonmonotonic"))
-    counted = {"nonmonotonic_sends": "nonmonotonic"}
-    return _flags_per(q.producers(summary), flags, "producer", counted)
+    return _flags_per(q.producers(summary), flags, "producer", PRODUCER_COUNTS)
 
 
-def _flags_per(
-    everyone: Any, flags: Any, key: str, counted: dict[str, str]
-) -> dict[str, dict[str, int]]:
-    """For every `key` of `everyone` (a frame with that column), in key order, how many rows
-    of `flags` (`key` and boolean columns) set each flag (count's name -> flag column), 0 where
-    none: one union and one grouping for all. A key of `flags` that `everyone` lacks is left
-    out."""
+def _flags_per(everyone: Any, flags: Any, key: str, counted: dict[str, str]) -> Any:
+    """For every `key` of `everyone` (a frame with that column), how many rows of `flags` (`key`
+    and boolean columns) set each flag (count's name -> flag column), 0 where none: one union
+    and one grouping for all. A key of `flags` that `everyone` lacks is left out."""
     from pyspark.sql import functions as F
 
     listed = everyone.select(key, _true("listed"), *(_false(c) for c in counted.values()))
-    rows = (
+    return (
         listed.unionByName(flags.select(key, _false("listed"), *counted.values()))
         .groupBy(key)
         .agg(
@@ -586,8 +589,11 @@ def _flags_per(
             *(F.count_if(flag).alias(name) for name, flag in counted.items()),
         )
         .filter(F.col("listed") > 0)
-        .collect()
     )
+
+
+def _per_key(rows: list[Any], key: str, counted: dict[str, str]) -> dict[str, dict[str, int]]:
+    """The rows of _flags_per as {key: {count's name: n}}, in key order."""
     return {r[key]: {name: r[name] for name in counted} for r in sorted(rows, key=lambda r: r[key])}
 
 

@@ -120,16 +120,30 @@ def _outcome_of(nemesis: list[dict[str, Any]], step: dict[str, Any]) -> str:
     return "open"
 
 
+def frames(
+    summary: Any, receives: Any, flagged: dict[str, Any], run_start: float
+) -> dict[str, Any]:
+    """The timeline's series as frames of a few rows per second, by name, for build to read
+    once collected (summary: the message table's sent messages; flagged: metric -> (group,
+    msg_id) of the lost, duplicated and reordered messages)."""
+    return {
+        "send_rates": send_rates(summary, run_start),
+        "delivery_rates": delivery_rates(receives, run_start),
+        "anomalies_at_ack": anomalies_by_ack_second(
+            q.attributed(flagged), q.acks(summary), run_start
+        ),
+    }
+
+
 def build(
-    summary: Any,
-    receives: Any,
-    flagged: dict[str, Any],
+    rows: dict[str, list[Any]],
     nemesis: list[dict[str, Any]],
     states: list[dict[str, Any]],
     span: dict[str, Any],
     fault_windows: list[tuple[float, float]],
 ) -> dict[str, Any]:
-    """The timeline.json document (its fields: README, "Reports")."""
+    """The timeline.json document (its fields: README, "Reports"), from the collected rows of
+    frames."""
     run_start, run_end = span["first"] or 0.0, span["last"] or 0.0
     # Every second of the run has a row, so that a second with no outcome reads as zero and
     # breaks the latency line instead of being drawn across.
@@ -138,13 +152,13 @@ def build(
         s: {"second": s, "ok": 0, "fail": 0, "info": 0, ABORTED: 0, "p50_ms": None, "p99_ms": None}
         for s in range(last_second + 1)
     }
-    for r in send_rates(summary, run_start).collect():
+    for r in rows["send_rates"]:
         row = sends[min(max(r["second"], 0), last_second)]
         row[r["outcome"]] += r["sends"]
         if r["outcome"] == "ok":
             row["p50_ms"], row["p99_ms"] = _ms(r["p50_ms"]), _ms(r["p99_ms"])
     per_group: dict[str, dict[int, int]] = {}
-    for r in delivery_rates(receives, run_start).collect():
+    for r in rows["delivery_rates"]:
         counts = per_group.setdefault(r["group"], {})
         second = min(max(r["second"], 0), last_second)
         counts[second] = counts.get(second, 0) + r["count"]
@@ -153,8 +167,7 @@ def build(
         for group, counts in sorted(per_group.items())
     }
     anomalies: dict[str, dict[str, list[list[int]]]] = {m: {} for m in q.ATTRIBUTED}
-    marks = anomalies_by_ack_second(q.attributed(flagged), q.acks(summary), run_start)
-    for r in in_spark_order(marks.collect(), "metric", "group", "second"):
+    for r in in_spark_order(rows["anomalies_at_ack"], "metric", "group", "second"):
         anomalies[r["metric"]].setdefault(r["group"], []).append([r["second"], r["count"]])
     return {
         "run_start": run_start,

@@ -3,6 +3,10 @@ place, so the two engines plan and compile a check alike."""
 
 from __future__ import annotations
 
+# A history up to this much JSONL (some 200 000 messages) is small: starting and warming the
+# JVM and planning the queries are most of its check, not its rows (checkers.jvm, checkers.read).
+SMALL_HISTORY_BYTES = 200 << 20
+
 # Generated code compiled per distinct query, kept for the JVM's life. A check compiles a few
 # hundred classes (each query's stages, projections, orderings), past Spark's default of 100
 # entries: with the default the cache turns over within one check and every check compiles

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.frames import in_spark_order, small_frame
+from checkers.frames import collected_together, in_spark_order, small_frame
 
 DDL = "a string, b bigint, c double"
 a_row = st.tuples(
@@ -30,3 +30,18 @@ def test_rows_sorted_on_the_driver_are_in_sparks_order(
     # Ties on every column are equal rows: whichever comes first, the lists compare equal.
     expected = [tuple(r) for r in frame.orderBy(*columns).collect()]
     assert [tuple(r) for r in in_spark_order(frame.collect(), *columns)] == expected
+
+
+@pytest.mark.spark
+def test_frames_collected_together_are_each_their_own_rows(spark: Any) -> None:
+    """Each frame gets back its rows and only its own, an empty one none, whatever columns the
+    others have."""
+    numbers = small_frame(spark, [("x", 1, 0.5), ("y", 2, None)], DDL)
+    names = small_frame(spark, [("z", "w")], "a string, d string")
+    rows = collected_together({"numbers": numbers, "names": names, "none": numbers.filter("b > 5")})
+    assert sorted((r["a"], r["b"], r["c"]) for r in rows["numbers"]) == [
+        ("x", 1, 0.5),
+        ("y", 2, None),
+    ]
+    assert [(r["a"], r["d"]) for r in rows["names"]] == [("z", "w")]
+    assert rows["none"] == []

@@ -15,6 +15,7 @@ from checkers.queries import (
     BUCKET_SECONDS,
     coordinator_moves,
     unavailable_intervals,
+    window_traffic,
     with_fault_overlap,
 )
 from checkers.spark import _window_traffic
@@ -193,7 +194,8 @@ def test_window_traffic_is_that_of_the_definition(
         "outcome string, invoke_time double, ack_time double, first_delivery double",
     )
     receives = small_frame(spark, [(t,) for t in delivered], "time double")
-    found = _window_traffic(summary, receives, windows)
+    rows = window_traffic(summary, receives, windows).collect() if windows else []
+    found = _window_traffic(rows, windows)
     by_hand = []
     ordered = sorted(windows)
     for n, (a, b) in enumerate(ordered):

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from checkers import read
 from checkers.bench_synth import GROUPS, synth
 from checkers.ids import read_ids
 from checkers.read import HistoryError
@@ -564,10 +565,12 @@ def test_a_local_check_prints_no_line_of_spark_s_own(tmp_path: Path) -> None:
     assert "incubator" in (cache / "checker-jvm.log").read_text()
 
 
-def test_the_answers_do_not_depend_on_the_shuffle_partitions(spark: Any, tmp_path: Path) -> None:
-    """A Spark that is not ours (SPARK_REMOTE, a cluster) shuffles into its own number of
-    partitions: every count, and every ids file in its order, are those of the same history
-    checked with a partition per core."""
+def test_the_answers_do_not_depend_on_the_shuffle_partitions(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small history is read as one partition and never shuffled; a large one, or a Spark
+    that is not ours (SPARK_REMOTE, a cluster), shuffles into its own number of partitions:
+    every count, and every ids file in its order, are those of the same history in one task."""
     run = tmp_path / "run"
     synth(run / "history", 2000)
     (run / "manifest.json").write_text(json.dumps({"groups": list(GROUPS)}) + "\n")
@@ -575,7 +578,8 @@ def test_the_answers_do_not_depend_on_the_shuffle_partitions(spark: Any, tmp_pat
     # Not coalesced back into a partition or two: each of the 7 gets rows of its own.
     settings = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.coalescePartitions.enabled")
     before = {k: spark.conf.get(k) for k in settings}
-    for partitions in (2, 7):
+    for partitions, one_task in ((2, True), (7, False)):
+        monkeypatch.setattr(read, "SMALL_HISTORY_BYTES", 1 << 40 if one_task else -1)
         spark.conf.set(settings[0], str(partitions))
         spark.conf.set(settings[1], "false")
         shutil.rmtree(run / "ids", ignore_errors=True)
@@ -587,8 +591,28 @@ def test_the_answers_do_not_depend_on_the_shuffle_partitions(spark: Any, tmp_pat
         ids = {p.relative_to(run): p.read_text() for p in sorted((run / "ids").rglob("*.txt"))}
         answers.append(
             (
-                {k: verdict[k] for k in ("groups", "log", "readers", "producers", "attribution")},
+                # As JSON: the order of every answer's keys is part of it.
+                json.dumps({k: verdict[k] for k in ANSWERS}),
                 ids,
             )
         )
     assert answers[0][1] and answers[0] == answers[1]
+
+
+ANSWERS = ("groups", "log", "readers", "producers", "attribution", "unavailability", "stalls")
+
+
+def test_a_small_history_is_read_as_one_partition(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No grouping of a small history's events shuffles; a large one's does."""
+    history = tmp_path / "history"
+    synth(history, 200)
+
+    def plan() -> str:
+        events = read.read_history(spark, history).events
+        return str(events.groupBy("process").count()._jdf.queryExecution().executedPlan())
+
+    assert "Exchange" not in plan()
+    monkeypatch.setattr(read, "SMALL_HISTORY_BYTES", read.history_bytes(history) - 1)
+    assert "Exchange" in plan()

@@ -147,7 +147,7 @@ def test_a_warm_check_finds_a_dependency_cycle(warm: session.Server, tmp_path: P
     assert verdict["transactions"]["cycles"]["G0"] == 1
     assert (run / "ids" / "cycles.txt").read_text().split() == ["G0", "A:t1", "B:t1"]
     phases = {p["name"] for p in verdict["checker"]["profile"]}
-    assert {"read", "transactions", "cycles", "timeline"} <= phases
+    assert {"read", "transactions", "cycles", "log"} <= phases
     assert any(line.startswith("total") for line in checked.stdout.splitlines())
     # The server is this machine's: where its CPU went is read from it.
     assert verdict["checker"]["jvm_cpu"]["process"] > 0
