@@ -13,9 +13,11 @@ malformed line, makes the copy. A last line cut off by a crash is read here, as 
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import re
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,20 +63,31 @@ def copy(files: list[Path], target: Path) -> list[str]:
     target.mkdir(parents=True, exist_ok=True)
     truncated: list[str] = []
     writer: Any = None
-    try:
-        for path in files:
-            lines = 0
-            for table, n, cut in _tables(path):
-                writer = writer or pq.ParquetWriter(
-                    str(target / "part-00000.parquet"), table.schema, compression=CODEC
-                )
-                writer.write_table(table)
-                lines += n
-                if cut:
-                    truncated.append(f"{path.name}:{lines}")
-    finally:
-        if writer is not None:
-            writer.close()
+    # A block is compressed and written while the next is parsed (both release the GIL): one
+    # block waits at most, so the memory stays bounded by two blocks.
+    written: Future[None] | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-copy") as pool:
+        try:
+            for path in files:
+                lines = 0
+                for table, n, cut in _tables(path):
+                    writer = writer or pq.ParquetWriter(
+                        str(target / "part-00000.parquet"), table.schema, compression=CODEC
+                    )
+                    if written is not None:
+                        written.result()
+                    written = pool.submit(writer.write_table, table)
+                    lines += n
+                    if cut:
+                        truncated.append(f"{path.name}:{lines}")
+            if written is not None:
+                written.result()
+        finally:
+            if written is not None:
+                written.cancel()
+                concurrent.futures.wait([written])
+            if writer is not None:
+                writer.close()
     (target / "_SUCCESS").touch()  # as Spark's writer marks a whole copy
     return truncated
 
