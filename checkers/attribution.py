@@ -80,10 +80,10 @@ def attribution_frame(
     summary: Any,
     flagged: dict[str, Any],
 ) -> Any:
-    """(metric, group, step, node, count) of the lost, duplicated and reordered messages
-    (checkers.queries.by_step_and_node; summary: the message table's sent messages)."""
+    """(metric, group, step, node, second, count) of the lost, duplicated and reordered
+    messages (checkers.queries.by_step_and_node; summary: the message table's sent messages)."""
     steps = steps_frame(spark, nemesis, run_start)
-    return q.by_step_and_node(q.attributed(flagged), q.acks(summary), steps)
+    return q.by_step_and_node(q.attributed(flagged), q.acks(summary), steps, run_start)
 
 
 def attribute(rows: list[Any]) -> dict[str, dict[str, dict[str, dict[str, int]]]]:

@@ -91,11 +91,6 @@ def acked_at_a_position() -> Any:
     return ok_send() & col("partition").isNotNull() & col("offset").isNotNull()
 
 
-def history_facts(events: DataFrame) -> HistoryFacts:
-    """The facts of the history, in one job."""
-    return facts_of(facts_by_names(events).collect())
-
-
 def facts_by_names(events: DataFrame) -> DataFrame:
     """A row per file and each combination of names it holds (tens of rows, merged by facts_of).
     Grouped by the names rather than collecting them into sets, so Spark aggregates numbers

@@ -636,10 +636,22 @@ def attributed(flagged: dict[str, DataFrame]) -> DataFrame:
     return out
 
 
-def by_step_and_node(flagged: DataFrame, ack_info: DataFrame, steps: DataFrame) -> DataFrame:
-    """(metric, group, step, node, count) of flagged (metric, group, msg_id): each message tied
-    to the step in effect when it was acknowledged (the last one started at or before its ack)
-    and to its acking node. steps: (start, end, step), end None for the last."""
+def run_second(column: Column, run_start: float) -> Column:
+    """The whole second since the run's first event at which `column`'s time falls."""
+    F = _F()
+    return F.floor(column - F.lit(run_start)).cast("int")
+
+
+def by_step_and_node(
+    flagged: DataFrame, ack_info: DataFrame, steps: DataFrame, run_start: float
+) -> DataFrame:
+    """(metric, group, step, node, second, count) of flagged (metric, group, msg_id): each
+    message tied to the step in effect when it was acknowledged (the last one started at or
+    before its ack), to its acking node and to its ack's run second (run_second; None for a
+    message never acknowledged). steps: (start, end, step), end None for the last.
+
+    The report's anomalies over time and their attribution to steps are both sums of these
+    rows: the messages are joined to their acks once for both."""
     F = _F()
     placed = flagged.join(ack_info, "msg_id", "left")
     during = (F.col("ack_time") >= F.col("start")) & (
@@ -651,4 +663,7 @@ def by_step_and_node(flagged: DataFrame, ack_info: DataFrame, steps: DataFrame) 
         F.coalesce(F.col("step"), F.lit(BEFORE_ANY_FAULT))
     )
     node = F.when(never, F.lit(NEVER_ACKED)).otherwise(F.col("node"))
-    return tied.groupBy("metric", "group", step.alias("step"), node.alias("node")).count()
+    second = run_second(F.col("ack_time"), run_start)
+    return tied.groupBy(
+        "metric", "group", step.alias("step"), node.alias("node"), second.alias("second")
+    ).count()

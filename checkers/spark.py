@@ -462,16 +462,16 @@ def _over_time(
     second, per window and per step."""
     run_start = span["first"] or 0.0
     frames = {
-        **timeline.frames(summary, receives, flagged, run_start),
-        "attribution": attribution_frame(spark, nemesis, run_start, summary, flagged),
+        **timeline.frames(summary, receives, run_start),
+        "placed": attribution_frame(spark, nemesis, run_start, summary, flagged),
     }
     if windows:
         frames["traffic"] = q.window_traffic(summary, receives, windows)
     rows = collected_together(frames)
     return (
-        timeline.build(rows, nemesis, states, span, windows),
+        timeline.build(rows, rows["placed"], nemesis, states, span, windows),
         _window_traffic(rows.get("traffic", []), windows),
-        attribute(rows["attribution"]),
+        attribute(rows["placed"]),
     )
 
 

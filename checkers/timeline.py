@@ -13,7 +13,6 @@ from typing import Any
 
 from checkers import queries as q
 from checkers.attribution import fault_steps, step_label
-from checkers.frames import in_spark_order
 from checkers.messages import ABORTED
 from contract.history import event_value
 
@@ -26,11 +25,6 @@ def _F() -> Any:
     return F
 
 
-def _second(column: Any, run_start: float) -> Any:
-    F = _F()
-    return F.floor(column - F.lit(run_start)).cast("int")
-
-
 def send_rates(summary: Any, run_start: float) -> Any:
     """(second, outcome, sends, p50_ms, p99_ms): sends by the second their outcome came back;
     the latency quantiles are of sends with an outcome and an invoke."""
@@ -40,7 +34,7 @@ def send_rates(summary: Any, run_start: float) -> Any:
     quantiles = F.percentile_approx(latency_ms, list(LATENCY_QUANTILES), 1000)
     return (
         summary.filter(done.isNotNull())
-        .groupBy(_second(done, run_start).alias("second"), "outcome")
+        .groupBy(q.run_second(done, run_start).alias("second"), "outcome")
         .agg(F.count("*").alias("sends"), quantiles.alias("latency"))
         .select(
             "second",
@@ -54,17 +48,24 @@ def send_rates(summary: Any, run_start: float) -> Any:
 
 def delivery_rates(receives: Any, run_start: float) -> Any:
     """(group, second, deliveries): every ok receive, redeliveries included."""
-    return receives.groupBy("group", _second(_F().col("time"), run_start).alias("second")).count()
+    second = q.run_second(_F().col("time"), run_start)
+    return receives.groupBy("group", second.alias("second")).count()
 
 
-def anomalies_by_ack_second(flagged: Any, ack_info: Any, run_start: float) -> Any:
-    """(metric, group, second, count): flagged (metric, group, msg_id) by the second each message
-    was acknowledged; never-acknowledged ones have no second and are left out."""
-    F = _F()
-    placed = flagged.join(ack_info, "msg_id").filter(F.col("ack_time").isNotNull())
-    return placed.groupBy(
-        "metric", "group", _second(F.col("ack_time"), run_start).alias("second")
-    ).count()
+def anomalies_by_ack_second(placed: list[Any]) -> dict[str, dict[str, list[list[int]]]]:
+    """{metric: {group: [[second, count], ...]}}: the lost, duplicated and reordered messages
+    by the second each was acknowledged, in time order, from the collected rows of
+    checkers.attribution.attribution_frame; never-acknowledged ones have no second and are
+    left out."""
+    counts: dict[tuple[str, str, int], int] = {}
+    for r in placed:
+        if r["second"] is not None:
+            key = (r["metric"], r["group"], r["second"])
+            counts[key] = counts.get(key, 0) + r["count"]
+    out: dict[str, dict[str, list[list[int]]]] = {m: {} for m in q.ATTRIBUTED}
+    for (metric, group, second), n in sorted(counts.items()):
+        out[metric].setdefault(group, []).append([second, n])
+    return out
 
 
 def steps(nemesis: list[dict[str, Any]], run_start: float, run_end: float) -> list[dict[str, Any]]:
@@ -120,30 +121,25 @@ def _outcome_of(nemesis: list[dict[str, Any]], step: dict[str, Any]) -> str:
     return "open"
 
 
-def frames(
-    summary: Any, receives: Any, flagged: dict[str, Any], run_start: float
-) -> dict[str, Any]:
+def frames(summary: Any, receives: Any, run_start: float) -> dict[str, Any]:
     """The timeline's series as frames of a few rows per second, by name, for build to read
-    once collected (summary: the message table's sent messages; flagged: metric -> (group,
-    msg_id) of the lost, duplicated and reordered messages)."""
+    once collected (summary: the message table's sent messages)."""
     return {
         "send_rates": send_rates(summary, run_start),
         "delivery_rates": delivery_rates(receives, run_start),
-        "anomalies_at_ack": anomalies_by_ack_second(
-            q.attributed(flagged), q.acks(summary), run_start
-        ),
     }
 
 
 def build(
     rows: dict[str, list[Any]],
+    placed: list[Any],
     nemesis: list[dict[str, Any]],
     states: list[dict[str, Any]],
     span: dict[str, Any],
     fault_windows: list[tuple[float, float]],
 ) -> dict[str, Any]:
     """The timeline.json document (its fields: README, "Reports"), from the collected rows of
-    frames."""
+    frames and of checkers.attribution.attribution_frame (placed)."""
     run_start, run_end = span["first"] or 0.0, span["last"] or 0.0
     # Every second of the run has a row, so that a second with no outcome reads as zero and
     # breaks the latency line instead of being drawn across.
@@ -166,15 +162,12 @@ def build(
         group: [[s, counts.get(s, 0)] for s in range(last_second + 1)]
         for group, counts in sorted(per_group.items())
     }
-    anomalies: dict[str, dict[str, list[list[int]]]] = {m: {} for m in q.ATTRIBUTED}
-    for r in in_spark_order(rows["anomalies_at_ack"], "metric", "group", "second"):
-        anomalies[r["metric"]].setdefault(r["group"], []).append([r["second"], r["count"]])
     return {
         "run_start": run_start,
         "seconds": round(run_end - run_start, 3),
         "sends": [sends[s] for s in sorted(sends)],
         "deliveries": deliveries,
-        "anomalies_at_ack": anomalies,
+        "anomalies_at_ack": anomalies_by_ack_second(placed),
         "steps": steps(nemesis, run_start, run_end),
         "fault_windows": [
             [round(a - run_start, 3), round(b - run_start, 3)] for a, b in fault_windows

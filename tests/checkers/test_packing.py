@@ -12,11 +12,16 @@ from hypothesis import strategies as st
 from checkers.frames import small_frame
 from checkers.lines import ROW_SCHEMA
 from checkers.messages import message_table
-from checkers.packing import TICKS_PER_SECOND, HistoryFacts, history_facts, packing
+from checkers.packing import TICKS_PER_SECOND, HistoryFacts, facts_by_names, facts_of, packing
 from checkers.read import HistoryError
 from contract.history import PLANNED_ABORT
 
 START = 1_700_000_000.0
+
+
+def history_facts(events: Any) -> HistoryFacts:
+    """The facts of the history, in one job, as a check gathers them."""
+    return facts_of(facts_by_names(events).collect())
 
 
 def facts(**changed: Any) -> HistoryFacts:
