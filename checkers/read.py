@@ -56,6 +56,8 @@ class History:
     events: Any  # DataFrame of ROW_SCHEMA: every well-formed event, with file and line
     truncated_lines: list[str]  # "file:line" of last lines cut off by a crash, skipped
     source: str  # "jsonl" or "parquet"
+    # Read by one task, as one partition: planned with tuning.ONE_PARTITION_CONF.
+    one_partition: bool = False
 
 
 def history_files(history_dir: Path) -> list[Path]:
@@ -80,12 +82,14 @@ def read_history(spark: Any, history_dir: Path) -> History:
         .filter(f"{MALFORMED} IS NULL")
         .select(*EVENT_COLUMNS, "file", "line")
     )
-    if history_bytes(history_dir) <= SMALL_HISTORY_BYTES:
+    one_partition = history_bytes(history_dir) <= SMALL_HISTORY_BYTES
+    if one_partition:
         # Read by one task, and planned as one partition: no grouping, window or join of the
         # check then shuffles. A run-sized history fits a task many times over, and each
         # shuffle cost a stage of its own (a third of the check's stages, a sixth of its time).
         events = events.coalesce(1)
-    return History(events, made_from["truncated_lines"], "parquet" if fresh else "jsonl")
+    source = "parquet" if fresh else "jsonl"
+    return History(events, made_from["truncated_lines"], source, one_partition)
 
 
 def write_parquet(spark: Any, history_dir: Path) -> Path:

@@ -27,7 +27,7 @@ from checkers.jvm import driver_options
 from checkers.messages import MessageTable, message_table
 from checkers.packing import HistoryFacts, facts_by_names, facts_of, packing
 from checkers.profile import in_phase, phase
-from checkers.read import HistoryError, read_history
+from checkers.read import History, HistoryError, read_history
 from checkers.together import together
 from checkers.transactions import (
     check_transactions,
@@ -35,7 +35,7 @@ from checkers.transactions import (
     transaction_event,
     without_aborted_records,
 )
-from checkers.tuning import CHECKER_CONF
+from checkers.tuning import CHECKER_CONF, ONE_PARTITION_CONF, session_conf
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 from checkers.windows import client_pauses, fault_windows, overlap
 from contract.cache import cache_root
@@ -165,6 +165,13 @@ def check_history(
     marked for `harness check --profile` (checkers.profile)."""
     with phase("read"):
         history = read_history(spark, history_dir)
+    with session_conf(spark, ONE_PARTITION_CONF if history.one_partition else {}):
+        return _checked(spark, history, ids_dir, expected_groups)
+
+
+def _checked(
+    spark: Any, history: History, ids_dir: Path, expected_groups: list[str] | None
+) -> CheckResult:
     events = history.events
     cached: list[Any] = []
     try:

@@ -3,6 +3,10 @@ place, so the two engines plan and compile a check alike."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 # A history up to this much JSONL (some 200 000 messages) is small: starting and warming the
 # JVM and planning the queries are most of its check, not its rows (checkers.jvm, checkers.read).
 SMALL_HISTORY_BYTES = 200 << 20
@@ -22,3 +26,30 @@ CHECKER_CONF: dict[str, str] = {
     "spark.default.parallelism": "2",
     "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
 }
+
+# A small history's check, read as one partition (checkers.read), is planned without adaptive
+# execution: adaptive plans hide their partitioning from a local checkpoint, so every grouping
+# of a checkpointed frame (the message table's) shuffled its one partition again, a stage and
+# often a job each. Without it, a checkpoint keeps "one partition" and nothing downstream
+# shuffles; a shuffle that remains (of the few driver-made rows) makes one partition, not two.
+ONE_PARTITION_CONF: dict[str, str] = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+}
+
+
+@contextmanager
+def session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """`settings` in the session while the block runs, then each key's value before it: a warm
+    server's session, and a test's, outlive the check."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

@@ -15,11 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers import read
+from checkers import spark as checker
 from checkers.bench_synth import GROUPS, synth
 from checkers.ids import read_ids
 from checkers.read import HistoryError
 from checkers.run import check_run
 from checkers.spark import check_history
+from checkers.tuning import ONE_PARTITION_CONF
 from checkers.verdict import METRICS
 from contract.history import FIELDS, HistoryWriter
 from tests.helpers import ROOT
@@ -597,6 +599,30 @@ def test_the_answers_do_not_depend_on_the_shuffle_partitions(
             )
         )
     assert answers[0][1] and answers[0] == answers[1]
+
+
+def test_a_small_history_is_checked_without_adaptive_planning_and_the_session_kept(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A history read as one partition is checked with tuning.ONE_PARTITION_CONF, a large one
+    with the session's own settings; either way the session has its own back after the check
+    (a warm server's outlives it)."""
+    history = tmp_path / "history"
+    synth(history, 200)
+    before = {k: spark.conf.get(k) for k in ONE_PARTITION_CONF}
+    seen = []
+    checked = checker._checked
+
+    def watched(session: Any, *args: Any) -> Any:
+        seen.append({k: session.conf.get(k) for k in ONE_PARTITION_CONF})
+        return checked(session, *args)
+
+    monkeypatch.setattr(checker, "_checked", watched)
+    check_history(spark, history, tmp_path / "small-ids")
+    monkeypatch.setattr(read, "SMALL_HISTORY_BYTES", -1)
+    check_history(spark, history, tmp_path / "large-ids")
+    assert seen == [ONE_PARTITION_CONF, before]
+    assert {k: spark.conf.get(k) for k in ONE_PARTITION_CONF} == before
 
 
 ANSWERS = ("groups", "log", "readers", "producers", "attribution", "unavailability", "stalls")
