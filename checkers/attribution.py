@@ -27,7 +27,7 @@ def step_number(label: str) -> int:
 
 
 def _in_time_order(row: Any) -> tuple[str, bool, int, str]:
-    """A row of by_step_and_node by group, then its step as the run went (before any fault,
+    """A row of placed_anomalies by group, then its step as the run went (before any fault,
     each step, never acknowledged), then node: the answer's order is the run's, not Spark's."""
     return (row["group"], row["step"] == q.NEVER_ACKED, step_number(row["step"]), row["node"] or "")
 
@@ -81,9 +81,9 @@ def attribution_frame(
     flagged: dict[str, Any],
 ) -> Any:
     """(metric, group, step, node, second, count) of the lost, duplicated and reordered
-    messages (checkers.queries.by_step_and_node; summary: the message table's sent messages)."""
+    messages (checkers.queries.placed_anomalies; summary: the message table's sent messages)."""
     steps = steps_frame(spark, nemesis, run_start)
-    return q.by_step_and_node(q.attributed(flagged), q.acks(summary), steps, run_start)
+    return q.placed_anomalies(q.attributed(flagged), q.acks(summary), steps, run_start)
 
 
 def attribute(rows: list[Any]) -> dict[str, dict[str, dict[str, dict[str, int]]]]:

@@ -642,7 +642,7 @@ def run_second(column: Column, run_start: float) -> Column:
     return F.floor(column - F.lit(run_start)).cast("int")
 
 
-def by_step_and_node(
+def placed_anomalies(
     flagged: DataFrame, ack_info: DataFrame, steps: DataFrame, run_start: float
 ) -> DataFrame:
     """(metric, group, step, node, second, count) of flagged (metric, group, msg_id): each
