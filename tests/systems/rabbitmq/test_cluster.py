@@ -55,7 +55,7 @@ def nemesis_of(cluster: RabbitMQCluster, tmp_path: Path) -> Iterator[Nemesis]:
     )
     yield n
     n.heal_all()
-    assert wait_until(lambda: reunited(cluster), 120, interval=2), "cluster did not reunite"
+    assert_reunited(cluster)
 
 
 def reunited(cluster: RabbitMQCluster) -> bool:
@@ -63,6 +63,30 @@ def reunited(cluster: RabbitMQCluster) -> bool:
         return all(set(cluster.running_nodes(n)) == EVERYONE for n in NODES)
     except Exception:  # noqa: BLE001 - a paused or starting node answers with an error
         return False
+
+
+LOG_LINES = 60  # of each node's log, when the nodes do not reunite
+
+
+def assert_reunited(cluster: RabbitMQCluster) -> None:
+    """Waits up to 120 s for every node to list all three as running. Failing, it says what
+    each node lists and the end of each node's log: the module's cluster, its logs with it, is
+    gone by the time anyone reads the failure."""
+    if wait_until(lambda: reunited(cluster), 120, interval=2):
+        return
+    pytest.fail(f"cluster did not reunite\n{nodes_account(cluster)}")
+
+
+def nodes_account(cluster: RabbitMQCluster) -> str:
+    accounts = []
+    for node, container in sorted(cluster.containers().items()):
+        try:
+            running: Any = sorted(cluster.running_nodes(node))
+        except Exception as e:  # noqa: BLE001 - a paused node answers with an error, said as is
+            running = f"no answer ({(str(e).strip().splitlines() or [type(e).__name__])[-1]})"
+        log = container.logs(tail=LOG_LINES).decode(errors="replace")
+        accounts.append(f"--- {node} ({container.status}): running {running}\n{log}")
+    return "\n".join(accounts)
 
 
 def paused(cluster: RabbitMQCluster, node: str) -> bool:
@@ -172,7 +196,7 @@ def isolating_cuts_off_and_heal_restores(
     nemesis.heal(["rabbit3"])
     assert [r for r in chain_rules(cluster, "rabbit3") if "DROP" in r] == []
     assert tcp_reachable(cluster, "rabbit3", "rabbit1")
-    assert wait_until(lambda: reunited(cluster), 120, interval=2)
+    assert_reunited(cluster)
     events = [json.loads(line) for line in nemesis.history.path.read_text().splitlines()]
     assert [(e["type"], e["f"]) for e in events] == [
         ("invoke", "start-partition"),
