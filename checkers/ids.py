@@ -13,12 +13,11 @@ ids before task i + 1's, so the files joined in task order are in order.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from checkers.tuning import session_conf
 from contract.packed import either_form, pack_file, read_lines
 
 DataFrame = Any
@@ -64,7 +63,7 @@ def write_ids(
         rows = rows.unionByName(df)  # a union appends its inputs' partitions, in order
     spark = rows.sparkSession
     files = len(groups) * len(metrics) + 1  # open at once; past it Spark would sort again
-    with _conf(
+    with session_conf(
         spark,
         {
             "spark.sql.optimizer.plannedWrite.enabled": "false",
@@ -101,22 +100,6 @@ def _join(parts: list[Path], target: Path) -> None:
             for part in parts[1:]:
                 with open(part, "rb") as fh:
                     shutil.copyfileobj(fh, out, 1 << 20)
-
-
-@contextmanager
-def _conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    """The session's SQL settings changed for one write, and set back after it."""
-    before = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 # The lists of every message a group was sent or got, rather than of what went wrong: packed

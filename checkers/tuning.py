@@ -40,8 +40,8 @@ ONE_PARTITION_CONF: dict[str, str] = {
 
 @contextmanager
 def session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    """`settings` in the session while the block runs, then each key's value before it: a warm
-    server's session, and a test's, outlive the check."""
+    """`settings` in the session while the block runs (a check, a write), then each key's value
+    before it: a warm server's session, and a test's, outlive the check."""
     before = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
