@@ -56,8 +56,7 @@ class History:
     events: Any  # DataFrame of ROW_SCHEMA: every well-formed event, with file and line
     truncated_lines: list[str]  # "file:line" of last lines cut off by a crash, skipped
     source: str  # "jsonl" or "parquet"
-    # Read by one task, as one partition: planned with tuning.ONE_PARTITION_CONF.
-    one_partition: bool = False
+    one_partition: bool  # read by one task: checked with tuning.ONE_PARTITION_CONF
 
 
 def history_files(history_dir: Path) -> list[Path]:

@@ -162,7 +162,8 @@ def check_history(
     spark: Any, history_dir: Path, ids_dir: Path, expected_groups: list[str] | None = None
 ) -> CheckResult:
     """Counts every metric of every group; the ids behind them go to `ids_dir`. Each phase is
-    marked for `harness check --profile` (checkers.profile)."""
+    marked for `harness check --profile` (checkers.profile). A history read as one partition
+    is checked with tuning.ONE_PARTITION_CONF, the session's own settings put back after."""
     with phase("read"):
         history = read_history(spark, history_dir)
     with session_conf(spark, ONE_PARTITION_CONF if history.one_partition else {}):
