@@ -3,13 +3,13 @@ seconds, every nemesis step a labelled band across all of them (Jepsen's nemesis
 
 from __future__ import annotations
 
-from typing import Any
-
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+from typing import TYPE_CHECKING, Any
 
 from checkers.messages import ABORTED
 from reports.run_data import RunData
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 OUTCOME_SERIES = (  # a send's outcome (timeline.json) -> how the report names it, and its colour
     ("ok", "acknowledged sends/s", "#2e7d32"),
@@ -21,10 +21,25 @@ OUTCOME_SERIES = (  # a send's outcome (timeline.json) -> how the report names i
 ANOMALY_COLOURS = {"lost": "#c62828", "duplicated": "#6a1b9a", "reordered": "#8d6e63"}
 BAND_COLOURS = ("#1565c0", "#00838f")  # alternate, so neighbouring steps stay apart
 STEP_BAND_PREFIX = "step "  # shape names; the browser test counts them
+# A trace as plain properties and its row: plotly validates each trace once, when the figure
+# (whose template depends on the trace types) takes them all.
+Trace = tuple[int, dict[str, Any]]
 
 
 def timeline_figure(run: RunData) -> go.Figure:
+    # plotly is imported here, where a figure is drawn: the runs' index imports this module
+    # (through reports.html) and draws none, and importing plotly took it a tenth of a second.
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
     timeline = run.timeline or {}
+    traces = [
+        *_rates(timeline),
+        *_latency(timeline),
+        *_anomalies(timeline),
+        *_windows(run, timeline),
+        *_partition_states(timeline.get("partition_states") or []),
+    ]
     fig = make_subplots(
         rows=5,
         cols=1,
@@ -38,13 +53,19 @@ def timeline_figure(run: RunData) -> go.Figure:
             "lost, duplicated and reordered messages, at their ack time",
             "faults in effect, unavailability, leader and ISR changes",
         ),
+        # The template given with the figure, not after: a figure made without one gets
+        # plotly's default template first, copied only to be replaced.
+        figure=go.Figure(layout={"template": _template({t["type"] for _, t in traces})}),
     )
-    _rates(fig, timeline)
-    _latency(fig, timeline)
-    _anomalies(fig, timeline)
-    _windows(fig, run, timeline)
-    _partition_states(fig, timeline.get("partition_states") or [])
-    _step_bands(fig, timeline.get("steps") or [])
+    fig.add_traces(
+        [trace for _, trace in traces], rows=[row for row, _ in traces], cols=[1] * len(traces)
+    )
+    notes: list[dict[str, Any]] = []
+    if not any((timeline.get("anomalies_at_ack") or {}).values()):
+        notes.append(_note_in_row(fig, 4, "none"))
+    if not timeline.get("fault_windows") and not timeline.get("partition_states"):
+        notes.append(_note_in_row(fig, 5, "no fault"))
+    steps = timeline.get("steps") or []
     fig.update_xaxes(title_text="seconds since the run's first event", row=5, col=1)
     fig.update_yaxes(type="log", row=3, col=1)
     fig.update_layout(
@@ -52,71 +73,90 @@ def timeline_figure(run: RunData) -> go.Figure:
         margin={"l": 60, "r": 20, "t": 60, "b": 50},
         legend={"orientation": "h", "y": -0.08},
         hovermode="x unified",
-        template="plotly_white",
     )
+    # All at once: add_shape and add_annotation validate every shape or annotation already
+    # there again, and a run of 60 steps took two seconds. Assigned, not given to
+    # update_layout, which walks the subplot titles' annotations property by property and took
+    # ten times as long.
+    fig.layout.shapes = [_step_band(step) for step in steps]
+    fig.layout.annotations = [
+        *fig.layout.annotations,
+        *notes,
+        *(_step_number(step) for step in steps),
+    ]
     return fig
 
 
-def _rates(fig: go.Figure, timeline: dict[str, Any]) -> None:
+def _template(trace_types: set[str]) -> dict[str, Any]:
+    """plotly_white with only the trace defaults of the figure's own trace types: plotly.js
+    applies a template's defaults to traces of their type alone, and validating those of all
+    of plotly's trace types cost the first figure of a process a tenth of a second."""
+    import plotly.io as pio
+
+    template = pio.templates["plotly_white"].to_plotly_json()
+    template["data"] = {k: v for k, v in template["data"].items() if k in trace_types}
+    return template
+
+
+def _trace(row: int, kind: str, **properties: Any) -> Trace:
+    return row, {"type": kind, **properties}
+
+
+def _rates(timeline: dict[str, Any]) -> list[Trace]:
+    out = []
     sends = timeline.get("sends") or []
     seconds = [row["second"] for row in sends]
     for outcome, name, colour in OUTCOME_SERIES:
         values = [row.get(outcome, 0) for row in sends]
         if outcome != "ok" and not any(values):
             continue
-        fig.add_trace(
-            go.Scatter(x=seconds, y=values, name=name, line={"color": colour}), row=1, col=1
-        )
+        out.append(_trace(1, "scatter", x=seconds, y=values, name=name, line={"color": colour}))
     for group, points in sorted((timeline.get("deliveries") or {}).items()):
-        fig.add_trace(
-            go.Scatter(
+        out.append(
+            _trace(
+                2,
+                "scatter",
                 x=[p[0] for p in points],
                 y=[p[1] for p in points],
                 name=f"received/s ({group})",
-            ),
-            row=2,
-            col=1,
-        )
-
-
-def _latency(fig: go.Figure, timeline: dict[str, Any]) -> None:
-    rows = timeline.get("sends") or []
-    for key, name, colour in (("p50_ms", "p50", "#455a64"), ("p99_ms", "p99", "#b71c1c")):
-        fig.add_trace(
-            go.Scatter(
-                x=[row["second"] for row in rows],
-                # a log axis has no zero; a second with no ack is a gap in the line
-                y=[None if row.get(key) is None else max(row[key], 0.1) for row in rows],
-                name=f"latency {name}",
-                line={"color": colour},
-            ),
-            row=3,
-            col=1,
-        )
-
-
-def _anomalies(fig: go.Figure, timeline: dict[str, Any]) -> None:
-    found = timeline.get("anomalies_at_ack") or {}
-    if not any(found.values()):
-        _note_in_row(fig, 4, "none")
-    for metric, groups in found.items():
-        for group, points in sorted(groups.items()):
-            fig.add_trace(
-                go.Bar(
-                    x=[p[0] for p in points],
-                    y=[p[1] for p in points],
-                    name=f"{metric} ({group})",
-                    marker_color=ANOMALY_COLOURS.get(metric),
-                ),
-                row=4,
-                col=1,
             )
+        )
+    return out
 
 
-def _windows(fig: go.Figure, run: RunData, timeline: dict[str, Any]) -> None:
+def _latency(timeline: dict[str, Any]) -> list[Trace]:
+    rows = timeline.get("sends") or []
+    return [
+        _trace(
+            3,
+            "scatter",
+            x=[row["second"] for row in rows],
+            # a log axis has no zero; a second with no ack is a gap in the line
+            y=[None if row.get(key) is None else max(row[key], 0.1) for row in rows],
+            name=f"latency {name}",
+            line={"color": colour},
+        )
+        for key, name, colour in (("p50_ms", "p50", "#455a64"), ("p99_ms", "p99", "#b71c1c"))
+    ]
+
+
+def _anomalies(timeline: dict[str, Any]) -> list[Trace]:
+    return [
+        _trace(
+            4,
+            "bar",
+            x=[p[0] for p in points],
+            y=[p[1] for p in points],
+            name=f"{metric} ({group})",
+            marker={"color": ANOMALY_COLOURS.get(metric)},
+        )
+        for metric, groups in (timeline.get("anomalies_at_ack") or {}).items()
+        for group, points in sorted(groups.items())
+    ]
+
+
+def _windows(run: RunData, timeline: dict[str, Any]) -> list[Trace]:
     """Fault windows and each producer's unavailable intervals as bars on rows of their own."""
-    if not timeline.get("fault_windows") and not timeline.get("partition_states"):
-        _note_in_row(fig, 5, "no fault")
     rows = [("faults in effect", timeline.get("fault_windows") or [], "#c62828")]
     unavailable = ((run.verdict or {}).get("unavailability")) or {}
     for producer, figures in sorted(unavailable.items()):
@@ -125,12 +165,15 @@ def _windows(fig: go.Figure, run: RunData, timeline: dict[str, Any]) -> None:
             for i in figures.get("longest") or []
         ]
         rows.append((f"{producer} unavailable", spans, "#ef6c00"))
+    out = []
     for label, spans, colour in rows:
         xs: list[float | None] = []
         for start, end in spans:
             xs += [start, max(end, start + 0.2), None]  # a 0 s interval still shows
-        fig.add_trace(
-            go.Scatter(
+        out.append(
+            _trace(
+                5,
+                "scatter",
                 x=xs,
                 y=[label if x is not None else None for x in xs],
                 mode="lines",
@@ -138,19 +181,21 @@ def _windows(fig: go.Figure, run: RunData, timeline: dict[str, Any]) -> None:
                 name=label,
                 showlegend=False,
                 connectgaps=False,
-            ),
-            row=5,
-            col=1,
+            )
         )
+    return out
 
 
-def _partition_states(fig: go.Figure, states: list[dict[str, Any]]) -> None:
+def _partition_states(states: list[dict[str, Any]]) -> list[Trace]:
     """Kafka: each leader/ISR change clients were told of, a marker on its partition's row."""
+    out = []
     for partition in sorted({s["partition"] for s in states}):
         mine = [s for s in states if s["partition"] == partition]
         label = f"p{partition} leader/ISR"
-        fig.add_trace(
-            go.Scatter(
+        out.append(
+            _trace(
+                5,
+                "scatter",
                 x=[s["at"] for s in mine],
                 y=[label] * len(mine),
                 mode="markers",
@@ -163,47 +208,53 @@ def _partition_states(fig: go.Figure, states: list[dict[str, Any]]) -> None:
                 hoverinfo="text+x",
                 name=label,
                 showlegend=False,
-            ),
-            row=5,
-            col=1,
+            )
         )
+    return out
 
 
-def _note_in_row(fig: go.Figure, row: int, text: str) -> None:
+def _note_in_row(fig: go.Figure, row: int, text: str) -> dict[str, Any]:
     """Text in the middle of a row with nothing to draw: "nothing" is a finding too."""
     low, high = fig.layout[f"yaxis{row}"].domain
-    fig.add_annotation(
-        text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=(low + high) / 2
-    )
+    return {
+        "text": text,
+        "showarrow": False,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0.5,
+        "y": (low + high) / 2,
+    }
 
 
-def _step_bands(fig: go.Figure, steps: list[dict[str, Any]]) -> None:
-    """One shaded band per nemesis step, across every row, numbered at the top."""
-    for step in steps:
-        colour = BAND_COLOURS[step["number"] % len(BAND_COLOURS)]
-        fig.add_shape(
-            type="rect",
-            name=f"{STEP_BAND_PREFIX}{step['number']}",
-            xref="x",
-            yref="paper",
-            x0=step["start"],
-            x1=step["end"],
-            y0=0,
-            y1=1,
-            fillcolor=colour,
-            opacity=0.08,
-            line_width=0,
-            layer="below",
-        )
-        fig.add_annotation(
-            x=step["start"],
-            xref="x",
-            y=0.995 - 0.02 * (step["number"] % 2),  # neighbours' numbers do not overlap
-            yref="paper",
-            text=str(step["number"]),
-            showarrow=False,
-            xanchor="left",
-            yanchor="top",
-            font={"size": 10, "color": colour},
-            hovertext=step["label"],
-        )
+def _step_band(step: dict[str, Any]) -> dict[str, Any]:
+    """A nemesis step's shaded band, across every row."""
+    return {
+        "type": "rect",
+        "name": f"{STEP_BAND_PREFIX}{step['number']}",
+        "xref": "x",
+        "yref": "paper",
+        "x0": step["start"],
+        "x1": step["end"],
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": BAND_COLOURS[step["number"] % len(BAND_COLOURS)],
+        "opacity": 0.08,
+        "line": {"width": 0},
+        "layer": "below",
+    }
+
+
+def _step_number(step: dict[str, Any]) -> dict[str, Any]:
+    """A nemesis step's number at the top of its band; its label on hover."""
+    return {
+        "x": step["start"],
+        "xref": "x",
+        "y": 0.995 - 0.02 * (step["number"] % 2),  # neighbours' numbers do not overlap
+        "yref": "paper",
+        "text": str(step["number"]),
+        "showarrow": False,
+        "xanchor": "left",
+        "yanchor": "top",
+        "font": {"size": 10, "color": BAND_COLOURS[step["number"] % len(BAND_COLOURS)]},
+        "hovertext": step["label"],
+    }
