@@ -237,7 +237,7 @@ def _step_band(step: dict[str, Any]) -> dict[str, Any]:
         "x1": step["end"],
         "y0": 0,
         "y1": 1,
-        "fillcolor": BAND_COLOURS[step["number"] % len(BAND_COLOURS)],
+        "fillcolor": _band_colour(step),
         "opacity": 0.08,
         "line": {"width": 0},
         "layer": "below",
@@ -255,6 +255,10 @@ def _step_number(step: dict[str, Any]) -> dict[str, Any]:
         "showarrow": False,
         "xanchor": "left",
         "yanchor": "top",
-        "font": {"size": 10, "color": BAND_COLOURS[step["number"] % len(BAND_COLOURS)]},
+        "font": {"size": 10, "color": _band_colour(step)},
         "hovertext": step["label"],
     }
+
+
+def _band_colour(step: dict[str, Any]) -> str:
+    return BAND_COLOURS[step["number"] % len(BAND_COLOURS)]
