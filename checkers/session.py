@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 
 from checkers import kept_session
 from checkers.engine import CONNECT_MARK, forget_connect_mark, is_connect
-from checkers.jvm import archive_path
+from checkers.jvm import SMALL_INLINING, archive_path
 from checkers.read import HistoryError
 from checkers.tuning import CHECKER_CONF
 from contract.cache import cache_root, exclusive, write_whole
@@ -329,7 +329,12 @@ def _server_argv(port: int) -> list[str]:
     import pyspark
 
     home = Path(pyspark.__file__).parent
-    java = [f"-Dlog4j2.configurationFile=file:{LOG4J}", ROLE, "-XX:G1PeriodicGCInterval=60000"]
+    java = [
+        f"-Dlog4j2.configurationFile=file:{LOG4J}",
+        ROLE,
+        "-XX:G1PeriodicGCInterval=60000",
+        *SMALL_INLINING,
+    ]
     if archive_path().is_file():
         java += [f"-XX:SharedArchiveFile={archive_path()}", "-Xlog:cds=off"]
     return [
