@@ -25,12 +25,12 @@ from typing import Any
 from checkers.tuning import SMALL_HISTORY_BYTES  # up to it, C1 alone pays (README, "The checker")
 from contract.cache import cache_root
 
-_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an archive of another JDK: no warning
+_QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]  # an archive of another JDK: no warning
 # C1 alone gets the JDK's code cache for an untiered JIT, 48 MB: a JVM that checks many
 # histories (a test session's Spark) fills it by its fourth run-sized check, the JDK turns the
 # compiler off, and every later check runs interpreted code, half again slower. The tiered
 # size: reserved, committed only as compiled code fills it.
-C1_ALONE = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+C1_ALONE = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
 # A checker JVM with C2 (the warm server; a check of its own of a big history) inlines less than
 # the JDK's defaults (325 bytes of bytecode for a hot callee, 2 500 of compiled code). Spark's
 # code is deep chains of small Scala calls, and C2 inlining them whole made each compilation
@@ -60,9 +60,9 @@ def driver_options(history_bytes: int | None) -> str:
     options = []
     archive = archive_path()
     if archive.is_file():
-        options += [f"-XX:SharedArchiveFile={archive}", _QUIET]
+        options += [f"-XX:SharedArchiveFile={archive}", *_QUIET]
     if history_bytes is not None and history_bytes <= SMALL_HISTORY_BYTES:
-        options.append(C1_ALONE)
+        options += C1_ALONE
     else:
         options += SMALL_INLINING
     return " ".join(options)

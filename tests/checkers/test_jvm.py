@@ -19,7 +19,7 @@ def test_options_follow_the_archive_and_the_history_size(
 ) -> None:
     monkeypatch.setenv("BJ_CACHE_DIR", str(tmp_path))
     assert jvm.driver_options(None).split() == jvm.SMALL_INLINING
-    assert jvm.driver_options(jvm.SMALL_HISTORY_BYTES) == jvm.C1_ALONE
+    assert jvm.driver_options(jvm.SMALL_HISTORY_BYTES).split() == jvm.C1_ALONE
     assert jvm.driver_options(jvm.SMALL_HISTORY_BYTES + 1).split() == jvm.SMALL_INLINING
     archive = jvm.archive_path()
     assert archive.parent == tmp_path
@@ -34,7 +34,7 @@ def test_this_machines_java_starts_with_every_option_a_checker_jvm_gets() -> Non
     """A JDK that refused one would fail every check's start, and the warm server's."""
     java = shutil.which("java")
     assert java is not None, "no java on PATH: make setup installs OpenJDK 17"
-    options = [*jvm.C1_ALONE.split(), *jvm.SMALL_INLINING]
+    options = [*jvm.C1_ALONE, *jvm.SMALL_INLINING]
     done = subprocess.run(
         [java, *options, "-version"], capture_output=True, text=True, timeout=60, check=False
     )
