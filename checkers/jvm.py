@@ -55,12 +55,20 @@ def archive_path() -> Path:
     return cache_dir() / f"spark-classes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
+def checker_memory() -> str:
+    """The heap of a checker's JVM, a check's own or the warm server's."""
+    return os.environ.get("BJ_CHECKER_MEMORY", "6g")
+
+
+def archive_options() -> list[str]:
+    """The options that start a checker's JVM from the archive, when there is one."""
+    archive = archive_path()
+    return [f"-XX:SharedArchiveFile={archive}", *_QUIET] if archive.is_file() else []
+
+
 def driver_options(history_bytes: int | None) -> str:
     """The JVM options for a check of a history of `history_bytes` (None: unknown size)."""
-    options = []
-    archive = archive_path()
-    if archive.is_file():
-        options += [f"-XX:SharedArchiveFile={archive}", *_QUIET]
+    options = archive_options()
     if history_bytes is not None and history_bytes <= SMALL_HISTORY_BYTES:
         options += C1_ALONE
     else:

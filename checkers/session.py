@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 
 from checkers import kept_session
 from checkers.engine import CONNECT_MARK, forget_connect_mark, is_connect
-from checkers.jvm import SMALL_INLINING, archive_path
+from checkers.jvm import SMALL_INLINING, archive_options, checker_memory
 from checkers.read import HistoryError
 from checkers.tuning import CHECKER_CONF
 from contract.cache import cache_root, exclusive, write_whole
@@ -334,9 +334,8 @@ def _server_argv(port: int) -> list[str]:
         ROLE,
         "-XX:G1PeriodicGCInterval=60000",
         *SMALL_INLINING,
+        *archive_options(),
     ]
-    if archive_path().is_file():
-        java += [f"-XX:SharedArchiveFile={archive_path()}", "-Xlog:cds=off"]
     return [
         str(home / "bin" / "spark-submit"),
         "--class",
@@ -346,7 +345,7 @@ def _server_argv(port: int) -> list[str]:
         "--master",
         "local[*]",
         "--driver-memory",
-        os.environ.get("BJ_CHECKER_MEMORY", "6g"),
+        checker_memory(),
         "--driver-java-options",
         " ".join(java),
         *_confs(port),

@@ -23,7 +23,7 @@ from checkers.cycles import check_cycles
 from checkers.engine import cancel_all, release
 from checkers.frames import collected_together, in_spark_order, small_frame
 from checkers.ids import in_natural_order, write_ids
-from checkers.jvm import driver_options
+from checkers.jvm import checker_memory, driver_options
 from checkers.messages import MessageTable, message_table
 from checkers.packing import HistoryFacts, facts_by_names, facts_of, packing
 from checkers.profile import in_phase, phase
@@ -124,7 +124,7 @@ def _built(master: str, java_options: str) -> Any:
         "spark.master": master,
         "spark.app.name": "brokerjepsen-checker",
         **CHECKER_CONF,
-        "spark.driver.memory": os.environ.get("BJ_CHECKER_MEMORY", "6g"),
+        "spark.driver.memory": checker_memory(),
         "spark.driver.extraJavaOptions": java_options,
     }
     if SparkContext._active_spark_context is None:

@@ -80,3 +80,21 @@ def test_spark_remote_names_a_server_elsewhere(monkeypatch: pytest.MonkeyPatch) 
 
 def test_stop_without_a_server_says_none() -> None:
     assert session.stop_server() is None
+
+
+def test_the_warm_server_starts_from_the_archive_with_the_heap_a_checks_own_jvm_gets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from checkers import jvm
+
+    monkeypatch.setenv("BJ_CHECKER_MEMORY", "3g")
+    argv = session._server_argv(15002)
+    assert argv[argv.index("--driver-memory") + 1] == "3g" == jvm.checker_memory()
+    assert "SharedArchiveFile" not in " ".join(argv)
+    jvm.archive_path().parent.mkdir(parents=True, exist_ok=True)
+    jvm.archive_path().write_bytes(b"")
+    argv = session._server_argv(15002)
+    java = argv[argv.index("--driver-java-options") + 1].split()
+    archive = jvm.archive_options()
+    assert archive and java[-len(archive) :] == archive
+    assert jvm.driver_options(None).split()[: len(archive)] == archive
