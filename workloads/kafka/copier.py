@@ -316,14 +316,7 @@ class Copier(OneInstance):
             return self.abort(error_text(e), planned=False)
         except (Fatal, SystemError) as e:
             return self.lost_instance("fail", client_failure(e))
-        self.commit_asked(t.id)
-        try:
-            until_done(producer.commit_transaction, self.cfg.deadline)
-        except (Fatal, SystemError) as e:
-            return self.lost_instance("info", client_failure(e))
-        except KafkaException as e:
-            return self.abort(error_text(e), planned=False, commit_asked=True)
-        return "ok", None, False
+        return self.commit(t.id)
 
     def _produce(self, t: CopyTransaction, i: int, m: Message) -> None:
         self.produce_until_deadline(

@@ -215,6 +215,19 @@ class OneInstance:
             "info", END_TXN, producer=self.cfg.process, value={"txn": txn, "commit": True}
         )
 
+    def commit(self, txn: str) -> tuple[EventType, str | None, bool]:
+        """Asks for the open transaction's commit: ok, or unknown when the instance is lost on
+        the way, or aborted when the broker refused it (a record not delivered)."""
+        assert self.producer is not None
+        self.commit_asked(txn)
+        try:
+            until_done(self.producer.commit_transaction, self.deadline)
+        except (Fatal, SystemError) as e:
+            return self.lost_instance("info", client_failure(e))
+        except KafkaException as e:
+            return self.abort(error_text(e), planned=False, commit_asked=True)
+        return "ok", None, False
+
     def produce_until_deadline(self, topic: str, **record: Any) -> None:
         """One record to the instance, waiting while its local queue is full."""
         assert self.producer is not None
@@ -345,14 +358,7 @@ class TransactionalProducer(OneInstance):
             return self.abort(error_text(e), planned=False)
         except (Fatal, SystemError) as e:
             return self.lost_instance("fail", client_failure(e))
-        self.commit_asked(t.id)
-        try:
-            until_done(producer.commit_transaction, self.cfg.deadline)
-        except (Fatal, SystemError) as e:
-            return self.lost_instance("info", client_failure(e))
-        except KafkaException as e:  # the commit needs an abort (a record not delivered)
-            return self.abort(error_text(e), planned=False, commit_asked=True)
-        return "ok", None, False
+        return self.commit(t.id)
 
     def _produce(self, t: OpenTransaction, seq: int) -> None:
         self.produce_until_deadline(

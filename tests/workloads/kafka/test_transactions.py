@@ -366,3 +366,56 @@ def test_the_java_client_is_told_when_to_start(
     # TransactionalProducer.java's arguments, in its usage's order: NOT_BEFORE last.
     assert argv[:4] == ["java", "-cp", "cp", java_client.MAIN_CLASS]
     assert len(argv[4:]) == 11 and argv[-1] == "1025.5"
+
+
+class FakeCommit:
+    """A producer instance's commit: returns, or raises `error`; its abort returns."""
+
+    def __init__(self, error: KafkaError | None = None) -> None:
+        self.error = error
+        self.aborted = False
+
+    def commit_transaction(self, timeout: float) -> None:
+        if self.error is not None:
+            raise KafkaException(self.error)
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.aborted = True
+
+    def purge(self) -> None:
+        pass
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+@pytest.mark.parametrize(
+    ("error", "outcome", "aborted"),
+    [
+        (None, ("ok", None, False), False),
+        (
+            KafkaError(KafkaError._STATE, "a record not delivered", txn_requires_abort=True),
+            ("fail", "_STATE: a record not delivered", False),
+            True,
+        ),
+        (
+            KafkaError(KafkaError._FENCED, "fenced", fatal=True),
+            ("info", "_FENCED: fenced", False),
+            False,
+        ),
+    ],
+)
+def test_a_commit_is_marked_then_ok_aborted_when_refused_or_unknown_when_the_instance_is_lost(
+    tmp_path: Path, error: KafkaError | None, outcome: tuple[str, Any, bool], aborted: bool
+) -> None:
+    instance = transactions.OneInstance()
+    producer = FakeCommit(error)
+    instance.producer = producer  # type: ignore[assignment]
+    instance.deadline = time.time() + 5
+    instance.cfg = ProducerConfig("P", "t", 1, deadline=instance.deadline)
+    with HistoryWriter(tmp_path, "P", "kafka") as instance.history:
+        assert instance.commit("P-1") == outcome
+    assert producer.aborted is aborted
+    assert (instance.producer is None) is (outcome[0] == "info")
+    marks = [json.loads(line) for line in (tmp_path / "P.jsonl").read_text().splitlines()]
+    assert [(m["type"], m["value"]) for m in marks] == [("info", {"txn": "P-1", "commit": True})]
