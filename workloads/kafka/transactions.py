@@ -216,8 +216,9 @@ class OneInstance:
         )
 
     def commit(self, txn: str) -> tuple[EventType, str | None, bool]:
-        """Asks for the open transaction's commit: ok, or unknown when the instance is lost on
-        the way, or aborted when the broker refused it (a record not delivered)."""
+        """Asks for the open transaction's commit: ok; unknown (info) when the instance is
+        lost on the way; aborted when the broker refused it (a record not delivered), or
+        unknown if the abort fails too."""
         assert self.producer is not None
         self.commit_asked(txn)
         try:
