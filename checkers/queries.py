@@ -494,8 +494,10 @@ def read_anomalies(
       poll_skip     a < b, and the observed log holds an offset strictly between: a was
                     observed (it was read), so the next observed offset after a decides
       nonmonotonic  b <= a
-    A read_committed reader (of `committed_readers`) is judged against the log less aborted
-    records (`committed_positions`), every other reader against `positions`.
+    A read_committed reader (of `committed_readers`) is judged against the log less the
+    records of transactions judged aborted (`committed_positions`: aborted, or of unknown outcome
+    and read by no read_committed group, checkers.transactions), every other reader against
+    `positions`.
 
     Both flags of a pair come from one row of one join: asked as two frames of the pairs,
     Spark ran their window twice (it reuses no exchange under different pushed filters)."""

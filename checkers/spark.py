@@ -564,7 +564,8 @@ def _log_anomalies(positions: Any, events: Any) -> dict[str, Any]:
 
 def _committed_view(events: Any, transactional: bool) -> tuple[set[str], Any]:
     """With transactions: the read_committed readers, and the positions of the log they may
-    see (aborted records left out). Without: nobody, and no positions."""
+    see (the records of transactions judged aborted left out, those of unknown outcome no
+    read_committed group read among them). Without: nobody, and no positions."""
     if not transactional:
         return set(), None
     return read_committed_processes(events), q.positions(without_aborted_records(events))

@@ -2,15 +2,27 @@
 
 A transactional producer (workloads.kafka.transactions) ends every record's send with its
 transaction's outcome and names the transaction in the send's `value.txn`; each reader says its
-isolation once (`f: open`). From those alone, per read_committed group g:
+isolation once (`f: open`). A transaction of unknown outcome (its client never learnt whether
+it committed: it ended info, or never ended) is judged by what the read_committed groups saw:
+committed if any of them received one of its records (read_committed returns no other), aborted
+if none did. Judged so, whichever it did is held against the readers: committed, it may not be
+seen in part; aborted, none of its records may be read. From those alone, per read_committed
+group g:
   aborted_reads   records of an aborted transaction that g received (Adya's G1a, aborted read:
                   read_committed promises never to return them)
-  torn            committed transactions g saw part of: g received at least one of its records,
-                  and missed another at an offset at or below the highest g read in that
-                  record's partition (g read past it; one it never reached is not torn)
+  torn            committed transactions (acknowledged, or of unknown outcome and seen
+                  committed) g saw part of: g received at least one of its records, and missed
+                  another at an offset at or below the highest g read in that record's
+                  partition (g read past it; one it never reached is not torn); each sample
+                  says which (`outcome` ok or info, and `evidence`)
   lost_txns       committed transactions with a record among g's `lost` (the message table's:
                   acknowledged at the commit, never received by g): which transactions the
                   lost records belong to, and how many of each
+A transaction of unknown outcome that one read_committed group saw and another read past
+without receiving any of its records is counted once per such group (`unknown_missed`, at the
+section's top): had it committed, that group lost it; had it aborted, the other read aborted
+records. An acknowledged one missed so is the message table's `lost`; this one, never
+acknowledged, is nobody's loss there.
 Across the transactional clients, fencing (KIP-98's zombie fencing), from each instance's
 `init-txn` marks and each commit's `end-txn` mark:
   fenced_commits  commits asked by an instance a newer one had fenced: process A asked its
@@ -30,7 +42,7 @@ A copier's (the exactly-once copy's) transactions count among them; its copies o
 transactions read are aborted reads too (found by position, checkers.eos), and the verdict's
 section holds the copy's own account under `copy`. Across the run: transactions committed,
 aborted (planned: the producer's choice), and of unknown outcome; how many of the unknown ones
-some read_committed group saw (they committed); and how many were open while a fault was in
+some read_committed group saw (judged committed); and how many were open while a fault was in
 effect (the coverage's measure of a transactional run), how many had their commit (EndTxn, from
 the client's `end-txn` mark to the transaction's end) in flight while a fault was in effect, and
 how many had it in flight while the broker coordinating them moved (the partition watch's
@@ -130,14 +142,66 @@ def read_committed_processes(events: DataFrame) -> set[str]:
     return {r["process"] for r in said.select("process").distinct().collect()}
 
 
-def without_aborted_records(events: DataFrame) -> DataFrame:
-    """The events less every send and receive of an aborted transaction's record: the log as
-    a read_committed reader may see it (its skips over aborted records are no skips)."""
+def committed_reads(events: DataFrame, groups: list[str]) -> DataFrame:
+    """(group, msg_id, stream, partition, offset): every ok receive of the read_committed
+    `groups`."""
     F = _F()
-    aborted = (
-        events.filter(
-            (F.col("f") == "send") & (F.col("type") == "fail") & _txn_of(F.col("value")).isNotNull()
+    return (
+        events.filter((F.col("f") == "receive") & (F.col("type") == "ok"))
+        .select(
+            F.coalesce("group", "stream").alias("group"), "msg_id", "stream", "partition", "offset"
         )
+        .filter(F.col("group").isin(groups))
+    )
+
+
+def seen_committed_by(reads: DataFrame, records: DataFrame) -> DataFrame:
+    """(txn, seen_by): each transaction a read_committed group (of `reads`) received a record
+    of, in the stream it was sent to, with those groups, sorted. `records`: (msg_id, stream,
+    txn, ...). A copy of the record in the exactly-once copy's output is the copier's
+    transaction's, not this one's (checkers.eos judges those)."""
+    F = _F()
+    return (
+        reads.select("group", "msg_id", "stream")
+        .distinct()
+        .join(records.select("msg_id", "stream", "txn"), ["msg_id", "stream"])
+        .groupBy("txn")
+        .agg(F.sort_array(F.collect_set("group")).alias("seen_by"))
+    )
+
+
+def judged(outcomes: DataFrame, seen_by: DataFrame) -> DataFrame:
+    """(txn, outcome, judged, seen_by): each transaction's outcome as its client learnt it, and
+    as it is judged: `committed` when acknowledged, or of unknown outcome and seen by a
+    read_committed group (which returns committed records only); `aborted` when aborted, or of
+    unknown outcome and seen by none (every read_committed reader that read past it passed it
+    over, as an aborted one's records are)."""
+    F = _F()
+    with_seen = outcomes.select("txn", "outcome").join(seen_by, "txn", "left")
+    committed = (F.col("outcome") == "ok") | (
+        (F.col("outcome") == "info") & F.col("seen_by").isNotNull()
+    )
+    return with_seen.withColumn(
+        "judged", F.when(committed, "committed").otherwise("aborted")
+    ).select("txn", "outcome", "judged", "seen_by")
+
+
+def without_aborted_records(events: DataFrame) -> DataFrame:
+    """The events less every send and receive of a record of a transaction judged aborted
+    (`judged`: aborted, or of unknown outcome and seen by no read_committed group): the log as
+    a read_committed reader may see it (its skips over those records are no skips)."""
+    F = _F()
+    groups = [g for g, level in isolation_of_groups(events).items() if level == "read_committed"]
+    sent = (
+        events.filter((F.col("f") == "send") & _txn_of(F.col("value")).isNotNull())
+        .select("msg_id", "stream", _txn_of(F.col("value")).alias("txn"))
+        .distinct()
+    )
+    seen = seen_committed_by(committed_reads(events, groups), sent)
+    aborted = (
+        judged(transaction_outcomes(events), seen)
+        .filter(F.col("judged") == "aborted")
+        .join(sent, "txn")
         .select("msg_id")
         .distinct()
     )
@@ -175,21 +239,13 @@ def check_transactions(
     isolation = isolation_of_groups(events)
     committed_groups = sorted(g for g, level in isolation.items() if level == "read_committed")
     outcomes = transaction_outcomes(events).cache()
-    records = transactional_records(events).join(outcomes.select("txn", "outcome"), "txn").cache()
+    sent = transactional_records(events).cache()
+    reads = committed_reads(events, committed_groups).cache()
+    verdicts = judged(outcomes, seen_committed_by(reads, sent)).cache()
+    records = sent.join(verdicts, "txn").cache()
     try:
-        reads = (
-            events.filter((F.col("f") == "receive") & (F.col("type") == "ok"))
-            .select(
-                F.coalesce("group", "stream").alias("group"),
-                "msg_id",
-                "stream",
-                "partition",
-                "offset",
-            )
-            .filter(F.col("group").isin(committed_groups))
-        ).cache()
         aborted = _aborted_reads(reads, records) + aborted_copies_read(reads, events)
-        torn = _torn(reads, records, committed_groups)
+        torn, missed = _read_past(reads, records, committed_groups)
         lost_txns = [] if lost is None else _lost_in_transactions(lost, records, committed_groups)
         summary = _outcome_counts(outcomes)
         spans = _spans(events).cache()
@@ -202,11 +258,9 @@ def check_transactions(
             summary["commits_across_coordinator_moves"] = _across_moves(
                 commits, _coordinator_keys(events), coordinator_moves or []
             )
-            seen = reads.select("msg_id").distinct().join(records, "msg_id")
-            summary["unknown_seen_committed"] = (
-                seen.filter(F.col("outcome") == "info").select("txn").distinct().count()
-            )
-            fenced = _fenced_commits(commits, inits, outcomes, seen.select("txn").distinct())
+            seen = verdicts.filter(F.col("seen_by").isNotNull())
+            summary["unknown_seen_committed"] = seen.filter(F.col("outcome") == "info").count()
+            fenced = _fenced_commits(commits, inits, outcomes, seen.select("txn"))
             cached.append(fenced.cache())
             summary["fenced_commits"] = fenced.count()
             took_effect = (F.col("outcome") == "ok") | F.col("seen")
@@ -221,6 +275,7 @@ def check_transactions(
             for df in cached:
                 df.unpersist()
         summary[ZOMBIE_COMMITS] = len(zombies)
+        summary["unknown_missed"] = len(missed)
         groups: dict[str, Any] = {
             g: {"isolation": level, "aborted_reads": 0, "aborted_read_txns": 0, "torn": 0}
             | ({"lost_txns": 0} if lost is not None else {})
@@ -229,6 +284,7 @@ def check_transactions(
         samples: dict[str, list[dict[str, Any]]] = {
             "aborted_reads": [],
             "torn": [],
+            "unknown_missed": missed[:SAMPLES],
             "lost": [],
             ZOMBIE_COMMITS: zombies[:SAMPLES],
         }
@@ -247,6 +303,7 @@ def check_transactions(
             samples["lost"] += [r] if len(samples["lost"]) < SAMPLES else []
         _write(ids_dir, "aborted_reads", [(r["group"], r["msg_id"]) for r in aborted])
         _write(ids_dir, "torn", [(r["group"], r["txn"]) for r in torn])
+        _write(ids_dir, "unknown_missed", [(r["group"], r["txn"]) for r in missed])
         _write(ids_dir, "lost_txns", [(r["group"], r["txn"]) for r in lost_txns])
         ids_dir.mkdir(parents=True, exist_ok=True)
         (ids_dir / f"{ZOMBIE_COMMITS}.txt").write_text("".join(f"{r['txn']}\n" for r in zombies))
@@ -257,8 +314,8 @@ def check_transactions(
         section = summary | {"clients": clients, "groups": groups, "samples": samples}
         return section | ({"copy": copy} if copy is not None else {})
     finally:
-        outcomes.unpersist()
-        records.unpersist()
+        for df in (outcomes, sent, reads, verdicts, records):
+            df.unpersist()
 
 
 def _spans(events: DataFrame) -> DataFrame:
@@ -467,10 +524,12 @@ def _outcome_counts(outcomes: DataFrame) -> dict[str, int]:
 
 
 def _aborted_reads(reads: DataFrame, records: DataFrame) -> list[dict[str, Any]]:
-    """(group, msg_id, txn, partition, offset) of every read of an aborted transaction's
-    record, each record once per group."""
+    """(group, msg_id, txn, partition, offset) of every read of a record of a transaction
+    judged aborted, each record once per group. One of unknown outcome is judged aborted only
+    when no read_committed group read it, so of those there are none: the aborted ones are
+    the client's word."""
     F = _F()
-    aborted = records.filter(F.col("outcome") == "fail").select("msg_id", "txn")
+    aborted = records.filter(F.col("judged") == "aborted").select("msg_id", "txn")
     rows = (
         reads.join(aborted, "msg_id")
         .groupBy("group", "msg_id", "txn")
@@ -480,11 +539,17 @@ def _aborted_reads(reads: DataFrame, records: DataFrame) -> list[dict[str, Any]]
     return [r.asDict() for r in rows.collect()]
 
 
-def _torn(reads: DataFrame, records: DataFrame, groups: list[str]) -> list[dict[str, Any]]:
-    """(group, txn, read, missed, missed_ids): committed transactions a group saw in part."""
+def _read_past(
+    reads: DataFrame, records: DataFrame, groups: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(group, txn, outcome, evidence, read, missed, missed_ids) of the transactions judged
+    committed that a group read past a record of without receiving it: those it saw in part
+    (torn), and those of unknown outcome it saw none of (unknown_missed). `evidence` says why
+    committed: its commit acknowledged (outcome ok), or seen committed by the read_committed
+    groups it names (outcome info)."""
     F = _F()
     spark = reads.sparkSession
-    committed = records.filter((F.col("outcome") == "ok") & F.col("offset").isNotNull())
+    committed = records.filter((F.col("judged") == "committed") & F.col("offset").isNotNull())
     group_names = spark.createDataFrame([(g,) for g in groups], "group string")
     # Per stream: a group reading the copy's output has read nothing of the input's partitions.
     highest = reads.groupBy("group", "stream", "partition").agg(F.max("offset").alias("highest"))
@@ -496,13 +561,19 @@ def _torn(reads: DataFrame, records: DataFrame, groups: list[str]) -> list[dict[
     )
     read_past = F.col("highest").isNotNull() & (F.col("offset") <= F.col("highest"))
     missed = F.col("got").isNull() & read_past
-    per_txn = each.groupBy("group", "txn").agg(
+    evidence = F.when(F.col("outcome") == "ok", F.lit("commit acknowledged")).otherwise(
+        F.concat(F.lit("seen committed by "), F.array_join("seen_by", ", "))
+    )
+    per_txn = each.groupBy("group", "txn", "outcome", evidence.alias("evidence")).agg(
         F.count(F.when(F.col("got"), 1)).alias("read"),
         F.count(F.when(missed, 1)).alias("missed"),
         F.sort_array(F.collect_list(F.when(missed, F.col("msg_id")))).alias("missed_ids"),
     )
-    rows = per_txn.filter((F.col("read") > 0) & (F.col("missed") > 0)).orderBy("group", "txn")
-    return [r.asDict() for r in rows.collect()]
+    # An acknowledged transaction a group saw none of is its `lost` in the message table.
+    judged_here = (F.col("read") > 0) | (F.col("outcome") == "info")
+    rows = per_txn.filter(judged_here & (F.col("missed") > 0)).orderBy("group", "txn").collect()
+    torn = [r.asDict() for r in rows if r["read"] > 0]
+    return torn, [r.asDict() for r in rows if r["read"] == 0]
 
 
 def _lost_in_transactions(

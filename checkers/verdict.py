@@ -52,6 +52,9 @@ class Counts:
     # aborted transactions read, and committed transactions seen in part.
     aborted_reads: int = 0
     torn: int = 0
+    # Transactions of unknown outcome one read_committed group saw and another read past
+    # without any of their records: committed and lost to it, or aborted and read.
+    unknown_missed: int = 0
     # Commits of instances a newer instance of their transactional id had fenced, which took
     # effect (acknowledged, or read by a read_committed group): KIP-98's zombie fencing broken.
     zombie_commits: int = 0
@@ -98,6 +101,7 @@ class Counts:
             drain_complete=drain_complete,
             aborted_reads=sum(g["aborted_reads"] for g in txn_groups),
             torn=sum(g["torn"] for g in txn_groups),
+            unknown_missed=int((transactions or {}).get("unknown_missed") or 0),
             zombie_commits=int((transactions or {}).get("zombie_commits") or 0),
             duplicated_from_input=from_input,
         )
@@ -124,7 +128,7 @@ def judge(c: Counts, expect: str | None) -> Judgement:
         return Judgement("inconclusive", False, "no message was acknowledged: nothing was tested")
     if c.unexpected:
         return Judgement("anomalies", False, f"{c.unexpected} received messages were never sent")
-    if c.aborted_reads or c.torn or c.zombie_commits:
+    if c.aborted_reads or c.torn or c.unknown_missed or c.zombie_commits:
         return Judgement("anomalies", False, _isolation_broken(c))
     if c.lost and expect in NOTHING_LOST_BESIDES:
         return Judgement("loss", False, f"{c.lost} acknowledged messages lost{c.lost_where}")
@@ -141,6 +145,11 @@ def _isolation_broken(c: Counts) -> str:
         broken.append(f"{c.aborted_reads} records of aborted transactions read (aborted read)")
     if c.torn:
         broken.append(f"{c.torn} committed transactions seen in part (torn)")
+    if c.unknown_missed:
+        broken.append(
+            f"{c.unknown_missed} transactions of unknown outcome seen by one group and read past "
+            "unseen by another"
+        )
     said = ["read_committed broken: " + ", ".join(broken)] if broken else []
     if c.zombie_commits:
         said.append(
@@ -170,6 +179,7 @@ def _no_expectation(c: Counts) -> Judgement:
         "inconsistent offsets": c.inconsistent_offsets,
         "aborted reads": c.aborted_reads,
         "torn transactions": c.torn,
+        "unknown transactions read past unseen": c.unknown_missed,
         "zombie commits": c.zombie_commits,
     }
     if found := {k: v for k, v in anomalies.items() if v}:

@@ -39,13 +39,15 @@ def txn_history(
     unknown: set[int] = frozenset(),  # type: ignore[assignment]
     read_aborted: set[int] = frozenset(),  # type: ignore[assignment]
     torn: set[int] = frozenset(),  # type: ignore[assignment]
+    unseen: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> dict[str, Any]:
     """Producer P runs transactions 1..txns of SIZE records, record i of a transaction in
     partition i % PARTITIONS; each transaction's marker takes an offset in every partition it
     wrote. Aborted ones are aborted on purpose; unknown ones end info (and committed: readers
-    see them). Reader C (read_committed) reads every committed record, plus the records of the
-    aborted transactions in `read_aborted`, less the first record of each transaction in `torn`;
-    reader U (read_uncommitted) reads everything. Returns what was planted."""
+    see them, but for those in `unseen`, which aborted). Reader C (read_committed) reads every
+    committed record, plus the records of the aborted transactions in `read_aborted`, less the
+    first record of each transaction in `torn`; reader U (read_uncommitted) reads everything.
+    Returns what was planted."""
     history.mkdir(parents=True)
     said = {"client": "a test", "transactional_id": "P"}
     p: list[dict[str, Any]] = [_event("P", "ok", "open", 0, stream=None, producer="P", value=said)]
@@ -100,7 +102,7 @@ def txn_history(
             )
             read = {**msg, "partition": partition, "offset": offset}
             u.append(_event("U", "ok", "receive", t + 1, group="U", **read))
-            if n in aborted and n not in read_aborted:
+            if (n in aborted and n not in read_aborted) or n in unseen:
                 continue
             if n in torn and i == 0:
                 continue
@@ -298,6 +300,114 @@ def test_a_torn_transaction_is_one_read_past_not_one_never_reached(
     assert result.transactions is not None
     assert result.transactions["groups"]["C"]["torn"] == 0
     assert result.groups["C"]["unseen"] == 3
+
+
+def test_an_unknown_transaction_seen_in_part_is_torn_and_refutes_safe(
+    spark: Any, tmp_path: Path
+) -> None:
+    """P never learnt whether t3 committed; C read its records in partitions 1 and 2 and its
+    last one in partition 0, past its first: had it committed, C saw it torn; had it aborted, C
+    read aborted records. Its records were never acknowledged, so none is lost."""
+    txn_history(tmp_path / "history", 6, aborted=set(), unknown={3}, torn={3})
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    t = result.transactions
+    assert t is not None
+    assert (t["unknown"], t["unknown_seen_committed"]) == (1, 1)
+    assert result.groups["C"]["lost"] == 0
+    assert t["groups"]["C"]["torn"] == 1 and t["groups"]["C"]["aborted_reads"] == 0
+    (sample,) = t["samples"]["torn"]
+    assert (sample["txn"], sample["outcome"], sample["evidence"]) == (
+        "P:t3",
+        "info",
+        "seen committed by C",
+    )
+    assert (sample["read"], sample["missed"], sample["missed_ids"]) == (
+        SIZE - 1,
+        1,
+        [f"P:{2 * SIZE + 1}"],
+    )
+    assert _ids(tmp_path / "ids" / "C" / "torn.txt") == {"P:t3"}
+    assert result.readers["C"]["poll_skips"] == 1  # past a record it should have read
+    counts = Counts.of(result.groups, result.sends, transactions=t)
+    assert counts.torn == 1
+    for expect in ("safe", "loss", None):
+        verdict = judge(counts, expect)
+        assert not verdict.matched and verdict.outcome == "anomalies", expect
+    assert judge(counts, "safe").reason == (
+        "read_committed broken: 1 committed transactions seen in part (torn)"
+    )
+
+
+def test_an_acknowledged_torn_transaction_says_its_commit_was_acknowledged(
+    spark: Any, tmp_path: Path
+) -> None:
+    txn_history(tmp_path / "history", 4, aborted=set(), torn={2})
+    events = read_history(spark, tmp_path / "history").events
+    t = check_transactions(events, tmp_path / "ids")
+    assert t is not None
+    assert [(r["txn"], r["outcome"], r["evidence"]) for r in t["samples"]["torn"]] == [
+        ("P:t2", "ok", "commit acknowledged")
+    ]
+
+
+def test_an_unknown_transaction_one_group_saw_and_another_read_past_refutes_safe(
+    spark: Any, tmp_path: Path
+) -> None:
+    """C read all of t3, whose outcome P never learnt; D, reading committed too, read past all
+    of it and received none: had it committed, D lost it, though no record of it was
+    acknowledged; had it aborted, C read aborted records."""
+    txn_history(tmp_path / "history", 5, aborted=set(), unknown={3})
+    t3 = {f"P:{s}" for s in range(2 * SIZE + 1, 3 * SIZE + 1)}
+    d = []
+    for line in (tmp_path / "history" / "C.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["msg_id"] not in t3:
+            d.append(json.dumps(row | {"process": "D", "group": "D"}) + "\n")
+    (tmp_path / "history" / "D.jsonl").write_text("".join(d))
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    t = result.transactions
+    assert t is not None
+    assert (t["unknown_seen_committed"], t["unknown_missed"]) == (1, 1)
+    assert t["groups"]["D"]["torn"] == 0 and result.groups["D"]["lost"] == 0
+    (sample,) = t["samples"]["unknown_missed"]
+    evidence = (sample["group"], sample["txn"], sample["outcome"], sample["evidence"])
+    assert evidence == ("D", "P:t3", "info", "seen committed by C")
+    assert (sample["read"], sample["missed"], set(sample["missed_ids"])) == (0, SIZE, t3)
+    assert _ids(tmp_path / "ids" / "D" / "unknown_missed.txt") == {"P:t3"}
+    # D passed over a transaction judged committed in each partition: real skips.
+    assert result.readers["D"]["poll_skips"] == PARTITIONS
+    assert result.readers["C"]["poll_skips"] == 0
+    counts = Counts.of(result.groups, result.sends, transactions=t)
+    for expect in ("safe", "loss", None):
+        verdict = judge(counts, expect)
+        assert not verdict.matched and verdict.outcome == "anomalies", expect
+    assert judge(counts, "safe").reason == (
+        "read_committed broken: 1 transactions of unknown outcome seen by one group and read "
+        "past unseen by another"
+    )
+
+
+def test_an_unknown_transaction_no_read_committed_reader_saw_is_judged_aborted(
+    spark: Any, tmp_path: Path
+) -> None:
+    """P never learnt whether t4 committed, and C read past all of it without any of its
+    records (U, reading uncommitted, read them): it aborted. C's passing over it is neither a
+    torn transaction, nor a skip, nor a loss."""
+    txn_history(tmp_path / "history", 7, aborted={2}, unknown={4}, unseen={4})
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    t = result.transactions
+    assert t is not None
+    assert (t["unknown"], t["unknown_seen_committed"]) == (1, 0)
+    assert t["groups"]["C"] == {
+        "isolation": "read_committed",
+        "aborted_reads": 0,
+        "aborted_read_txns": 0,
+        "torn": 0,
+        "lost_txns": 0,
+    }
+    assert result.readers["C"] == {"poll_skips": 0, "nonmonotonic_polls": 0}
+    assert result.groups["C"]["lost"] == 0
+    assert judge(Counts.of(result.groups, result.sends, transactions=t), "safe").matched
 
 
 # ---- zombie fencing --------------------------------------------------------------------------
