@@ -18,9 +18,8 @@ from typing import Any
 from checkers.attribution import step_label
 from checkers.verdict import Judgement
 from contract.history import event_value
-from faults.registry import is_step, window_of
+from faults.registry import FAULT_WINDOWS, is_step, window_of
 
-FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "injected", "client-down")
 PARTITION_ROLES = ("leader", "follower", "followers", "isr", "in-sync-followers")
 CONTROL_ROLES = ("controller", "quorum")
 # Roles naming the broker that coordinates a client's transactions or consumer group.

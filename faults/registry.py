@@ -54,6 +54,15 @@ Window = Literal[
     "client-up",
     "none",
 ]
+# The windows that begin a fault (the rest end one, or are none): what the checker's coverage
+# counts traffic in, and what a scenario's step must open to count as a fault before a run.
+FAULT_WINDOWS: tuple[Window, ...] = (
+    "network-start",
+    "node-down",
+    "node-bounce",
+    "injected",
+    "client-down",
+)
 
 
 @dataclass(frozen=True)

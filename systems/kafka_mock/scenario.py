@@ -39,6 +39,9 @@ class KafkaMockStep(Strict):
     """Seconds after the workload starts."""
     op: Annotated[str, KnownOp("kafka-mock")]
     """The fault (or heal)."""
+    after_traffic: bool = False
+    """A step meant to come after the workload's traffic (a merge, a last restart): the vacuity
+    check does not count it among the faults that must meet the traffic."""
     target: MockRole | None = None
     """Whom to hit: a role resolved from live metadata at the moment of the fault, or ids."""
     brokers: list[int] = Field(default_factory=list)
