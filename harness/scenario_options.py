@@ -20,7 +20,7 @@ from systems.kafka.cluster import (
     ensure_kafka_release,
     kafka_version_of_image,
 )
-from systems.kafka.config import DEFAULT_KAFKA_LINE, MODES
+from systems.kafka.config import MODES
 from systems.kafka.releases import check_spec
 from systems.kafka.run import check_release_keys as check_keys_of_release
 from systems.kafka.run import run_mode
@@ -43,15 +43,17 @@ def check_kafka_options(spec: Any, mode: str | None, kafka: str | None, build: b
         raise ScenarioError(f"--kafka is for Kafka scenarios; {spec.id} is not one")
     if build and isinstance(spec, KafkaScenario) and spec.cluster.image is None:
         try:
-            ensure_kafka_release(kafka or DEFAULT_KAFKA_LINE, docker.from_env())
+            ensure_kafka_release(spec.kafka_line(kafka), docker.from_env())
         except docker.errors.DockerException as e:
             raise ScenarioError(f"cannot use the Docker engine: {e}") from None
 
 
-def check_release_keys(spec: Any, mode: str | None, line: str) -> None:
-    """A Kafka scenario's broker and topic keys against the release a run on `line` starts."""
+def check_release_keys(spec: Any, mode: str | None, line: str | None = None) -> None:
+    """A Kafka scenario's broker and topic keys against the release a run on `line` (default:
+    the scenario's) starts, as its image says it is."""
     if not isinstance(spec, KafkaScenario):
         return
+    line = spec.kafka_line(line)
     client = docker.from_env()
     image = choose_kafka_image(spec.cluster.image, run_mode(spec, mode, line), client, line)  # type: ignore[arg-type]
     check_keys_of_release(spec.cluster, image, kafka_version_of_image(client.images.get(image)))

@@ -40,6 +40,33 @@ class Problem:
         return f"{at}: {self.where}: {self.message}" if self.where else f"{at}: {self.message}"
 
 
+@dataclass(frozen=True)
+class KeyProblem:
+    """A problem found in a file's data rather than by its schema (a key the release does not
+    take): the path of the mapping (`("cluster", "broker_config")`), the key it is about (None:
+    the mapping as a whole), and what is wrong."""
+
+    path: tuple[str, ...]
+    key: str | None
+    message: str
+
+
+def located_problems(text: str, found: typing.Iterable[KeyProblem]) -> list[Problem]:
+    """Each problem at its key's line and column in `text` (the mapping's when no key)."""
+    tree = _compose(text)
+    problems = []
+    for p in found:
+        loc = [*p.path, *([p.key] if p.key is not None else [])]
+        line, column = _position(tree, loc)
+        problems.append(Problem(".".join(map(_shown, p.path)), p.message, line, column))
+    return problems
+
+
+def in_file_order(problems: typing.Iterable[Problem]) -> list[Problem]:
+    """Problems as the file has them, top to bottom; those of no known place last."""
+    return sorted(problems, key=lambda p: (p.line == 0, p.line, p.column))
+
+
 def yaml_problem(error: yaml.YAMLError) -> Problem:
     """A YAML syntax error with the parser's reason, line and column."""
     mark = getattr(error, "problem_mark", None)
@@ -66,10 +93,10 @@ def validation_problems(error: ValidationError, model: type[BaseModel], text: st
         if not loc and (m := _LEADING_PATH.match(message)) and "." in m["path"]:
             loc, message = m["path"].split("."), m["rest"]
         if e["type"] == "extra_forbidden" and loc:
-            message += _suggestion(loc[-1], _keys_at(model, loc[:-1]))
+            message += _extra_hint(loc[-1], _model_at(model, loc[:-1]))
         line, column = _position(tree, loc)
         problems.append(Problem(".".join(map(_shown, loc)), message, line, column))
-    return sorted(problems, key=lambda p: (p.line == 0, p.line, p.column))
+    return in_file_order(problems)
 
 
 def _shown(key: str) -> str:
@@ -94,6 +121,16 @@ def did_you_mean(word: str, names: typing.Iterable[str]) -> str:
     return f" (did you mean {' or '.join(found[:2])}?)" if found else ""
 
 
+def _extra_hint(key: str, model: type[BaseModel] | None) -> str:
+    """What a key the schema does not have may have meant: the key that replaced it (a model's
+    `moved_keys`), the nearest keys it has, or the keys there are."""
+    moved: dict[str, str] = getattr(model, "moved_keys", {})
+    if key in moved:
+        return f"; {moved[key]}"
+    keys = [] if model is None else [f.alias or n for n, f in model.model_fields.items()]
+    return _suggestion(key, [k for k in keys if k != key])
+
+
 def _suggestion(key: str, keys: list[str]) -> str:
     hint = did_you_mean(key, keys)
     if hint:
@@ -109,26 +146,23 @@ def _squash(name: str) -> str:
     return re.sub(r"[._\-\s]", "", name).lower()
 
 
-def _keys_at(model: type[BaseModel], loc: list[str]) -> list[str]:
-    """The keys a mapping at `loc` may have, in the file's spelling (aliases), or [] when the
-    place is not a model's."""
+def _model_at(model: type[BaseModel], loc: list[str]) -> type[BaseModel] | None:
+    """The model of the mapping at `loc` (through lists' items and the file's spelling of keys,
+    aliases), or None when the place is not a model's."""
     current: Any = model
     for part in loc:
         current = _model_in(current)
         if current is None:
-            return []
+            return None
         if part.isdigit():
             continue  # a list's item: the same model
         field = current.model_fields.get(part) or next(
             (f for f in current.model_fields.values() if f.alias == part), None
         )
         if field is None:
-            return []
+            return None
         current = field.annotation
-    found = _model_in(current)
-    if found is None:
-        return []
-    return [f.alias or name for name, f in found.model_fields.items()]
+    return _model_in(current)
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:

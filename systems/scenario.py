@@ -173,7 +173,8 @@ class ScenarioBase(Strict):
     """One line saying what the scenario tests."""
     expect: Expectation
     """What the configuration promises: safe, loss, unavailable, duplicates, no-duplicates or
-    reordered; several joined with + (loss+duplicates)."""
+    reordered; duplicates and reordered, the only two that combine, as duplicates+reordered (or
+    a list of both)."""
     expect_errors: list[ErrorExpectation] = Field(default_factory=list)
     """Client errors the run must show (each at least once)."""
     timeouts: Timeouts = Timeouts()

@@ -274,19 +274,22 @@ def _release(version: str) -> str:
     )
 
 
+def shipped_release(version: str) -> str | None:
+    """The release whose definitions judge `version` here with no Docker engine: committed or
+    cached (a line: its newest committed release); None when only its image can tell."""
+    try:
+        release = _release(version)
+    except KafkaConfigDefsError:
+        return None
+    here = (COMMITTED_DIR / f"{release}.json", cache_dir() / f"{release}.json")
+    return release if any(path.exists() for path in here) else None
+
+
 def has_definitions(version: str, image: str) -> bool:
     """Whether a release's definitions can be had for a run of `image`: committed or cached,
     or readable from the image because it is one of ours (an official image lays its jars
     out otherwise)."""
-    if image.startswith(IMAGE.split(":")[0] + ":"):
-        return True
-    try:
-        release = _release(version)
-    except KafkaConfigDefsError:
-        return False
-    return (COMMITTED_DIR / f"{release}.json").exists() or (
-        cache_dir() / f"{release}.json"
-    ).exists()
+    return image.startswith(IMAGE.split(":")[0] + ":") or shipped_release(version) is not None
 
 
 def definitions(version: str, kind: Kind) -> dict[str, ConfigDef]:
@@ -526,9 +529,9 @@ def _unknown_note(kind: Kind, key: str, release: str, known: Iterable[str]) -> s
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def check_setting(kind: Kind, key: str, value: object, version: str, where: str) -> str | None:
+def setting_refusal(kind: Kind, key: str, value: object, version: str) -> str | None:
     """None when the release takes the key with this value and the harness leaves it to the
-    scenario; else one line saying why not. `where`: the scenario field the key is under."""
+    scenario; else what is wrong, starting with the key."""
     release = _release(version)
     defs = definitions(release, kind)
     # A prefixed key (listener.name.<listener>.<key>) is no definition of its own; a removed key
@@ -536,12 +539,19 @@ def check_setting(kind: Kind, key: str, value: object, version: str, where: str)
     if key not in defs and _owned_prefix(key, kind) is None:
         what = "broker setting" if kind == "broker" else "topic config"
         note = _unknown_note(kind, key, release, defs)
-        return f'{where}: "{key}" is not a Kafka {release} {what}{note}'
+        return f'"{key}" is not a Kafka {release} {what}{note}'
     if (reason := owned_refusal(key, kind)) is not None:
-        return f'{where}: "{key}" is set by the harness ({reason})'
+        return f'"{key}" is set by the harness ({reason})'
     if refusal := _value_refusal(defs[key], value):
-        return f'{where}: "{key}" {refusal} on Kafka {release}, not {_shown(value)}'
+        return f'"{key}" {refusal} on Kafka {release}, not {_shown(value)}'
     return None
+
+
+def check_setting(kind: Kind, key: str, value: object, version: str, where: str) -> str | None:
+    """setting_refusal as one line that starts with `where`, the scenario field the key is
+    under."""
+    refusal = setting_refusal(kind, key, value, version)
+    return f"{where}: {refusal}" if refusal else None
 
 
 # ---- the command line ---------------------------------------------------------------------------

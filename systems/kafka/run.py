@@ -15,7 +15,7 @@ from nemesis.containers import Nemesis
 from systems.kafka.admin import ADMIN_LOG, KafkaAdmin
 from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.cluster import KafkaCluster
-from systems.kafka.config import DEFAULT_KAFKA_LINE, KafkaClusterConfig, mode_refusal
+from systems.kafka.config import KafkaClusterConfig, mode_refusal
 from systems.kafka.configdefs import has_definitions
 from systems.kafka.nemesis import KafkaNemesis
 from systems.kafka.scenario import KafkaClusterSpec, KafkaScenario, KafkaStep
@@ -27,7 +27,7 @@ from systems.kafka.settings import (
     broker_properties,
     chosen_keys,
     properties,
-    release_refusal,
+    release_refusals,
 )
 from systems.kafka.watch import PartitionWatch
 from systems.run import PhaseProgress, RunOptions
@@ -73,11 +73,12 @@ def check_release_keys(cluster: KafkaClusterSpec, image: str, version: str | Non
             version or "unknown",
         )
         return
-    line = release_refusal(
+    lines = release_refusals(
         version, cluster.broker_config, cluster.broker_overrides, cluster.topic_config
     )
-    if line:
-        raise ScenarioError(line)
+    if lines:
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        raise ScenarioError(lines[0] + more, lines)
 
 
 class KafkaRun(KafkaClientsRun):
@@ -92,7 +93,7 @@ class KafkaRun(KafkaClientsRun):
         opts: RunOptions,
         progress: Callable[[Path], PhaseProgress] | None = None,
     ) -> None:
-        self.kafka_line = opts.kafka_line or DEFAULT_KAFKA_LINE
+        self.kafka_line = scenario.kafka_line(opts.kafka_line)
         self.mode = run_mode(scenario, opts.kafka_mode, self.kafka_line)
         super().__init__(scenario, scenario_file, opts, progress)
         self.manifest.kafka_mode = self.mode
@@ -116,8 +117,6 @@ class KafkaRun(KafkaClientsRun):
         )
         cluster = self.cluster
         self.manifest.images = cluster.image_info()
-        kafka_image = self.manifest.images["kafka"]
-        check_release_keys(c, kafka_image["name"], kafka_image.get("image_version"))
         self.manifest.settings = self._settings(cluster.config)
         self.manifest.settings_from_scenario = self._chosen(self.manifest.settings)
         self.manifest.compose_project = cluster.project

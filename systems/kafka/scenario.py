@@ -3,9 +3,10 @@ producers and readers, and the nemesis steps aimed by role at the moment they ru
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
 
 from faults.registry import OPS
 from faults.registry import op as fault
@@ -16,21 +17,20 @@ from systems.kafka.config import (
     KafkaSettings,
     Mode,
     PropertyValue,
+    mode_refusal,
     nodes_of,
     version_tuple,
 )
+from systems.kafka.configdefs import shipped_release
+from systems.kafka.releases import KafkaReleaseError, check_spec
 from systems.kafka.settings import (
-    TYPED_BROKER,
-    TYPED_TOPIC,
     broker_to_topic,
-    client_config_refusal,
-    env_name,
-    owned_broker_key,
+    client_config_refusals,
+    passthrough_refusals,
     topic_properties,
-    typed_conflict,
 )
 from systems.kafka.targets import COORDINATOR_TOPICS, SELECTOR_ROLES
-from systems.problems import did_you_mean
+from systems.problems import KeyProblem, did_you_mean
 from systems.scenario import KnownOp, MessageCount, NumberWord, ScenarioBase, Strict
 
 
@@ -111,12 +111,6 @@ class KafkaProducerSpec(Strict):
             )
         return self
 
-    @model_validator(mode="after")
-    def _config_is_the_clients(self) -> KafkaProducerSpec:
-        if line := client_config_refusal("producer", self.id, self.model_fields_set, self.config):
-            raise ValueError(line)
-        return self
-
 
 class KafkaCopierSpec(Strict):
     """An exactly-once copier (workloads.kafka.copier): it reads the input topic read_committed
@@ -193,16 +187,6 @@ class KafkaReaderSpec(Strict):
     def _protocol_is_a_groups(self) -> KafkaReaderSpec:
         if self.group_protocol != "classic" and self.mode != "group":
             raise ValueError("group_protocol is for readers in mode group")
-        return self
-
-    @model_validator(mode="after")
-    def _config_is_the_clients(self) -> KafkaReaderSpec:
-        protocol = {"group.protocol": "consumer"} if self.group_protocol == "consumer" else {}
-        line = client_config_refusal(
-            "reader", self.id, self.model_fields_set, self.config, protocol
-        )
-        if line:
-            raise ValueError(line)
         return self
 
 
@@ -299,9 +283,36 @@ Selector = Annotated[str | list[str], BeforeValidator(_bare_node)]
 CLIENT_OPS = tuple(o.name for o in OPS if o.arguments == "client")
 
 
+def _quoted_release(value: object) -> object:
+    # YAML reads 4.10 as the number 4.1: a release unquoted is not what it says.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError(f'write the release quoted ("{value}"): YAML reads it as a number')
+    return value
+
+
+def _runnable_release(spec: str) -> str:
+    try:
+        return check_spec(spec)
+    except KafkaReleaseError as e:
+        raise ValueError(str(e).removeprefix("--kafka ")) from None
+
+
 class KafkaClusterSpec(KafkaSettings):
+    # A key of another system's cluster, and what a Kafka scenario says instead.
+    moved_keys: ClassVar[dict[str, str]] = {"version": "use cluster.release (or --kafka)"}
+
     system: Literal["kafka"]
     """kafka."""
+    release: (
+        Annotated[
+            str,
+            BeforeValidator(_quoted_release, json_schema_input_type=str),
+            AfterValidator(_runnable_release),
+        ]
+        | None
+    ) = None
+    """The Kafka release line ("4.4") or release ("4.3.1") to run, from 3.7 on; `harness run
+    --kafka` overrides it; none: 3.9."""
     modes: Annotated[list[Mode], Field(min_length=1)] = Field(
         default_factory=lambda: list[Mode](("zk", "kraft"))
     )
@@ -323,28 +334,13 @@ class KafkaClusterSpec(KafkaSettings):
     default."""
 
     @model_validator(mode="after")
-    def _passthrough(self) -> KafkaClusterSpec:
-        """Each property has one source, and the harness's wiring is not the scenario's."""
+    def _overrides_name_nodes(self) -> KafkaClusterSpec:
+        # The keys themselves are judged from the file's data (config_problems), every one.
         node_ids = {n.node_id for mode in self.modes for n in nodes_of(self.config(mode), "0")}
         for node_id in self.broker_overrides:
             if node_id not in node_ids:
                 known = ", ".join(map(str, sorted(node_ids)))
                 raise ValueError(f"broker_overrides: no Kafka node {node_id} (node ids: {known})")
-        maps = [
-            ("broker_config", self.broker_config, TYPED_BROKER),
-            *((f"broker_overrides.{n}", o, TYPED_BROKER) for n, o in self.broker_overrides.items()),
-            ("topic_config", self.topic_config, TYPED_TOPIC),
-        ]
-        for where, values, typed in maps:
-            keys = list(values)
-            line = owned_broker_key(where, keys) or typed_conflict(
-                where, typed, self.model_fields_set, keys
-            )
-            if line:
-                raise ValueError(line)
-            if where != "topic_config":
-                for key in keys:
-                    env_name(key)
         return self
 
     def topic_properties(self) -> dict[str, str]:
@@ -391,6 +387,9 @@ class KafkaStep(Strict):
     """Seconds after the workload starts."""
     op: Annotated[str, KnownOp("kafka")]
     """The fault (or heal): see docs/reference/faults.md."""
+    after_traffic: bool = False
+    """A step meant to come after the workload's traffic (a merge, a last restart): the vacuity
+    check does not count it among the faults that must meet the traffic."""
     target: Selector | None = None
     """Whom it hits: a role resolved when the step runs (leader, followers, controller, ...), an
     earlier step's @label, or node names."""
@@ -401,7 +400,8 @@ class KafkaStep(Strict):
     both_ways: bool = False
     """cut, degrade: both directions, not only from -> to."""
     groups: list[list[str]] = Field(default_factory=list)
-    """partition: the sides, each a list of nodes."""
+    """partition: the sides, each a list of node names (a role stands alone in target, from or
+    to)."""
     partition: Annotated[int, Field(ge=0)] = 0
     """whose leader/followers/ISR a role means."""
     loss_pct: Annotated[float, Field(ge=0, le=100)] = 0.0
@@ -464,6 +464,22 @@ class KafkaScenario(ScenarioBase):
     nemesis: list[KafkaStep] = Field(default_factory=list)
     """The faults, in time order: each step names an op, when it starts and whom it hits."""
 
+    def kafka_line(self, requested: str | None = None) -> str:
+        """The release line or release a run starts: --kafka's, else the scenario's, else 3.9."""
+        return requested or self.cluster.release or DEFAULT_KAFKA_LINE
+
+    def release_warning(self) -> str | None:
+        """A line when the scenario's broker and topic keys cannot be judged here, before the
+        run: its release's config definitions are not shipped (nor cached)."""
+        c = self.cluster
+        line = self.kafka_line()
+        if not (c.broker_config or c.broker_overrides or c.topic_config) or shipped_release(line):
+            return None
+        return (
+            f"Kafka {line}'s config definitions are not shipped: the broker and topic keys are "
+            "checked when the run reads them from the image"
+        )
+
     def line_refusal(self, line: str) -> str | None:
         """One line when a release line lacks what the scenario's clients use, else None."""
         uses_848 = any(r.group_protocol == "consumer" for r in self.workload.readers)
@@ -472,6 +488,20 @@ class KafkaScenario(ScenarioBase):
         if self.cluster.transaction_version is not None and version_tuple(line) < (4,):
             return f"{self.id} sets transaction_version, a feature of Kafka 4.0 on"
         return None
+
+    @model_validator(mode="after")
+    def _runs_on_its_release(self) -> KafkaScenario:
+        """A scenario that names its release (or is read for --kafka's) runs on it: what its
+        clients use is there, and one of its modes."""
+        line = self.cluster.release
+        if line is None:
+            return self
+        if refusal := self.line_refusal(line):
+            raise ValueError(f"cluster.release: {refusal}")
+        refusals = [mode_refusal(line, m) for m in self.cluster.modes]
+        if all(refusals):
+            raise ValueError(f"cluster.modes: {refusals[0]}")
+        return self
 
     @model_validator(mode="after")
     def _clients_exist(self) -> KafkaScenario:
@@ -521,6 +551,12 @@ class KafkaScenario(ScenarioBase):
             known = self.cluster.node_names(mode) | {CLIENTS}
             for i, step in enumerate(self.nemesis):
                 unknown = [n for n in step.named_nodes() if n not in known]
+                if unknown and (unknown[0] in SELECTOR_ROLES or unknown[0].startswith("@")):
+                    raise ValueError(
+                        f"nemesis.{i}: {unknown[0]} is resolved when the step runs, alone as its "
+                        "target, from or to; a list of nodes or a partition's groups take node "
+                        "names (to split a role from the rest, cut from it to the others)"
+                    )
                 if unknown:
                     hint = did_you_mean(unknown[0], sorted(known | SELECTOR_ROLES))
                     raise ValueError(
@@ -536,3 +572,75 @@ class KafkaScenario(ScenarioBase):
                         "(modes zk or kraft-dedicated; in kraft every voter is a broker)"
                     )
         return self
+
+
+# ---- the scenario's own configuration keys, from the file's data ---------------------------------
+
+
+def config_problems(data: object) -> list[KeyProblem]:
+    """Every key of the scenario's own configuration that the harness, a typed knob, the release
+    (cluster.release, else 3.9) or librdkafka refuses, each with why. Read from the file's data
+    rather than the model, so that a file with other problems has every one of these said too;
+    a map or value of the wrong shape is the schema's to say."""
+    if not isinstance(data, dict):
+        return []
+    cluster, workload = data.get("cluster"), data.get("workload")
+    problems = _cluster_problems(cluster) if isinstance(cluster, dict) else []
+    if isinstance(workload, dict):
+        problems += _client_problems(workload)
+    return problems
+
+
+def _properties(value: object) -> dict[str, Any]:
+    """The keys of a map whose values a property may take (the schema says what the others
+    are)."""
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and _is_property(v)}
+
+
+def _is_property(value: object) -> bool:
+    if isinstance(value, list):
+        return all(isinstance(v, str) for v in value)
+    return isinstance(value, str | int | float | bool)
+
+
+def _cluster_problems(cluster: dict[str, Any]) -> list[KeyProblem]:
+    release = cluster.get("release")
+    try:
+        line = DEFAULT_KAFKA_LINE if release is None else _runnable_release(release)
+    except (ValueError, TypeError):
+        line = None  # the schema says what is wrong with it
+    judged_by = shipped_release(line) if line is not None else None
+    overrides = cluster.get("broker_overrides")
+    maps: list[tuple[tuple[str, ...], Literal["broker", "topic"], object]] = [
+        (("cluster", "broker_config"), "broker", cluster.get("broker_config")),
+        *(
+            (("cluster", "broker_overrides", str(n)), "broker", o)
+            for n, o in (overrides.items() if isinstance(overrides, dict) else ())
+        ),
+        (("cluster", "topic_config"), "topic", cluster.get("topic_config")),
+    ]
+    return [
+        KeyProblem(path, key, why)
+        for path, kind, values in maps
+        for key, why in passthrough_refusals(kind, _properties(values), cluster, judged_by).items()
+    ]
+
+
+def _client_problems(workload: dict[str, Any]) -> list[KeyProblem]:
+    problems = []
+    for role, group in (("producer", "producers"), ("reader", "readers")):
+        clients = workload.get(group)
+        for i, client in enumerate(clients if isinstance(clients, list) else []):
+            if not isinstance(client, dict):
+                continue
+            harness_keys: Mapping[str, str] = (
+                {"group.protocol": "consumer"} if client.get("group_protocol") == "consumer" else {}
+            )
+            refused = client_config_refusals(
+                role, client, _properties(client.get("config")), harness_keys
+            )
+            path = ("workload", group, str(i), "config")
+            problems += [KeyProblem(path, key, why) for key, why in refused.items()]
+    return problems

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from systems.kafka.config import KafkaClusterConfig, PropertyValue
-from systems.kafka.configdefs import check_setting, owned_refusal
+from systems.kafka.configdefs import Kind, check_setting, owned_refusal, setting_refusal
 from workloads.kafka.properties import properties
 
 # YAML scalars a property may take; a list is written comma-joined (a list-typed property).
@@ -68,69 +68,89 @@ OWNED_CLIENT: dict[str, str] = {
 
 
 def typed_conflict(
-    where: str, typed: Mapping[str, tuple[str, ...]], set_fields: Iterable[str], keys: Iterable[str]
+    key: str, typed: Mapping[str, tuple[str, ...]], set_fields: Iterable[str]
 ) -> str | None:
-    """One line when a passthrough map sets a property whose typed knob is set explicitly."""
+    """Why a passthrough key may not be set when a typed knob the scenario set explicitly sets
+    the same property; None when no such knob is set."""
     chosen = set(set_fields)
-    for key in keys:
-        for knob, names in typed.items():
-            if key in names and knob in chosen:
-                return (
-                    f"{where} sets {key}, which {knob} sets too: keep one (the typed knob, or "
-                    f"the key alone)"
-                )
+    for knob, names in typed.items():
+        if key in names and knob in chosen:
+            return f'"{key}" is set by {knob} too: keep one (the typed knob, or the key alone)'
     return None
 
 
-def owned_broker_key(where: str, keys: Iterable[str]) -> str | None:
-    for key in keys:
-        if reason := owned_refusal(key):
-            return f'{where}: "{key}" is set by the harness ({reason})'
+def passthrough_refusals(
+    kind: Kind, values: Mapping[str, Value], set_fields: Iterable[str], release: str | None
+) -> dict[str, str]:
+    """Each key of a broker or topic map the scenario may not set, with why: the harness's, a
+    typed knob's the scenario set too, one the images' environment cannot carry, or one the
+    release does not take (or not with this value). `release` None: the release's definitions
+    are not here, and the run judges its keys against its image's."""
+    typed = TYPED_BROKER if kind == "broker" else TYPED_TOPIC
+    set_fields = set(set_fields)
+    refused: dict[str, str] = {}
+    for key, value in values.items():
+        if reason := owned_refusal(key, kind):
+            refused[key] = f'"{key}" is set by the harness ({reason})'
+        elif why := typed_conflict(key, typed, set_fields):
+            refused[key] = why
+        elif kind == "broker" and (why := _environment_refusal(key)):
+            refused[key] = why
+        elif release is not None and (why := setting_refusal(kind, key, value, release)):
+            refused[key] = why
+    return refused
+
+
+def _environment_refusal(key: str) -> str | None:
+    try:
+        env_name(key)
+    except ValueError as e:
+        return str(e)
     return None
 
 
-def owned_client_key(where: str, keys: Iterable[str]) -> str | None:
-    for key in keys:
-        if key in OWNED_CLIENT:
-            return f'{where}: "{key}" is set by the harness ({OWNED_CLIENT[key]})'
-    return None
-
-
-def release_refusal(
+def release_refusals(
     version: str,
     broker_config: Mapping[str, Value],
     broker_overrides: Mapping[int, Mapping[str, Value]],
     topic_config: Mapping[str, Value],
-) -> str | None:
-    """The first key or value the release itself does not take, as one line; None when all do."""
-    checks: list[tuple[str, str, Mapping[str, Value]]] = [
+) -> list[str]:
+    """Each key or value the release itself does not take, one line each."""
+    checks: list[tuple[Kind, str, Mapping[str, Value]]] = [
         ("broker", "broker_config", broker_config),
         *(("broker", f"broker_overrides.{n}", o) for n, o in broker_overrides.items()),
         ("topic", "topic_config", topic_config),
     ]
-    for kind, where, values in checks:
-        for key, value in values.items():
-            if line := check_setting(kind, key, value, version, where):  # type: ignore[arg-type]
-                return line
-    return None
+    return [
+        line
+        for kind, where, values in checks
+        for key, value in values.items()
+        if (line := check_setting(kind, key, value, version, where))
+    ]
 
 
-def client_config_refusal(
+def client_config_refusals(
     role: str,
-    client_id: str,
     set_fields: Iterable[str],
     config: Mapping[str, Value],
     harness_keys: Mapping[str, Value] | None = None,
-) -> str | None:
-    """One line on the first key of a producer's or reader's config that the harness owns,
-    that a typed knob the scenario set also sets, or that librdkafka refuses."""
-    where, keys = f"{role} {client_id} config", list(config)
+) -> dict[str | None, str]:
+    """Each key of a producer's or reader's config that the harness owns, that a typed knob the
+    scenario set also sets, or that librdkafka refuses, with why; under None, why librdkafka
+    refuses keys it takes one by one but not together."""
     typed = TYPED_PRODUCER if role == "producer" else TYPED_READER
-    return (
-        owned_client_key(where, keys)
-        or typed_conflict(where, typed, set_fields, keys)
-        or client_refusal(role, config, harness_keys)
-    )
+    set_fields = set(set_fields)
+    refused: dict[str | None, str] = {}
+    for key, value in config.items():
+        if key in OWNED_CLIENT:
+            refused[key] = f'"{key}" is set by the harness ({OWNED_CLIENT[key]})'
+        elif why := typed_conflict(key, typed, set_fields):
+            refused[key] = why
+        elif why := client_refusal(role, {key: value}, harness_keys):
+            refused[key] = why
+    if not refused and (why := client_refusal(role, config, harness_keys)):
+        refused[None] = why
+    return refused
 
 
 def client_refusal(
@@ -157,7 +177,7 @@ def client_refusal(
             Consumer(settings).close()
     except (KafkaException, ValueError, TypeError) as e:
         text = str(e.args[0].str() if e.args and hasattr(e.args[0], "str") else e)
-        return f"{role} config: {text} (librdkafka)"
+        return f"{text} (librdkafka)"
     return None
 
 
@@ -195,7 +215,7 @@ def broker_properties(cfg: KafkaClusterConfig, node_id: int) -> dict[str, str]:
 
 
 def _int(text: str, fallback: int) -> int:
-    # A value the release refuses never reaches a cluster (release_refusal runs first); this
+    # A value the release refuses never reaches a cluster (it is refused before the run); this
     # keeps rendering total for the compose file a user may render without running.
     try:
         return int(text)

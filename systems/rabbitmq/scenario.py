@@ -4,14 +4,15 @@ consumers (their queues' arguments, their connections), and the nemesis steps.""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import re
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, JsonValue, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, JsonValue, model_validator
 
 from compose.releases import SPEC_PATTERN, version_key
 from faults.registry import op as fault
 from nemesis.picks import RANDOM_NODE, Shape, shape_refusal
-from systems.problems import did_you_mean
+from systems.problems import KeyProblem, did_you_mean
 from systems.rabbitmq.cluster import NODE_NAMES
 from systems.rabbitmq.settings import (
     ScalarField,
@@ -31,6 +32,9 @@ RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 QUEUE_ROLES = ("leader", "followers", "non-members")
 # Or at a node drawn anew when the step runs, from the run's seed (nemesis.picks).
 DRAWN = (RANDOM_NODE,)
+# The first line that ignores cluster_partition_handling (Khepri, not Mnesia, holds the
+# cluster's metadata), where a scenario need not choose one.
+IGNORES_PARTITION_HANDLING = (4, 3)
 PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_all_down"]
 # Streams (3.9+): append-only replicated logs read by offset; mirrored: classic queues under an
 # ha-mode policy, which RabbitMQ 4.0 removed.
@@ -55,7 +59,8 @@ class RabbitMQClusterSpec(Strict):
     system: Literal["rabbitmq"] = "rabbitmq"
     """rabbitmq (the default)."""
     partition_handling: PartitionHandling | None = None
-    """Required unless rabbitmq_conf (or advanced_config) sets cluster_partition_handling."""
+    """Required unless rabbitmq_conf (or advanced_config) sets cluster_partition_handling, or the
+    release is 4.3 or later (which ignores it)."""
     pause_if_all_down_nodes: list[str] = Field(default_factory=list)
     """pause_if_all_down: a node pauses when it cannot reach any of these."""
     pause_if_all_down_recover: Literal["ignore", "autoheal"] = "autoheal"
@@ -99,11 +104,11 @@ class RabbitMQClusterSpec(Strict):
 
     @model_validator(mode="after")
     def _own_configuration(self) -> RabbitMQClusterSpec:
-        """The user's keys, terms and policies: one line on the first the scenario may not
-        set (the release's own word, where the scenario names the release)."""
+        """The user's terms and policies: one line on the first the scenario may not set. (Its
+        rabbitmq_conf keys are judged from the file's data, every one: config_problems.)"""
         chosen = {k for k in self.model_fields_set if getattr(self, k) is not None}
-        line = conf_refusal(self.rabbitmq_conf, chosen, self.version, self.image)
-        if line is None and self.advanced_config is not None:
+        line = None
+        if self.advanced_config is not None:
             line = advanced_refusal(self.advanced_config, chosen)
         line = line or policies_refusal(self, [])
         if line:
@@ -112,6 +117,8 @@ class RabbitMQClusterSpec(Strict):
 
     @model_validator(mode="after")
     def _partition_handling_given(self) -> RabbitMQClusterSpec:
+        if self.version is not None and version_key(self.version) >= IGNORES_PARTITION_HANDLING:
+            return self
         if self.partition_handling is None and not sets_partition_handling(
             self.rabbitmq_conf, self.advanced_config
         ):
@@ -279,14 +286,32 @@ class Workload(Strict):
         return {q: {**routed.get(q, {}), **self.queue_arguments.get(q, {})} for q in every}
 
 
+def _older_name_of_target(schema: dict[str, Any]) -> None:
+    """A step's target under its older name too, so that an editor takes the files that say
+    nodes."""
+    properties = schema.get("properties", {})
+    if "target" in properties:
+        properties["nodes"] = {**properties["target"], "description": "The older name of target."}
+
+
 class NemesisStep(Strict):
+    # Read when a step has both names of its target: the second is refused as an extra key.
+    moved_keys: ClassVar[dict[str, str]] = {
+        "nodes": "target and nodes are one field (nodes is its older name): give one",
+        "target": "target and nodes are one field (nodes is its older name): give one",
+    }
+
     at: Annotated[float, Field(ge=0, le=3600)]
     """seconds after the workload starts."""
+    after_traffic: bool = False
+    """A step meant to come after the workload's traffic (a merge, a last restart): the vacuity
+    check does not count it among the faults that must meet the traffic."""
     op: Annotated[str, KnownOp("rabbitmq")]
     """The fault (or heal): see docs/reference/faults.md."""
-    nodes: NodeNames = Field(default_factory=list)
-    """Whom it hits: node names, a queue role (leader, followers), random-node (drawn anew each
-    step from the run's seed) or an earlier step's @label."""
+    nodes: NodeNames = Field(default_factory=list, validation_alias=AliasChoices("target", "nodes"))
+    """target (or nodes, as older files say): whom it hits: node names, a queue role (leader,
+    followers), random-node (drawn anew each step from the run's seed) or an earlier step's
+    @label."""
     within: Annotated[float, Field(gt=0, le=3600)] = 120.0
     """wait-drained: the bound."""
     groups: list[list[str]] = Field(default_factory=list)
@@ -303,7 +328,11 @@ class NemesisStep(Strict):
     """Names the nodes this step's roles resolved to, for a later step's @label."""
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
+        extra="forbid",
+        frozen=True,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+        json_schema_extra=_older_name_of_target,
     )
 
     @model_validator(mode="after")
@@ -311,6 +340,11 @@ class NemesisStep(Strict):
         for names in (self.nodes, self.from_, self.to):
             _check_nodes([n for n in names if not is_role(n)])
         for names in self.groups:
+            if roles := [n for n in names if is_role(n)]:
+                raise ValueError(
+                    f"groups name nodes: {roles[0]!r} is resolved only in target, from and to "
+                    "(a partition drawn as the run goes: shape)"
+                )
             _check_nodes(names)
         arguments = fault(self.op).arguments
         if self.shape is not None and (arguments != "groups" or self.groups):
@@ -322,7 +356,7 @@ class NemesisStep(Strict):
             if not self.from_ or not self.to:
                 raise ValueError(f"{self.op} needs from and to")
         elif arguments == "target" and not self.nodes:
-            raise ValueError(f"{self.op} needs nodes")
+            raise ValueError(f"{self.op} needs a target (node names, a role or an @label)")
         if RANDOM_NODE in self.from_ and RANDOM_NODE in self.to:
             raise ValueError(
                 "random-node is drawn once a step: on both sides it cuts a node off itself"
@@ -424,3 +458,31 @@ def _check_nodes(names: list[str]) -> None:
             f"unknown node {unknown[0]!r}{hint} (nodes are {', '.join(RABBITMQ_NODES)}; "
             f"roles are {', '.join((*QUEUE_ROLES, *DRAWN))})"
         )
+
+
+def config_problems(data: object) -> list[KeyProblem]:
+    """Every rabbitmq_conf key the scenario may not set, each with why (the harness's, a typed
+    knob's the scenario set too, or one its release refuses). Read from the file's data rather
+    than the model, so that a file with other problems has every one of these said too."""
+    cluster = data.get("cluster") if isinstance(data, dict) else None
+    conf = cluster.get("rabbitmq_conf") if isinstance(cluster, dict) else None
+    if not isinstance(cluster, dict) or not isinstance(conf, dict):
+        return []
+    version, image = cluster.get("version"), cluster.get("image")
+    if version is not None and not (isinstance(version, str) and re.match(SPEC_PATTERN, version)):
+        return []  # the schema says what is wrong with the version; the keys wait for one
+    chosen = {k for k, v in cluster.items() if v is not None}
+    problems = []
+    for key, value in conf.items():
+        if not isinstance(key, str) or not _is_scalar(value):
+            continue  # the schema says what is wrong with it
+        own_image = image if isinstance(image, str) else None
+        line = conf_refusal({key: value}, chosen, version, own_image)
+        if line:
+            message = line.removeprefix("rabbitmq_conf: ")
+            problems.append(KeyProblem(("cluster", "rabbitmq_conf"), key, message))
+    return problems
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, bool | int | float | str)

@@ -185,3 +185,20 @@ def test_validate_prints_every_problem_of_every_file_and_exits_2(tmp_path: Path)
 def test_yaml_no_scenario_can_hold_is_one_line() -> None:
     (line,) = _problems("id: " + "9" * 5000 + "\n")
     assert line == "s.yaml: not a scenario YAML can hold (ValueError)"
+
+
+@pytest.mark.unit
+def test_a_key_found_outside_the_schema_is_located_at_itself() -> None:
+    from systems.problems import KeyProblem, located_problems
+
+    (found,) = located_problems(KAFKA, [KeyProblem(("workload", "producers", "0"), "count", "x")])
+    assert (found.where, found.line, found.column) == ("workload.producers.0", 10, 7)
+
+
+@pytest.mark.unit
+def test_a_role_in_a_partition_s_groups_is_said_to_be_a_role_not_a_misspelt_node() -> None:
+    step = "nemesis:\n  - {at: 1, op: partition, groups: [[transaction-coordinator], [kafka1]]}\n"
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(KAFKA + step, "mine.yaml")
+    assert "transaction-coordinator is resolved when the step runs" in str(e.value)
+    assert "did you mean" not in str(e.value)

@@ -16,7 +16,7 @@ from systems.kafka.settings import (
     env_key,
     env_name,
     env_value,
-    release_refusal,
+    release_refusals,
 )
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
@@ -102,13 +102,13 @@ def test_a_passthrough_session_timeout_sets_the_heartbeat_it_implies() -> None:
 
 def test_a_typed_knob_set_and_its_passthrough_key_are_one_source_too_many() -> None:
     line = refusal(min_insync_replicas=2, broker_config={"min.insync.replicas": 3})
-    assert "broker_config sets min.insync.replicas, which min_insync_replicas sets too" in line
+    assert '"min.insync.replicas" is set by min_insync_replicas too' in line
     line = refusal(
         unclean_leader_election=True,
         broker_config={},
         topic_config={"unclean.leader.election.enable": False},
     )
-    assert "topic_config sets unclean.leader.election.enable" in line
+    assert 'topic_config: "unclean.leader.election.enable" is set by' in line
 
 
 def test_keys_that_wire_the_cluster_are_the_harness_s() -> None:
@@ -125,7 +125,7 @@ def test_client_keys_are_checked_by_librdkafka_itself_and_meet_the_typed_knobs()
     with pytest.raises(ScenarioError, match="librdkafka"):
         scenario(bad_value)
     conflict = USERS.replace("config: {batch.size: 65536}", "config: {linger.ms: 50}")
-    with pytest.raises(ScenarioError, match="sets linger.ms, which linger_ms sets too"):
+    with pytest.raises(ScenarioError, match='"linger.ms" is set by linger_ms too'):
         scenario(conflict)
     owned = USERS.replace("config: {fetch.min.bytes: 1}", "config: {group.id: theirs}")
     with pytest.raises(ScenarioError, match='"group.id" is set by the harness'):
@@ -133,14 +133,34 @@ def test_client_keys_are_checked_by_librdkafka_itself_and_meet_the_typed_knobs()
 
 
 def test_the_release_itself_judges_broker_and_topic_keys() -> None:
-    line = release_refusal("4.4.0", {"num.replica.fetcher": 4}, {}, {})
-    assert line is not None and "num.replica.fetcher" in line and "4.4.0" in line
+    (line,) = release_refusals("4.4.0", {"num.replica.fetcher": 4}, {}, {})
+    assert "num.replica.fetcher" in line and "4.4.0" in line
     assert "num.replica.fetchers" in line  # did you mean
-    assert release_refusal("4.4.0", {"num.replica.fetchers": 4}, {}, {"retention.ms": 1}) is None
-    line = release_refusal("3.9.2", {}, {}, {"min.insync.replicas": "two"})
-    assert line is not None and "topic_config" in line and "3.9.2" in line
-    line = release_refusal("4.4.0", {}, {2: {"log.message.format.version": "3.0"}}, {})
-    assert line is not None and "broker_overrides.2" in line
+    assert release_refusals("4.4.0", {"num.replica.fetchers": 4}, {}, {"retention.ms": 1}) == []
+    (line,) = release_refusals("3.9.2", {}, {}, {"min.insync.replicas": "two"})
+    assert "topic_config" in line and "3.9.2" in line
+    (line,) = release_refusals("4.4.0", {}, {2: {"log.message.format.version": "3.0"}}, {})
+    assert "broker_overrides.2" in line
+
+
+def test_every_key_the_release_refuses_is_a_line_of_its_own() -> None:
+    lines = release_refusals(
+        "4.4.0", {"num.replica.fetcher": 4, "num.io.threads": "many"}, {}, {"retension.ms": 1}
+    )
+    assert [line.split(":")[0] for line in lines] == ["broker_config"] * 2 + ["topic_config"]
+
+
+def test_the_scenario_s_release_judges_its_keys_and_run_s_kafka_overrides_it() -> None:
+    """log.message.format.version left Kafka in 4.0: 3.9 (the default) takes it, 4.4 not."""
+    old_key = {"log.message.format.version": "3.0"}
+    scenario(broker_config=old_key)
+    assert "not a Kafka 4.4.0 broker setting" in refusal(release="4.4", broker_config=old_key)
+    data = yaml.safe_load(USERS)
+    data["cluster"]["broker_config"] = old_key
+    text = yaml.safe_dump(data)
+    with pytest.raises(ScenarioError, match="4.4.0"):
+        parse_scenario(text, "mine.yaml", kafka="4.4")
+    assert isinstance(parse_scenario(text, "mine.yaml", kafka="3.9"), KafkaScenario)
 
 
 @pytest.mark.parametrize(
@@ -204,3 +224,24 @@ def test_client_keys_that_would_hide_acknowledgements_or_break_the_reader_are_re
 def test_dollars_and_backslashes_reach_the_broker_unchanged() -> None:
     assert env_value("RULE:^CN=(.*?),OU=.*$/$1/,DEFAULT") == "RULE:^CN=(.*?),OU=.*$$/$$1/,DEFAULT"
     assert env_value("a\\b") == "a\\\\b"
+
+
+def test_every_key_a_typed_knob_also_sets_is_a_problem_of_its_own() -> None:
+    with pytest.raises(ScenarioError) as e:
+        scenario(
+            min_insync_replicas=2,
+            unclean_leader_election=False,
+            broker_config={"min.insync.replicas": 3, "unclean.leader.election.enable": True},
+            topic_config={"min.insync.replicas": 3},
+        )
+    said = e.value.problems
+    assert len(said) == 3 and all("is set by" in p for p in said), said
+
+
+def test_a_scenario_runs_the_release_it_names_unless_kafka_says_another() -> None:
+    assert scenario().kafka_line() == "3.9"
+    named = scenario(release="4.4")
+    assert named.kafka_line() == "4.4" and named.kafka_line("4.1") == "4.1"
+    assert "older than 3.7" in refusal(release="3.6")
+    assert "quoted" in refusal(release=4.4)
+    assert "no zk mode" in refusal(release="4.4", modes=["zk"])

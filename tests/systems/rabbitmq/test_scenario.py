@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.registry import find_scenario, load_scenario, parse_scenario
 from systems.scenario import ScenarioError
 from tests.helpers import ROOT
@@ -69,7 +70,7 @@ def test_the_required_scenarios_ship() -> None:
         (("consumers: [{queue: q}]", "consumers: [{queue: other}]"), "not in queues"),
         (("{at: 2, op: heal}", "{at: 0, op: heal}"), "time order"),
         (("id: t", "id: t\nsurprise: 1"), "surprise: Extra inputs are not permitted"),
-        (("{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: kill}"), "kill needs nodes"),
+        (("{at: 1, op: isolate, nodes: [rabbit3]}", "{at: 1, op: kill}"), "kill needs a target"),
         (
             ("queue_type: mirrored}", "queue_type: mirrored, version: '4.0'}"),
             "RabbitMQ 4.0 has no mirrored queues (4.0 removed them)",
@@ -311,3 +312,35 @@ def test_the_rabbitmq_team_s_jepsen_cells_ship_as_the_catalogue_lists_them() -> 
     from systems.registry import find_scenario
 
     assert find_scenario("RJ1", ROOT / "scenarios") == ROOT / "scenarios/rabbitmq-jepsen/RJ1.yaml"
+
+
+@pytest.mark.unit
+def test_a_step_s_target_is_named_as_kafka_s_or_by_its_older_name() -> None:
+    quorum = GOOD.replace("queue_type: mirrored}", "queue_type: quorum}")
+    for said in ("target: leader", "nodes: leader"):
+        s = parse_scenario(quorum.replace("nodes: [rabbit3]", said))
+        assert isinstance(s, RabbitMQScenario) and s.nemesis[0].nodes == ["leader"]
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(quorum.replace("nodes: [rabbit3]", "target: leader, nodes: rabbit2"))
+    assert "target and nodes are one field" in str(e.value)
+
+
+@pytest.mark.unit
+def test_a_role_in_a_partition_s_groups_is_said_to_be_one() -> None:
+    quorum = GOOD.replace("queue_type: mirrored}", "queue_type: quorum}")
+    step = "{at: 1, op: partition, groups: [[leader], [rabbit2]]}"
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(quorum.replace("{at: 1, op: isolate, nodes: [rabbit3]}", step))
+    assert "'leader' is resolved only in target, from and to" in str(e.value)
+    assert "did you mean" not in str(e.value)
+
+
+@pytest.mark.unit
+def test_rabbitmq_4_3_needs_no_partition_handling() -> None:
+    """4.3 ignores cluster_partition_handling: a scenario for it need not choose one."""
+    no_handling = GOOD.replace("partition_handling: pause_minority, queue_type: mirrored", "{}")
+    on_4_3 = no_handling.replace("{}", 'version: "4.3", queue_type: quorum')
+    s = parse_scenario(on_4_3)
+    assert isinstance(s, RabbitMQScenario) and s.cluster.partition_handling is None
+    with pytest.raises(ScenarioError, match="partition_handling is required"):
+        parse_scenario(on_4_3.replace('"4.3"', '"4.0"'))

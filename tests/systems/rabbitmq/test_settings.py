@@ -134,7 +134,7 @@ def test_a_typo_is_one_line_with_the_nearest_setting() -> None:
         "rabbitmq_conf: {cluster_partition_handlin: pause_minority}"
     )
     assert line == (
-        't.yaml: cluster: rabbitmq_conf: "cluster_partition_handlin" is not a RabbitMQ '
+        't.yaml: cluster.rabbitmq_conf: "cluster_partition_handlin" is not a RabbitMQ '
         "4.3.6 setting (did you mean cluster_partition_handling?)"
     )
 
@@ -486,3 +486,18 @@ def test_a_node_that_refuses_its_configuration_is_named_with_what_it_said() -> N
     assert cluster._refused_configuration() == (
         'rabbit2 refused its configuration: net_ticktime: "abc" cannot be converted to a(n) integer'
     )
+
+
+def test_every_rabbitmq_conf_key_refused_is_a_problem_at_its_key() -> None:
+    with pytest.raises(ScenarioError) as e:
+        scenario(
+            "partition_handling: autoheal\nversion: '4.0.5'\nrabbitmq_conf:\n"
+            "  consumer_timeout: lots\n  vm_memory_high_watermark.relatve: 0.6\n"
+            "  cluster_partition_handling: ignore"
+        )
+    assert [p.split(": ", 1)[0] for p in e.value.problems] == [
+        "t.yaml:9:5",
+        "t.yaml:10:5",
+        "t.yaml:11:5",
+    ], e.value.problems
+    assert "(and 2 more)" in str(e.value)
