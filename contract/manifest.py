@@ -59,6 +59,9 @@ class Manifest(BaseModel):
     # Of those, the keys the scenario chose (its passthrough keys and the properties of the
     # typed knobs it set); the rest are the harness's explicit defaults.
     settings_from_scenario: dict[str, list[str]] = {}
+    # Each key of the team's own files (harness run --config): file, scope, key, value, its fate
+    # (taken; replaced or overrode a typed knob of the scenario; left out) and why.
+    config_files: list[dict[str, str]] = []
     topology: dict[str, Any] | None = None
     # how it went
     started: float | None = None

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import javaproperties
+from pydantic import BaseModel
 
 from systems.scenario import ScenarioError, read_user_file
 
@@ -75,3 +76,94 @@ def read_rabbitmq_conf(text: str, path: Path) -> dict[str, str]:
             raise ScenarioError(f"--config {path}: line {number} is not `key = value`")
         values[key.strip()] = value.split(" #", 1)[0].strip()
     return values
+
+
+@dataclass(frozen=True)
+class KeyFate:
+    """What became of one key of a team's file: taken as it is, taken over a typed knob of the
+    scenario (its default, or its value under --config-wins), or left out with the reason."""
+
+    path: Path
+    scope: str  # what the key configures: broker, topic, producer P1, reader r, rabbitmq
+    key: str
+    value: str
+    fate: str  # one of FATES
+    why: str = ""
+
+    def line(self) -> str:
+        said = {
+            "taken": "taken",
+            "replaced": "taken over",
+            "overrode": "taken over",
+            "left out": "left out:",
+        }[self.fate]
+        return f"{self.path}: {self.key}={self.value} ({self.scope}) {said} {self.why}".rstrip()
+
+    def record(self) -> dict[str, str]:
+        return {
+            "file": str(self.path),
+            "scope": self.scope,
+            "key": self.key,
+            "value": self.value,
+            "fate": self.fate,
+            "why": self.why,
+        }
+
+
+FATES = ("taken", "replaced", "overrode", "left out")
+
+
+@dataclass(frozen=True)
+class KnobClash:
+    """A file's key against a typed knob the scenario set: the fate, or the conflict's line."""
+
+    fate: str | None  # "replaced" or "overrode"; None: a conflict that stops the run
+    why: str
+
+
+def knob_clash(
+    path: Path,
+    key: str,
+    value_in_file: str,
+    knob: str,
+    model: BaseModel,
+    field: str,
+    config_wins: bool,
+) -> KnobClash | None:
+    """None when the scenario left the knob `field` of `model` unset (the key is taken as it is).
+    A knob set to its default is what a template writes, not a choice: the file's key replaces
+    it. A knob set to another value is the scenario's choice: the run stops on it, unless
+    --config-wins lets the file win."""
+    if field not in model.model_fields_set:
+        return None
+    value = getattr(model, field)
+    default = type(model).model_fields[field].get_default(call_default_factory=True)
+    if value == default:
+        return KnobClash("replaced", f"the scenario's {knob}: {_shown(value)} (its default)")
+    if _shown(value) == value_in_file.strip().lower():
+        return KnobClash("replaced", f"the scenario's {knob}, which says the same")
+    if config_wins:
+        return KnobClash("overrode", f"the scenario's {knob}: {_shown(value)} (--config-wins)")
+    return KnobClash(
+        None,
+        f"--config {path}: {key} and the scenario's {knob}: {_shown(value)} both set it: "
+        f"remove {knob} from the scenario, drop the key from the file, or let the file win "
+        "with --config-wins",
+    )
+
+
+def taken(path: Path, scope: str, key: str, value: str, clash: KnobClash | None) -> KeyFate:
+    """The fate of a key the scenario takes: as it is, or over the knob it clashed with."""
+    if clash is None or clash.fate is None:
+        return KeyFate(path, scope, key, value, "taken")
+    return KeyFate(path, scope, key, value, clash.fate, clash.why)
+
+
+def _shown(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def conflicts_error(conflicts: list[str]) -> ScenarioError:
+    more = len(conflicts) - 1
+    first = conflicts[0] + (f" (and {more} more)" if more else "")
+    return ScenarioError(first, conflicts)

@@ -72,6 +72,8 @@ class RunOptions:
     kafka_mode: str | None = None  # zk | kraft | kraft-dedicated; None: the scenario's first
     kafka_line: str | None = None  # "3.9" | "4.1"; None: the default line (3.9)
     seed: int | None = None  # the steps' drawn targets; None: a generated schedule's, or drawn
+    # What became of each key of the team's own files (--config), as the manifest keeps it.
+    config_files: tuple[dict[str, str], ...] = ()
 
 
 @contextmanager
@@ -133,6 +135,7 @@ class ScenarioRun:
             harness_version=VERSION,
             seed=generated.seed if generated else None,
             pick_seed=self._pick_seed(),
+            config_files=list(opts.config_files),
             chaos=generated.model_dump(mode="json") if generated else None,
             groups=self.groups(),
             started=time.time(),

@@ -1,12 +1,12 @@
 """A team's own rabbitmq.conf on a scenario (`harness run --config rabbitmq.conf`): its keys
 become rabbitmq_conf, but for those the harness owns and those a typed knob of the scenario
-already sets, each left out with its reason."""
+already sets to other than its default (systems.config_files.knob_clash)."""
 
 from __future__ import annotations
 
 import yaml
 
-from systems.config_files import ConfigFile
+from systems.config_files import ConfigFile, KeyFate, conflicts_error, knob_clash, taken
 from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.rabbitmq.settings import owned_refusal, typed_knob
 from systems.registry import parse_scenario
@@ -14,12 +14,16 @@ from systems.scenario import ScenarioError, scenario_data
 
 
 def with_config_files(
-    spec: RabbitMQScenario, files: list[ConfigFile]
-) -> tuple[RabbitMQScenario, list[str]]:
+    spec: RabbitMQScenario, files: list[ConfigFile], config_wins: bool = False
+) -> tuple[RabbitMQScenario, list[KeyFate]]:
+    """The scenario with the files' keys in its rabbitmq_conf, and every key's fate; a key whose
+    typed knob the scenario set to other than its default stops the run unless --config-wins
+    (systems.config_files.knob_clash)."""
     data = scenario_data(spec)
-    notes: list[str] = []
+    fates: list[KeyFate] = []
+    conflicts: list[str] = []
     chosen = set(spec.cluster.model_fields_set)
-    taken = data["cluster"].setdefault("rabbitmq_conf", {})
+    conf = data["cluster"].setdefault("rabbitmq_conf", {})
     for f in files:
         if f.kind != "rabbitmq":
             raise ScenarioError(
@@ -27,11 +31,24 @@ def with_config_files(
             )
         for key, value in f.values.items():
             if owned := owned_refusal(key):
-                notes.append(f"{f.path}: {key} left out: the harness sets it ({owned})")
-            elif knob := typed_knob(key, chosen):
-                notes.append(f"{f.path}: {key} left out: the scenario sets {knob}")
-            else:
-                taken[key] = value
+                why = f"the harness sets it ({owned})"
+                fates.append(KeyFate(f.path, "rabbitmq_conf", key, value, "left out", why))
+                continue
+            knob = typed_knob(key, chosen)
+            clash = (
+                knob_clash(f.path, key, value, knob, spec.cluster, knob, config_wins)
+                if knob
+                else None
+            )
+            if clash is not None and clash.fate is None:
+                conflicts.append(clash.why)
+                continue
+            if clash is not None:
+                data["cluster"].pop(knob, None)
+            conf[key] = value
+            fates.append(taken(f.path, "rabbitmq_conf", key, value, clash))
+    if conflicts:
+        raise conflicts_error(conflicts)
     merged = parse_scenario(yaml.safe_dump(data, sort_keys=False), f"{spec.id} with --config")
     assert isinstance(merged, RabbitMQScenario)
-    return merged, notes
+    return merged, fates

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from systems.rabbitmq.scenario import Policy, RabbitMQScenario
-from systems.registry import load_scenario, on_release, with_config_files
-from systems.scenario import ScenarioError
+from systems.registry import load_scenario, on_release, parse_scenario, with_config_files
+from systems.scenario import ScenarioError, scenario_data
 from tests.helpers import ROOT
 
 
@@ -23,16 +24,40 @@ def test_a_rabbitmq_conf_is_taken_in_but_for_what_the_harness_or_a_knob_sets(
         "vm_memory_high_watermark.relative = 0.6  # of the host's memory\n"
         "consumer_timeout = 900000\n"
     )
-    spec = load_scenario(ROOT / "scenarios/R9-kill.yaml")
-    merged, notes = with_config_files(spec, [str(conf)])
+    spec = load_scenario(ROOT / "scenarios/R9-kill.yaml")  # partition_handling: pause_minority
+    with pytest.raises(ScenarioError) as refused:
+        with_config_files(spec, [str(conf)])
+    (line,) = refused.value.problems
+    assert "cluster_partition_handling" in line and "partition_handling: pause_minority" in line
+    assert "--config-wins" in line
+    merged, fates = with_config_files(spec, [str(conf)], config_wins=True)
     assert isinstance(merged, RabbitMQScenario)
     assert merged.cluster.rabbitmq_conf == {
+        "cluster_partition_handling": "autoheal",
         "vm_memory_high_watermark.relative": "0.6",
         "consumer_timeout": "900000",
     }
-    said = "\n".join(notes)
-    assert "listeners.tcp.default left out: the harness sets it" in said
-    assert "cluster_partition_handling left out: the scenario sets partition_handling" in said
+    assert merged.cluster.partition_handling is None
+    fate = {f.key: f.fate for f in fates}
+    assert fate["listeners.tcp.default"] == "left out"
+    assert fate["cluster_partition_handling"] == "overrode"
+    assert fate["consumer_timeout"] == "taken"
+    said = "\n".join(f.line() for f in fates)
+    assert "listeners.tcp.default=5672 (rabbitmq_conf) left out: the harness sets it" in said
+
+
+def test_a_conf_key_over_a_knob_at_its_default_is_taken_without_a_word(tmp_path: Path) -> None:
+    conf = tmp_path / "rabbitmq.conf"
+    conf.write_text("net_ticktime = 60\n")
+    spec = load_scenario(ROOT / "scenarios/R9-kill.yaml")
+    data = scenario_data(spec)
+    data["cluster"]["net_ticktime"] = 5  # the default, as a template writes it
+    with_default = parse_scenario(yaml.safe_dump(data))
+    merged, fates = with_config_files(with_default, [str(conf)])
+    assert isinstance(merged, RabbitMQScenario)
+    assert merged.cluster.rabbitmq_conf["net_ticktime"] == "60"
+    assert "net_ticktime" not in merged.cluster.model_fields_set
+    assert [f.fate for f in fates] == ["replaced"]
 
 
 def test_a_mistyped_key_in_the_file_is_refused_by_the_release_in_one_line(tmp_path: Path) -> None:
