@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,70 @@ def test_the_cli_writes_it_and_says_how_to_run_it(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert out.exists() and f"make test-scenario SCENARIO={out}" in result.stdout
+
+
+# A template's commented line of one knob: `# name: value` (a comment may follow its value).
+KNOB_LINE = re.compile(r"^(?P<indent> *)# (?P<knob>[a-z_]+: .*)$")
+# The commented lines that show an example rather than the default (uncommented, the scenario
+# changes); every other commented knob line must leave the scenario as it was.
+EXAMPLES = {
+    "kafka": {
+        "release",
+        "flush_messages",
+        "lazy_disks",
+        "transaction_version",
+        "broker_config",
+        "broker_overrides",
+        "topic_config",
+        "config",
+        "expect_errors",
+    },
+    "rabbitmq": {
+        "lazy_disks",
+        "rabbitmq_conf",
+        "advanced_config",
+        "queue_arguments",
+        "dead_letter",
+        "expect_errors",
+        "connection",
+    },
+}
+
+
+def knob_lines(text: str) -> list[tuple[int, str]]:
+    """(line index, knob name) of each single commented knob line of a template (its header,
+    before `id:`, is prose)."""
+    found = []
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("id:"))
+    for i, line in enumerate(lines[start:], start):
+        if m := KNOB_LINE.match(line):
+            found.append((i, m["knob"].split(":")[0]))
+    return found
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_each_commented_knob_loads_uncommented_and_shows_its_default(
+    system: str, tmp_path: Path
+) -> None:
+    """A template says its commented knobs are the defaults: each, uncommented alone, loads and
+    changes nothing, but for the examples it names as such."""
+    from systems.scenario import scenario_data
+
+    text = template_text("mine", system, tmp_path / "mine.yaml")
+    plain = parse_scenario(text).model_dump(mode="json")
+    lines = text.splitlines(keepends=True)
+    changed = set()
+    knobs = knob_lines(text)
+    assert len(knobs) > 10
+    for i, knob in knobs:
+        edited = [*lines]
+        edited[i] = lines[i].replace("# ", "", 1)
+        try:
+            spec = parse_scenario("".join(edited))
+        except ScenarioError as e:
+            raise AssertionError(f"{system} template line {i + 1} ({knob}): {e}") from None
+        assert scenario_data(spec)["id"] == "mine"
+        if spec.model_dump(mode="json") != plain:
+            changed.add(knob)
+    assert changed == EXAMPLES[system]
