@@ -552,3 +552,68 @@ def test_cli_report_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         )
         assert result.returncode == 2, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_report_folds_the_configuration_after_the_findings_and_says_each_file_keys_fate(
+    tmp_path: Path,
+) -> None:
+    run_dir = checked_run(tmp_path / "orders" / "r1", None)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["settings"] = {
+        "broker": {"min.insync.replicas": "1", "num.io.threads": "8", "log.segment.bytes": "1"},
+        "producer P1": {"acks": "1", "linger.ms": "5"},
+    }
+    manifest["settings_from_scenario"] = {
+        "broker": ["min.insync.replicas"],
+        "producer P1": ["acks"],
+    }
+    default = "the scenario's min_insync_replicas: 2 (its default)"
+    manifest["config_files"] = [
+        {"file": "server.properties", "scope": "broker", "key": "min.insync.replicas",
+         "value": "1", "fate": "replaced", "why": default},
+        {"file": "server.properties", "scope": "broker", "key": "node.id", "value": "7",
+         "fate": "left out", "why": "the harness sets it"},
+        {"file": "p.properties", "scope": "producer P1", "key": "acks", "value": "1",
+         "fate": "taken", "why": ""},
+    ]  # fmt: skip
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    report, _ = write_run_reports(run_dir)
+    html = report.read_text()
+    # The findings come first; the configuration is folded below them.
+    assert html.index('id="groups"') < html.index('<details id="configuration">')
+    summary = section(html, "details", "configuration").split("</summary>")[0]
+    assert "5 settings, 2 chosen by the scenario, 2 of them from your own files" in summary
+    assert "(1 of the files' keys left out)" in summary
+    settings = section(html, "table", "settings")
+    row = re.search(r"<tr><td>broker</td><td><b>min.insync.replicas</b>.*?</tr>", settings)
+    assert row is not None and "your file" in row.group(0)
+    assert re.search(r"<td>num.io.threads</td>.*?<td>harness</td>", settings)
+    fates = section(html, "table", "config-files")
+    assert "node.id" in fates and "left out" in fates and "replaced" in fates
+
+
+def test_report_says_how_an_unknown_transaction_was_judged(tmp_path: Path) -> None:
+    """A transaction whose client never learnt its outcome, judged committed because a
+    read_committed group saw it: torn says so, and one read past unseen by another group is
+    its own finding."""
+    zero = {"aborted_reads": 0, "aborted_read_txns": 0, "torn": 0}
+    torn = {"group": "C", "txn": "P1:t7", "outcome": "info", "evidence": "seen committed by C",
+            "read": 2, "missed": 1, "missed_ids": ["P1:71"]}  # fmt: skip
+    missed = {"group": "D", "txn": "P1:t8", "outcome": "info", "evidence": "seen committed by C",
+              "read": 0, "missed": 3, "missed_ids": ["P1:80", "P1:81", "P1:82"]}  # fmt: skip
+    transactions = {
+        **SIXTY_TRANSACTIONS,
+        "unknown_missed": 1,
+        "groups": {
+            "C": {"isolation": "read_committed"} | zero | {"torn": 1},
+            "D": {"isolation": "read_committed"} | zero,
+        },
+        "samples": {"aborted_reads": [], "torn": [torn], "unknown_missed": [missed]},
+    }
+    html = write_run_reports(checked_run(tmp_path / "T2" / "t2", transactions))[0].read_text()
+    assert "(committed: seen committed by C): group C read 2" in section(
+        html, "ul", "transaction-torn"
+    )
+    assert section(html, "p", "transactions-unknown-missed").startswith("1 transactions of unknown")
+    unseen = section(html, "ul", "transaction-unknown-missed")
+    assert "<code>P1:t8</code> (seen committed by C): group D read past 3" in unseen
