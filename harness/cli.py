@@ -1,19 +1,24 @@
 """The command line: `harness run | check | report | heal | validate | list | claims | chaos |
 shrink | nightly | show`.
 
-Bad input gets one line and exit 2; a verdict that does not match its claim exits 1.
+Bad input gets one line and exit 2; a verdict that does not match its claim exits 1; a bug
+exits 3 with its traceback (EXIT_MEANINGS, which `harness --help` lists).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import json
 import logging
+import os
+import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec
 
 import typer
 from rich.console import Console
@@ -37,17 +42,46 @@ from harness.progress import STATUS_CONSOLE
 # second of it.
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
-EXIT_MATCHED, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_MATCHED, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# What each code means to a script or a CI job that reads it; scripts/exit-meaning.sh says the
+# same words (a test holds them together).
+EXIT_MEANINGS = {
+    EXIT_MATCHED: "the verdict matches the claim",
+    EXIT_MISMATCH: "the verdict does not match the claim (not reproduced, refuted or inconclusive)",
+    EXIT_BAD_INPUT: "bad input, or the run could not be carried out "
+    "(no engine, a broker that never started)",
+    # A crash must not read as a verdict that does not match.
+    EXIT_BUG: "a bug in the harness (its traceback is above)",
+    EXIT_INTERRUPTED: "interrupted; faults healed and the cluster removed",
+}
+EXIT_CODES_HELP = "Exit codes:\n" + "\n".join(
+    f"{code:<5}{meaning}." for code, meaning in EXIT_MEANINGS.items()
+)
+VERBOSE_HELP = "say what it does as it goes; --quiet: only warnings, errors and the verdict"
+JSON_VERDICT_HELP = (
+    'stdout is one JSON document, {"verdict": verdict.json\'s content, "run_dir", "reports"} '
+    "(nothing when there is no verdict)"
+)
 KAFKA_HELP = (
     "Kafka release line or release from 3.7 on: 3.9, 4.1, 4.4, 4.3.1, ... (built on first use)"
 )
 
+CONFIG_WINS_HELP = (
+    "a --config key wins over a typed knob the scenario set to other than its default (without "
+    "it, such a conflict stops the run before anything starts)"
+)
+STRICT_HELP = "a warning (faults that may find no traffic to test) fails it, as an error does"
 MASTER_HELP = (
     "Spark master for the checker: local[*], spark://host:7077, sc://host:15002 (default: the "
     "warm Spark Connect session when one runs, else a local Spark)"
 )
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    epilog=EXIT_CODES_HELP,
+)
 err = STATUS_CONSOLE
 out = Console(highlight=False, soft_wrap=True)
 
@@ -87,6 +121,50 @@ def _setup_logging(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+# Under --json, the file descriptor of the real stdout, where only the JSON document goes.
+_JSON_STDOUT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "json_stdout", default=None
+)
+P = ParamSpec("P")
+
+
+def _json_alone_on_stdout(command: Callable[P, None]) -> Callable[P, None]:
+    """A command whose `as_json` parameter, when true, makes stdout the JSON document alone: while
+    the command works, what it or a process it starts writes to stdout (a library's print, a
+    Java client's banner) goes to stderr, with the status lines."""
+
+    @functools.wraps(command)
+    def with_stdout_aside(*args: P.args, **kwargs: P.kwargs) -> None:
+        if not kwargs.get("as_json"):
+            command(*args, **kwargs)
+            return
+        sys.stdout.flush()
+        real = os.dup(1)
+        os.dup2(2, 1)
+        token = _JSON_STDOUT.set(real)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # where sys.stdout is not fd 1
+                command(*args, **kwargs)
+        finally:
+            _JSON_STDOUT.reset(token)
+            sys.stdout.flush()
+            os.dup2(real, 1)
+            os.close(real)
+
+    return with_stdout_aside
+
+
+def _print_json(document: object) -> None:
+    """One JSON document on stdout (the real one under --json)."""
+    text = json.dumps(document, indent=2) + "\n"
+    real = _JSON_STDOUT.get()
+    if real is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        os.write(real, text.encode())
+
+
 def _write_reports(run_dir: Path) -> list[Path]:
     """report.html and junit.xml; a report that cannot be built costs a line, not the verdict."""
     from reports.run_data import ReportError
@@ -101,11 +179,19 @@ def _write_reports(run_dir: Path) -> list[Path]:
     return []
 
 
-def _print_verdict(verdict: dict, run_dir: Path) -> int:
+def _print_verdict(
+    verdict: dict, run_dir: Path, *, verbose: bool = True, as_json: bool = False
+) -> int:
+    """The verdict's lines, where the run and its reports are, and the exit code of the verdict;
+    as_json: the same as one document, {"verdict": verdict.json's content, "run_dir", "reports"}."""
     checker = verdict.get("checker") or {}
-    if checker.get("session"):
+    if verbose and checker.get("session"):
         err.print(f"checked on {checker['session']} in {checker['seconds']} s", markup=False)
     written = _write_reports(run_dir)
+    if as_json:
+        reports = {path.stem: str(path) for path in written}
+        _print_json({"verdict": verdict, "run_dir": str(run_dir), "reports": reports})
+        return EXIT_MATCHED if verdict["matched"] else EXIT_MISMATCH
     for line in summary_lines(verdict):
         out.print(line, markup=False)
     out.print(f"results: {run_dir}", markup=False)
@@ -114,7 +200,8 @@ def _print_verdict(verdict: dict, run_dir: Path) -> int:
     return EXIT_MATCHED if verdict["matched"] else EXIT_MISMATCH
 
 
-@app.command()
+@app.command(help=f"Run one scenario end to end and print its verdict.\n\n{EXIT_CODES_HELP}")
+@_json_alone_on_stdout
 def run(
     scenario: Annotated[str, typer.Argument(help="scenario id (scenarios/<id>.yaml) or file")],
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
@@ -136,6 +223,7 @@ def run(
             "producer=FILE, reader=FILE (Kafka), rabbitmq.conf; repeatable"
         ),
     ] = None,
+    config_wins: Annotated[bool, typer.Option(help=CONFIG_WINS_HELP)] = False,
     seed: Annotated[
         int | None,
         typer.Option(
@@ -144,9 +232,10 @@ def run(
             "shape); default: drawn, and said in the verdict",
         ),
     ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = True,
+    strict: Annotated[bool, typer.Option("--strict", help=STRICT_HELP)] = False,
+    verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help=VERBOSE_HELP)] = True,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_VERDICT_HELP)] = False,
 ) -> None:
-    """Run one scenario end to end and print its verdict."""
     _setup_logging(verbose)
     import docker.errors
     import requests.exceptions
@@ -155,8 +244,14 @@ def run(
     from compose.cli import ComposeError
     from compose.engine import EngineLost
     from harness.progress import RunProgress
-    from harness.scenario_options import check_kafka_options, on_rabbitmq, rabbitmq_option
+    from harness.scenario_options import (
+        check_kafka_options,
+        check_release_keys,
+        on_rabbitmq,
+        rabbitmq_option,
+    )
     from nemesis.containers import NemesisError
+    from systems.kafka.releases import check_spec
     from systems.registry import find_scenario, load_scenario, make_run, with_config_files
     from systems.run import Interrupted, RunOptions
     from systems.scenario import ScenarioError
@@ -164,11 +259,18 @@ def run(
     runner: Any = None  # the run, once it has a directory
     try:
         path = find_scenario(scenario, SCENARIOS_DIR)
-        spec = on_rabbitmq(load_scenario(path, rabbitmq_option(rabbitmq)), rabbitmq)
-        spec, notes = with_config_files(spec, config or [])
-        for note in notes:
-            err.print(f"config: {note}", markup=False)
+        if kafka is not None:
+            check_spec(kafka)
+        # Every problem the file has, offline, before anything is built or started.
+        spec = load_scenario(path, rabbitmq_option(rabbitmq), kafka)
+        spec = on_rabbitmq(spec, rabbitmq)
+        spec, fates = with_config_files(spec, config or [], config_wins)
+        _say_config_fates(fates)
+        _warn_of_vacuity(spec, strict)
         check_kafka_options(spec, mode, kafka)
+        # Keys a release whose definitions are not shipped takes, as its image says, before the
+        # run has a folder.
+        check_release_keys(spec, mode)
         opts = RunOptions(
             results_root=results,
             keep_cluster=keep,
@@ -176,18 +278,26 @@ def run(
             kafka_mode=mode,
             kafka_line=kafka,
             seed=seed,
+            config_files=tuple(f.record() for f in fates),
         )
-        runner = make_run(spec, path, opts, RunProgress)
-        err.print(f"run {spec.id} -> {runner.run_dir}", markup=False)
+        runner = make_run(spec, path, opts, RunProgress if verbose else None)
+        if verbose:
+            err.print(f"run {spec.id} -> {runner.run_dir}", markup=False)
         runner.execute()
         verdict = check_run(runner.run_dir, master=master)
     except Interrupted as e:
         _reports_of_failed(runner)
-        raise _fail(f"interrupted by {e}; faults healed and cluster removed", 130) from None
+        said = f"interrupted by {e}; faults healed and cluster removed"
+        raise _fail(said, EXIT_INTERRUPTED) from None
     except EngineLost as e:
         kept = f"; its history is kept in {runner.run_dir}" if runner else ""
         raise _fail(f"the run could not be carried out: {e}{kept}; run harness heal") from None
-    except (ScenarioError, ComposeError, NemesisError, HistoryError) as e:
+    except ScenarioError as e:
+        _reports_of_failed(runner)
+        for problem in e.problems[:-1]:
+            err.print(f"error: {problem}", markup=False)
+        raise _fail(e.problems[-1]) from None
+    except (ComposeError, NemesisError, HistoryError) as e:
         _reports_of_failed(runner)
         raise _fail(str(e)) from None
     except docker.errors.DockerException as e:
@@ -199,9 +309,34 @@ def run(
         healed = runner is None or not runner.manifest.heal_error
         after = "faults healed" if healed else "the heal failed: run harness heal"
         raise _fail(f"cannot write the run's results: {_os_error(e)}; {after}") from None
-    code = _print_verdict(verdict, runner.run_dir)
+    code = _print_verdict(verdict, runner.run_dir, verbose=verbose, as_json=as_json)
     _pack_history(runner.run_dir)
     raise typer.Exit(code)
+
+
+def _warn_of_vacuity(spec: Any, strict: bool) -> None:
+    """A line for each reason the scenario's faults may find no traffic; with --strict, the run
+    stops there, before anything starts."""
+    from systems.scenario import ScenarioError
+    from systems.vacuity import vacuity_warnings
+
+    warnings = vacuity_warnings(spec)
+    for warning in warnings:
+        err.print(f"warning: {warning}", markup=False)
+    if strict and warnings:
+        raise ScenarioError(f"{spec.id}: {len(warnings)} warning(s) above and --strict: not run")
+
+
+def _say_config_fates(fates: list[Any]) -> None:
+    """A line for each key of a team's file that was not simply taken, and how many were."""
+    taken: dict[str, int] = {}
+    for fate in fates:
+        if fate.fate == "taken":
+            taken[str(fate.path)] = taken.get(str(fate.path), 0) + 1
+        else:
+            err.print(f"config: {fate.line()}", markup=False)
+    for path, n in taken.items():
+        err.print(f"config: {path}: {n} key(s) taken as they are", markup=False)
 
 
 def _pack_history(run_dir: Path) -> None:
@@ -238,10 +373,13 @@ def compare(
     rabbitmq: Annotated[str | None, typer.Option(help="RabbitMQ lines, e.g. 3.10,4.0,4.3")] = None,
     mode: Annotated[str | None, typer.Option(help="Kafka mode for every run")] = None,
     config: Annotated[list[str] | None, typer.Option(help="as harness run --config")] = None,
+    config_wins: Annotated[bool, typer.Option(help=CONFIG_WINS_HELP)] = False,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
     run_timeout: Annotated[float, typer.Option(min=60, help="seconds one run may take")] = 1800,
 ) -> None:
-    """One scenario on several release lines, one run each; one table of their verdicts."""
+    """One scenario on several release lines, one run each; one table of their verdicts.
+
+    Exit 0 when every verdict matches the claim, 1 when one does not, 2 when a run gave none."""
     from compose.cli import ComposeError
     from harness.compare import compare as compare_lines
     from harness.compare import table_lines
@@ -267,15 +405,19 @@ def compare(
         # before the first run starts.
         for line in lines:
             if option == "--kafka":
-                spec, _ = with_config_files(load_scenario(path), configs)
+                spec, _ = with_config_files(load_scenario(path), configs, config_wins)
                 check_kafka_options(spec, mode, line)
                 check_release_keys(spec, mode, line)
             else:
                 on_line = load_scenario(path, rabbitmq_option(line))
-                spec, _ = with_config_files(on_rabbitmq(on_line, line), configs)
+                spec, _ = with_config_files(on_rabbitmq(on_line, line), configs, config_wins)
     except (ScenarioError, ComposeError) as e:
         raise _fail(str(e)) from None
-    extra = [*(["--mode", mode] if mode else []), *(f"--config={c}" for c in configs)]
+    extra = [
+        *(["--mode", mode] if mode else []),
+        *(f"--config={c}" for c in configs),
+        *(["--config-wins"] if config_wins else []),
+    ]
     say = functools.partial(err.print, markup=False)
     runs, table = compare_lines(
         str(path), spec.id, option, lines, results.resolve(), extra, run_timeout, say
@@ -361,6 +503,7 @@ def report(
 
 
 @app.command()
+@_json_alone_on_stdout
 def check(
     run_dir: Annotated[Path, typer.Argument(help="a run directory with history/")],
     master: Annotated[str | None, typer.Option(help=MASTER_HELP)] = None,
@@ -371,8 +514,12 @@ def check(
     profile: Annotated[
         bool, typer.Option(help="print the wall time, Spark jobs and stages of each phase")
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_VERDICT_HELP)] = False,
 ) -> None:
-    """Check a run's history with PySpark; write verdict.json, ids/ and summary.txt."""
+    """Check a run's history with PySpark; write verdict.json, ids/ and summary.txt.
+
+    Exit 0 when the verdict matches the expectation, 1 when it does not, 2 on bad input
+    (harness --help lists every code)."""
     from checkers.run import check_run
 
     if expect is not None:
@@ -387,7 +534,7 @@ def check(
         raise _fail(str(e)) from None
     if profile:
         _print_profile(verdict["checker"])
-    raise typer.Exit(_print_verdict(verdict, run_dir))
+    raise typer.Exit(_print_verdict(verdict, run_dir, as_json=as_json))
 
 
 @contextlib.contextmanager
@@ -469,7 +616,7 @@ def spark_up(
         ) from None
     except KeyboardInterrupt:
         err.print(f"spark: up at {server.url}, not warmed (interrupted)", markup=False)
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     out.print(f"spark: warm after {len(took)} checks in {sum(took):.0f} s", markup=False)
 
 
@@ -521,21 +668,54 @@ def validate(
     files: Annotated[
         list[Path], typer.Argument(help="scenario files, folders of them, or glob patterns")
     ],
+    strict: Annotated[bool, typer.Option("--strict", help=STRICT_HELP)] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="one JSON document on stdout: [{file, ok, errors, warnings}]"),
+    ] = False,
+    kafka: Annotated[
+        str | None,
+        typer.Option(
+            help=KAFKA_HELP + " whose keys a Kafka scenario's are checked against "
+            "(default: its cluster.release, else 3.9)"
+        ),
+    ] = None,
 ) -> None:
-    """Check scenario files; one line per problem, at its file, line and column."""
-    from systems.registry import load_scenario, scenario_files
+    """Check scenario files (or scenarios by id) offline, as a run would before it starts;
+    one line per problem, at its file, line and column, and a warning where the faults may
+    find no traffic to test."""
+    from systems.kafka.releases import check_spec
+    from systems.registry import load_scenario, scenario_files, scenario_warnings
     from systems.scenario import ScenarioError
+    from systems.vacuity import vacuity_warnings
 
-    bad = 0
-    for f in scenario_files(files):
+    try:
+        if kafka is not None:
+            check_spec(kafka)
+    except ScenarioError as e:
+        raise _fail(str(e)) from None
+    reports = []
+    for f in scenario_files(files, SCENARIOS_DIR):
+        errors: list[str] = []
+        warnings: list[str] = []
         try:
-            load_scenario(f)
-            out.print(f"{f}: ok", markup=False)
+            spec = load_scenario(f, kafka=kafka)
+            warnings = scenario_warnings(spec) + vacuity_warnings(spec)
         except ScenarioError as e:
-            for problem in e.problems:
-                err.print(f"error: {problem}", markup=False)
-            bad += 1
-    raise typer.Exit(EXIT_BAD_INPUT if bad else 0)
+            errors = e.problems
+        ok = not errors and not (strict and warnings)
+        reports.append({"file": str(f), "ok": ok, "errors": errors, "warnings": warnings})
+        if as_json:
+            continue
+        for problem in errors:
+            err.print(f"error: {problem}", markup=False)
+        for warning in warnings:
+            err.print(f"warning: {f}: {warning}", markup=False)
+        if ok:
+            out.print(f"{f}: ok", markup=False)
+    if as_json:
+        typer.echo(json.dumps(reports, indent=2))
+    raise typer.Exit(0 if all(r["ok"] for r in reports) else EXIT_BAD_INPUT)
 
 
 @app.command()
@@ -566,7 +746,11 @@ def schema(
         raise _fail(f"cannot write ({e.strerror}: {e.filename})") from None
 
 
-@app.command()
+@app.command(
+    help="Remove old run folders by a retention policy. Never removes a run still running, a run "
+    "docs/claims-results.md or scenarios/found/ refers to, or the newest --keep-last runs of a "
+    f"scenario ({DEFAULT_KEEP_LAST} unless told), not even over --max-gb."
+)
 def prune(
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
     keep_days: Annotated[
@@ -585,8 +769,6 @@ def prune(
         bool, typer.Option(help="say what would be removed, remove nothing")
     ] = False,
 ) -> None:
-    """Remove old run folders by a retention policy. Never removes a run still running, a run
-    docs/claims-results.md or scenarios/found/ refers to, or the newest run of a scenario."""
     from contract.retention import Policy, apply_policy
 
     if not results.is_dir():
@@ -641,14 +823,29 @@ def export(
     out.print(f"{len(written)} files, {_mb(size)}: {written[0].parent}", markup=False)
 
 
-@app.command("list")
-def list_scenarios() -> None:
-    """Every shipped scenario (chaos bases and found schedules too): the name to run it by,
-    its claim, where it runs, what it expects."""
-    from harness.scenario_options import scenario_row
+LIST_COLUMNS = ("scenario", "claim", "runs on", "expect", "description")
 
-    rows = [scenario_row(path, SCENARIOS_DIR) for path in sorted(SCENARIOS_DIR.rglob("*.yaml"))]
-    header = ("scenario", "claim", "runs on", "expect", "description")
+
+@app.command("list")
+@_json_alone_on_stdout
+def list_scenarios(
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="stdout is one JSON list, an object a scenario (runs_on for runs on)"
+        ),
+    ] = False,
+) -> None:
+    """Every shipped scenario (chaos bases and found schedules too): the name to run it by,
+    its claim, where it runs, what it expects; K2 before K10, folder by folder."""
+    from harness.scenario_options import scenario_row, scenarios_in_order
+
+    rows = [scenario_row(path, SCENARIOS_DIR) for path in scenarios_in_order(SCENARIOS_DIR)]
+    if as_json:
+        keys = [column.replace(" ", "_") for column in LIST_COLUMNS]
+        _print_json([dict(zip(keys, row, strict=True)) for row in rows])
+        return
+    header = LIST_COLUMNS
     widths = [max(len(r[n]) for r in (header, *rows)) for n in range(4)]
     for row in (header, *rows):
         line = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  "
@@ -769,7 +966,9 @@ def chaos(
     dry_run: Annotated[bool, typer.Option(help="print the schedule, start nothing")] = False,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
 ) -> None:
-    """Run BASE with generated fault schedules (seeded, replayable) and judge each run."""
+    """Run BASE with generated fault schedules (seeded, replayable) and judge each run.
+
+    Exit 1 when a run found a violation, else 2 when a run gave no verdict, else 0."""
     import secrets
 
     from chaos.generator import ChaosError, ChaosOptions
@@ -848,6 +1047,133 @@ def shrink(
 
 
 @app.command()
+def hunt(
+    scenario: Annotated[str, typer.Argument(help="scenario id or file")],
+    runs: Annotated[int, typer.Option(parser=_count(1000), help="runs per line and client")] = 10,
+    until_violation: Annotated[
+        bool, typer.Option(help="stop a line and client at its first violation")
+    ] = False,
+    kafka: Annotated[
+        str | None, typer.Option(help="Kafka lines or releases, e.g. 3.9,4.4 (default: its own)")
+    ] = None,
+    rabbitmq: Annotated[
+        str | None, typer.Option(help="RabbitMQ lines, e.g. 3.10,4.3 (default: its own)")
+    ] = None,
+    client: Annotated[
+        str | None,
+        typer.Option(
+            help="the transactional producers' and copiers' client: java, confluent-kafka, or "
+            "both comma-separated (default: the scenario's)"
+        ),
+    ] = None,
+    mode: Annotated[str | None, typer.Option(help="Kafka mode for every run")] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            min=0, help="--seed of every run, replaying drawn targets (default: each run draws)"
+        ),
+    ] = None,
+    budget_minutes: Annotated[float, typer.Option(min=1, help="stop starting runs after")] = 240,
+    run_timeout: Annotated[
+        float | None,
+        typer.Option(min=60, help="seconds one run may take (default: its phases' bounds)"),
+    ] = None,
+    results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    shrink: Annotated[
+        bool, typer.Option("--shrink", help="hand the first violating run to harness shrink")
+    ] = False,
+    tries: Annotated[
+        int,
+        typer.Option(parser=_count(20), help="--shrink: runs of one candidate at most"),
+    ] = 3,
+    found: Annotated[
+        Path,
+        typer.Option(
+            help="--shrink: where the minimal scenario goes", show_default="scenarios/found"
+        ),
+    ] = SCENARIOS_DIR / "found",
+) -> None:
+    """Fresh runs of one scenario until a rare anomaly shows: its rate (k of n, 95 % interval)
+    per line and client, one table, the violating runs kept whole.
+
+    Exit 1 when a run violated the expectation, else 2 when no run gave a verdict, else 0."""
+    import docker.errors
+
+    from compose.cli import ComposeError
+    from harness.chaos import run_timeout as bound_of
+    from harness.hunt import (
+        Hunt,
+        hunt_folder,
+        run_hunt,
+        shrink_first_violation,
+        table_lines,
+        targets_of,
+    )
+    from harness.scenario_options import (
+        check_kafka_options,
+        check_release_keys,
+        on_rabbitmq,
+        rabbitmq_option,
+    )
+    from systems.registry import find_scenario, load_scenario
+    from systems.scenario import ScenarioError
+
+    _setup_logging(False)
+    if kafka is not None and rabbitmq is not None:
+        raise _fail("give --kafka LINES or --rabbitmq LINES, not both")
+    option, wanted = ("--rabbitmq", rabbitmq) if rabbitmq is not None else ("--kafka", kafka)
+    lines: list[str | None] = [x.strip() for x in (wanted or "").split(",") if x.strip()]
+    lines = lines or [None]  # the scenario's own
+    clients = [x.strip() for x in (client or "").split(",") if x.strip()]
+    try:
+        # Each run is a process of its own in the repository: the path is handed on absolute.
+        path = find_scenario(scenario, SCENARIOS_DIR).resolve()
+        spec = load_scenario(path)
+        # Every line is known, its image built and the scenario's keys judged by its release
+        # before the first run starts.
+        for line in lines:
+            if option == "--rabbitmq" and line is not None:
+                on_rabbitmq(load_scenario(path, rabbitmq_option(line)), line)
+                continue
+            check_kafka_options(spec, mode, line, build=line is not None)
+            if line is not None:
+                check_release_keys(spec, mode, line)
+        folder = hunt_folder(results.resolve(), spec.id)
+        targets = targets_of(spec, path, lines, clients, folder)
+    except (ScenarioError, ComposeError) as e:
+        raise _fail(str(e)) from None
+    except docker.errors.DockerException as e:
+        raise _fail(f"cannot use the Docker engine: {e}") from None
+    say = functools.partial(err.print, markup=False)
+    record = Hunt(spec.id, runs, until_violation, seed, [], folder)
+    extra = ["--mode", mode] if mode else []
+    with _warm_checker() if runs > 1 else contextlib.nullcontext():
+        run_hunt(
+            record,
+            targets,
+            option,
+            extra,
+            results.resolve(),
+            run_timeout or bound_of(spec),
+            budget_minutes * 60,
+            say,
+        )
+    for line in table_lines(record):
+        out.print(line, markup=False)
+    out.print(f"table: {folder / 'hunt.md'}", markup=False)
+    if record.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if shrink and record.first_violation():
+        minimal = shrink_first_violation(record, tries, results.resolve(), found, say)
+        if minimal:
+            out.print(f"shrunk: {minimal}", markup=False)
+    if record.first_violation():
+        raise typer.Exit(EXIT_MISMATCH)
+    if not any(r.trial.verdict for row in record.rows for r in row.runs):
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@app.command()
 def nightly(
     hours: Annotated[float, typer.Option(min=0.01, max=24, help="budget: no run starts after")] = 1,
     minutes: Annotated[float, typer.Option(min=0.5, max=60, help="traffic per run")] = 2.0,
@@ -858,7 +1184,10 @@ def nightly(
     shrink: Annotated[bool, typer.Option(help="shrink the violations found")] = True,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
 ) -> None:
-    """Generated schedules over the base matrix until the budget; summary, JUnit, index."""
+    """Generated schedules over the base matrix until the budget; summary, JUnit, index.
+
+    Exit 1 when a run found a violation on a base that promises safety, else 2 when no run gave
+    a verdict, else 0."""
     from chaos.generator import ChaosError
     from harness.claims import DOCS
     from harness.nightly import MATRIX, first_seed_of, run_night, write_night
@@ -926,14 +1255,19 @@ def main() -> None:
 
 
 def run_app(app: typer.Typer) -> None:
-    """Runs a typer app with usage errors as one line and exit 2."""
+    """Runs a typer app with usage errors as one line and exit 2, and a bug as its traceback and
+    exit 3 (Python's own 1 would read as a verdict that does not match)."""
     try:
         code = app(standalone_mode=False)
     except ClickException as e:
         err.print(f"error: {e.format_message()}", markup=False)
         raise SystemExit(e.exit_code) from None
     except typer.Abort:
-        raise SystemExit(130) from None
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as e:  # noqa: BLE001 - a bug: its traceback, and not a verdict's code
+        traceback.print_exc()
+        err.print(f"error: a bug in the harness: {type(e).__name__}: {e}", markup=False)
+        raise SystemExit(EXIT_BUG) from None
     raise SystemExit(code if isinstance(code, int) else 0)
 
 

@@ -100,3 +100,16 @@ def scenario_row(path: Path, root: Path) -> tuple[str, str, str, str, str]:
 def where_it_runs(scenario: Any) -> str:
     """ ", mode M" for a Kafka scenario (its first mode), else nothing."""
     return f", mode {scenario.cluster.modes[0]}" if isinstance(scenario, KafkaScenario) else ""
+
+
+def scenarios_in_order(root: Path) -> list[Path]:
+    """The scenario files under `root`, each folder's files before its subfolders', and in a
+    folder by name with their numbers compared as numbers: K1, K2, ..., K10, not K1, K10, K2."""
+
+    def key(path: Path) -> tuple[tuple[str, ...], tuple[str | int, ...]]:
+        parts = re.split(r"(\d+)", path.stem)
+        return path.relative_to(root).parent.parts, tuple(
+            int(part) if part.isdigit() else part for part in parts
+        )
+
+    return sorted(root.rglob("*.yaml"), key=key)
