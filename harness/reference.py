@@ -10,12 +10,14 @@ CLI with its arguments and options (the CLI itself).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from contract.expectations import COMBINABLE, MEANINGS
-from faults.registry import HISTORY_NAMES, OPS
+from contract.situations import SITUATIONS
+from faults.registry import HISTORY_NAMES, OPS, FaultOp
 from systems.kafka.settings import TYPED_BROKER, TYPED_PRODUCER, TYPED_READER, TYPED_TOPIC
 from systems.schema import REPOSITORY, scenario_schema
 
@@ -56,6 +58,13 @@ SETS: dict[str, Mapping[str, tuple[str, ...]]] = {
     },
     "KafkaProducerSpec": TYPED_PRODUCER,
     "KafkaReaderSpec": TYPED_READER,
+}
+# Each system's nemesis step: its fields that only some ops read say which, before a colon
+# ("cut, degrade: the side whose traffic is cut"), and the faults page lists them by op.
+STEP_MODELS = {"kafka": "KafkaStep", "rabbitmq": "NemesisStep", "kafka-mock": "KafkaMockStep"}
+# What a field's own description cannot say: where the words it takes are listed.
+SEE_ALSO = {
+    "requires": "The situations, one line each: [Expectations](expectations.md#situations).",
 }
 
 
@@ -116,7 +125,7 @@ def _field_table(model: str, schema: dict[str, Any]) -> list[str]:
             default,
             _range(prop),
             ", ".join(f"`{p}`" for p in sets.get(name, ())),
-            _one_line(prop.get("description", "")),
+            " ".join(w for w in (_one_line(prop.get("description", "")), SEE_ALSO.get(name)) if w),
         ]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return rows
@@ -186,18 +195,22 @@ def faults_page() -> str:
         "A nemesis step names one op. *Arguments* is what the step must name besides `at` and "
         "`op`: `target` (RabbitMQ: `nodes`) the nodes it hits, `from`/`to` the two sides of a "
         "link, `groups` the sides of a partition, `client` one of the workload's clients. "
-        "*Healed by* is the op that ends it; the run heals whatever is left after the last step "
-        "either way.",
+        "*Options* are the other keys a step of that op may set (on the systems named, when not "
+        "all of the op's have them); any step may set `label`, naming the nodes its roles resolved "
+        "to for a later step's `@label`. *Healed by* is the op that ends it; the run heals "
+        "whatever is left after the last step either way.",
         "",
-        "| op | systems | arguments | healed by | what it does |",
-        "|---|---|---|---|---|",
+        "| op | systems | arguments | options | healed by | what it does |",
+        "|---|---|---|---|---|---|",
     ]
+    options = step_options()
     for op in OPS:
         systems = ", ".join(sorted(op.systems))
         healed = f"`{op.healed_by}`" if op.healed_by else "-"
         lazy = " Needs `cluster.lazy_disks: true`." if op.needs_lazy_disks else ""
         lines.append(
-            f"| `{op.name}` | {systems} | {_arguments(op.arguments)} | {healed} | {op.does}{lazy} |"
+            f"| `{op.name}` | {systems} | {_arguments(op.arguments)} | "
+            f"{_options(op, options)} | {healed} | {op.does}{lazy} |"
         )
     lines += [
         "",
@@ -213,6 +226,44 @@ def faults_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def step_options() -> dict[str, dict[str, list[str]]]:
+    """By system, by op: the step fields whose description names that op."""
+    defs = scenario_schema()["$defs"]
+    found: dict[str, dict[str, list[str]]] = {}
+    for system, model in STEP_MODELS.items():
+        by_op = found.setdefault(system, {})
+        for field, prop in defs[model]["properties"].items():
+            for op in ops_named(prop.get("description", "")):
+                by_op.setdefault(op, []).append(field)
+    return found
+
+
+def ops_named(description: str) -> list[str]:
+    """The ops a field's description opens with ("elect / rolling-restart: time bound")."""
+    head, colon, _ = description.partition(":")
+    if not colon:
+        return []
+    words = [w.strip() for w in re.split(r"[,/]", head)]
+    return [w for w in words if re.fullmatch(r"[a-z]+(-[a-z]+)*", w)]
+
+
+# The fields each kind of arguments names (the faults page's *Arguments*, not its *Options*).
+ARGUMENT_FIELDS = {"from-to": {"from", "to"}, "groups": {"groups"}, "client": {"client"}}
+
+
+def _options(op: FaultOp, options: dict[str, dict[str, list[str]]]) -> str:
+    by_system = {system: options.get(system, {}).get(op.name, []) for system in op.systems}
+    named = ARGUMENT_FIELDS.get(op.arguments, set())
+    cells = []
+    for field in dict.fromkeys(f for fields in by_system.values() for f in fields):
+        if field in named:
+            continue
+        having = sorted(s for s, fields in by_system.items() if field in fields)
+        only = f" ({', '.join(having)})" if len(having) < len(by_system) else ""
+        cells.append(f"`{field}`{only}")
+    return ", ".join(cells) or "-"
+
+
 def _arguments(kind: str) -> str:
     return {
         "target": "`target`",
@@ -225,18 +276,31 @@ def _arguments(kind: str) -> str:
 
 
 def expectations_page() -> str:
-    combined = " and ".join(sorted(COMBINABLE))
+    combined = " and ".join(f"`{w}`" for w in sorted(COMBINABLE))
+    together = "+".join(sorted(COMBINABLE))
     lines = [
         GENERATED,
         "# Expectations",
         "",
         "A scenario's `expect` says what its configuration promises under its faults; the "
-        "verdict says whether the run matched. Only "
-        f"{combined} can be expected together (`expect: [duplicates, reordered]`).",
+        "verdict says whether the run matched. It is one of the words below; only "
+        f"{combined} can be expected together, as `expect: {together}` or "
+        f"`expect: [{', '.join(sorted(COMBINABLE))}]` (the run must show both). Any other pair "
+        "is refused.",
         "",
         "| expect | the run must show |",
         "|---|---|",
         *_rows(MEANINGS),
+        "",
+        "## Situations",
+        "",
+        "A scenario's `requires` lists situations its faults must bring about for a matching "
+        "verdict to count: a run that never reached one is inconclusive, never `safe`. The "
+        "verdict's coverage says which situations each run reached.",
+        "",
+        "| requires | the run must have had |",
+        "|---|---|",
+        *_rows(SITUATIONS),
     ]
     return "\n".join(lines) + "\n"
 

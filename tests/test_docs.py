@@ -1,14 +1,18 @@
-"""The documentation as a user follows it: the README and every page of docs/.
+"""The documentation as a user follows it: the README, results/README.md and every page of
+docs/.
 
 - Its scenarios, as a user copies them: each ```yaml block with a top-level `id:` is a whole
   scenario that `harness validate` takes as written (a fragment, with no `id:`, shows only part
   of one and is skipped).
 - Its command lines: every `harness ...` line of a code block names a command and options the
   CLI has, and every `make ...` line a target the Makefile has.
+- What it points at: each README section, repository file and harness option a page names
+  exists.
 - The site: `make docs` builds it strictly (a broken link, a page left out of the nav)."""
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -22,7 +26,7 @@ from systems.registry import load_scenario
 from tests.helpers import ROOT
 
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [README, ROOT / "results" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 # A fence may be indented (a block inside a numbered list); its body is as indented as the fence.
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```yaml\n(?P<body>.*?)^(?P=indent)```", re.M | re.S)
 
@@ -153,7 +157,7 @@ def test_each_command_line_names_what_the_cli_and_the_makefile_have(page: str, l
         assert target in _make_targets(), f"{page}: make has no target {target!r}: {line}"
         return
     command = _cli()
-    path = []
+    path: list[str] = []
     for word in words[1:]:
         if not hasattr(command, "commands") or word.startswith("-"):
             break
@@ -168,7 +172,6 @@ def test_each_command_line_names_what_the_cli_and_the_makefile_have(page: str, l
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
-    import os
     import subprocess
     import sys
 
@@ -182,3 +185,130 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert built.returncode == 0, built.stderr[-3000:]
     assert (tmp_path / "site" / "reference" / "scenario" / "index.html").exists()
+
+
+# What the pages point at: the README's sections, the repository's files, the harness's options.
+HEADING = re.compile(r"^#+\s+(?P<title>.+?)\s*$", re.M)
+# A paragraph that opens with a bold sentence ("**The warm checker.** ...") is a section too.
+RUN_IN = re.compile(r"^\*\*(?P<title>[^*]+?)[.:]?\*\*", re.M)
+LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+README_SECTION = re.compile(
+    r"README(?:'s)? \"(?P<quoted>[^\"]+)\"|the README's (?P<named>[A-Z][\w -]*?) section"
+)
+SEE_SECTION = re.compile(r"see \"(?P<title>[^\"]+)\"")
+# A repository path as a page writes it in code: a top-level folder and what is under it, or a
+# top-level file.
+PATH_SPAN = re.compile(r"`(?P<path>\.?[A-Za-z][\w.-]*(?:/[\w.-]*)+|Makefile|pyproject\.toml)`")
+# Paths a page names that are not the repository's own: what a run writes (results/ is not
+# tracked), what the nightly tier writes, and the files a page tells its reader to create.
+NOT_THE_REPOSITORIES = ("results/", "site/", "test-artifacts/", "~/")
+READERS_FILES = {"scenarios/orders.yaml", "scenarios/txn-mine.yaml"}
+# A source a page cites in another project's tree (Apache Kafka's system tests).
+OTHER_TREES = {"tests/kafkatest/tests/core/transactions_test.py"}
+
+
+def slug(title: str) -> str:
+    """The anchor a heading gets (Python-Markdown's toc and GitHub agree on these titles)."""
+    words = re.sub(r"[^\w\s-]", "", title.lower()).split()
+    return "-".join(words)
+
+
+def sections(text: str) -> set[str]:
+    prose = BLOCK.sub("", text)  # a `# comment` in a code block is no heading
+    return {m["title"].strip("`") for m in (*HEADING.finditer(prose), *RUN_IN.finditer(prose))}
+
+
+def test_sections_are_read_from_headings_and_bold_openings() -> None:
+    text = "# Two commands\n\n**The warm checker.** It ...\n## Who runs what\n```\n# no\n```\n"
+    assert sections(text) == {"Two commands", "The warm checker", "Who runs what"}
+    assert slug("Who runs what") == "who-runs-what" and slug("`make`, then CI") == "make-then-ci"
+
+
+def test_every_readme_section_a_page_names_exists() -> None:
+    titles = sections(README.read_text())
+    anchors = {slug(t) for t in titles}
+    wrong = []
+    for page in PAGES:
+        text = page.read_text()
+        for m in LINK.finditer(text):
+            target, _, anchor = m["target"].partition("#")
+            if target.endswith("README.md") and anchor and anchor not in anchors:
+                wrong.append(f"{page.relative_to(ROOT)}: {m['target']}")
+        for m in README_SECTION.finditer(text):
+            if (m["quoted"] or m["named"]) not in titles:
+                wrong.append(f"{page.relative_to(ROOT)}: {m[0]}")
+    assert wrong == [], f"the README has no such section (it has {sorted(titles)})"
+
+
+def test_every_section_a_page_sends_its_reader_to_exists() -> None:
+    everywhere = {t for page in PAGES for t in sections(page.read_text())}
+    wrong = [
+        f"{page.relative_to(ROOT)}: {m[0]}"
+        for page in PAGES
+        for m in SEE_SECTION.finditer(page.read_text())
+        if m["title"] not in everywhere
+    ]
+    assert wrong == []
+
+
+def repository_paths(text: str) -> list[str]:
+    """The repository paths a page names in code spans, placeholders and outputs left out."""
+    tops = {p.name for p in ROOT.iterdir()}
+    found = []
+    for m in PATH_SPAN.finditer(text):
+        path = m["path"]
+        if path.startswith(NOT_THE_REPOSITORIES) or path.split("/")[0] not in tops:
+            continue
+        if "..." in path or (ROOT / "scenarios" / f"{path}.yaml").exists():
+            continue  # a placeholder, or a scenario by the name `harness run` takes
+        found.append(path)
+    return found
+
+
+def test_the_path_extraction_keeps_repository_paths_only() -> None:
+    text = (
+        "`systems/kafka/configdefs/`, `results/K4/`, `foo/bar`, `docs/<x>.md`, `Makefile`, "
+        "`chaos/kafka-safe`, `chaos/...`, `chaos/gone`"
+    )
+    assert repository_paths(text) == ["systems/kafka/configdefs/", "Makefile", "chaos/gone"]
+
+
+def test_every_repository_file_a_page_names_exists() -> None:
+    checked, missing = 0, []
+    for page in PAGES:
+        text = page.read_text()
+        named = [p for p in repository_paths(text) if p not in READERS_FILES | OTHER_TREES]
+        for m in LINK.finditer(text):
+            target = m["target"].partition("#")[0]
+            if target and not re.match(r"^[a-z]+:", target):
+                named.append(os.path.relpath(page.parent / target, ROOT))
+        checked += len(named)
+        missing += [f"{page.relative_to(ROOT)}: {p}" for p in named if not (ROOT / p).exists()]
+    assert missing == []
+    assert checked > 100  # the pages name that many: fewer is the extraction broken
+
+
+def _harness_options() -> set[str]:
+    found: set[str] = set()
+    groups = [_cli()]
+    while groups:
+        for command in groups.pop().commands.values():
+            if hasattr(command, "commands"):
+                groups.append(command)
+            for param in command.params:
+                found |= {*param.opts, *getattr(param, "secondary_opts", ())}
+    return found
+
+
+def test_every_option_a_page_names_alone_is_the_harness_or_pytest_tiers() -> None:
+    """An option named on its own (`--keep-days`), not in a whole command line: some harness
+    command has it, or the tiers' pytest options."""
+    tiers = set(re.findall(r"addoption\(\s*\"(--[a-z-]+)\"", (ROOT / "tests/tiers.py").read_text()))
+    known = _harness_options() | tiers
+    unknown = [
+        f"{page.relative_to(ROOT)}: {m[0]}"
+        for page in PAGES
+        for m in re.finditer(r"`(--[a-z][a-z0-9-]*)[^`]*`", page.read_text())
+        if m[1] not in known
+    ]
+    assert unknown == []

@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import pytest
 
+from contract.expectations import COMBINABLE, known_expectation
+from contract.situations import SITUATIONS
 from faults.registry import OPS
-from harness.reference import REFERENCE_DIR, SECTIONS, reference_files
+from harness.reference import (
+    REFERENCE_DIR,
+    SECTIONS,
+    expectations_page,
+    ops_named,
+    reference_files,
+    step_options,
+)
 from systems.schema import scenario_schema
 
 # Models a scenario file does not write itself, or the mock tier's own (it proves the harness).
@@ -38,3 +47,45 @@ def test_a_typed_knob_names_the_properties_it_sets() -> None:
     assert "`min.insync.replicas`" in row
     acks = next(ln for ln in page.splitlines() if ln.startswith("| `acks` |"))
     assert "`request.required.acks`" in acks and "`all`" in acks
+
+
+def test_the_expectations_page_says_what_the_validator_accepts() -> None:
+    page = expectations_page()
+    together = "+".join(sorted(COMBINABLE))
+    assert f"`expect: {together}`" in page
+    assert known_expectation(together) == together
+    with pytest.raises(ValueError):
+        known_expectation("loss+duplicates")
+
+
+def test_every_situation_a_scenario_may_require_has_a_line() -> None:
+    page = expectations_page()
+    assert [s for s in SITUATIONS if f"| `{s}` |" not in page] == []
+    scenario = reference_files()["scenario.md"]
+    row = next(ln for ln in scenario.splitlines() if ln.startswith("| `requires` |"))
+    assert "expectations.md#situations" in row
+
+
+def test_a_step_field_names_ops_before_its_colon() -> None:
+    assert ops_named("elect / rolling-restart: time bound.") == ["elect", "rolling-restart"]
+    assert ops_named("partition, instead of groups: sides drawn") == ["partition"]
+    assert ops_named("Whom it hits: a role") == []
+
+
+def test_every_op_a_step_field_names_is_an_op_of_that_system() -> None:
+    systems = {op.name: op.systems for op in OPS}
+    wrong = [
+        (system, op)
+        for system, by_op in step_options().items()
+        for op in by_op
+        if system not in systems.get(op, set())
+    ]
+    assert wrong == []
+
+
+def test_the_faults_page_gives_each_ops_options() -> None:
+    page = reference_files()["faults.md"]
+    cut = next(ln for ln in page.splitlines() if ln.startswith("| `cut` |"))
+    assert "`both_ways` (kafka)" in cut
+    degrade = next(ln for ln in page.splitlines() if ln.startswith("| `degrade` |"))
+    assert "`loss_pct`" in degrade and "`rate_kbit`" in degrade
