@@ -6,6 +6,9 @@ Every file of a run directory is named here, and nowhere else:
   manifest.json     what the run was and how it went (contract.manifest)
   schedule.yaml     a generated run's scenario, replayable with `harness run` (chaos)
   logs/             each node's log, each client's output and config
+  evidence/         the brokers' own evidence read before the cluster came down: each node's
+                    data files (<node>-data.tar.zst, kept when the run found something) and
+                    their decoded dumps (<node>/*.txt.zst), evidence.json saying what is there
   cluster/          the rendered compose file and the nodes' data
   history.parquet   the checker's columnar copy of the history
   ids/              the message ids behind every count (acked and received packed as
@@ -27,6 +30,8 @@ DEFAULT_ROOT = Path(os.environ.get("BJ_RESULTS", "results"))
 HISTORY = "history"
 MANIFEST = "manifest.json"
 LOGS = "logs"
+# The brokers' own evidence, read before the cluster came down (systems.<broker>.evidence).
+EVIDENCE = "evidence"
 CLUSTER = "cluster"
 IDS = "ids"
 VERDICT = "verdict.json"
@@ -53,6 +58,10 @@ class RunDir:
     @property
     def logs(self) -> Path:
         return self.path / LOGS
+
+    @property
+    def evidence(self) -> Path:
+        return self.path / EVIDENCE
 
     @property
     def cluster(self) -> Path:

@@ -4,21 +4,25 @@ KRaft with dedicated controllers (the run's mode: the scenario's first, or --mod
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from compose.cli import ComposeError
 from contract.history import WATCH_PROCESS, HistoryWriter
+from contract.rundir import RunDir
 from contract.wait import wait_until
 from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis
+from systems.evidence import write_index
+from systems.kafka import evidence
 from systems.kafka.admin import ADMIN_LOG, KafkaAdmin
 from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.cluster import KafkaCluster
 from systems.kafka.config import KafkaClusterConfig, mode_refusal
 from systems.kafka.configdefs import has_definitions
 from systems.kafka.nemesis import KafkaNemesis
-from systems.kafka.scenario import KafkaClusterSpec, KafkaScenario, KafkaStep
+from systems.kafka.scenario import KafkaClusterSpec, KafkaScenario, KafkaStep, output_topic
 from systems.kafka.settings import (
     TYPED_BROKER,
     TYPED_PRODUCER,
@@ -159,6 +163,7 @@ class KafkaRun(KafkaClientsRun):
             c.partitions,
             self.scenario.workload.coordinated(),
             ClientGroups(self.running_clients),
+            coordinator_keys=self.scenario.workload.coordinator_keys(),
         )
         self.watch = PartitionWatch(
             admin.admin,
@@ -212,6 +217,27 @@ class KafkaRun(KafkaClientsRun):
         if self.watch is not None:
             self.watch.stop()
         super()._teardown()
+
+    def _cluster_down(self) -> None:
+        """The nodes' evidence copied out while their containers exist (a killed node's too),
+        then the cluster down, then Kafka's own tool decodes what was copied."""
+        if self.cluster is None:
+            return
+        started = time.monotonic()
+        topics = [self.scenario.cluster.topic, output_topic(self.scenario.cluster.topic)]
+        out = RunDir(self.run_dir).evidence
+        nodes = [n.name for n in self.cluster.nodes if n.role != "zookeeper"]
+        found: list[evidence.NodeEvidence] = []
+        try:
+            found = evidence.collect(self.cluster.containers(), nodes, topics, out)
+        except Exception as e:  # noqa: BLE001 - evidence must never keep a cluster up
+            log.error("the nodes' evidence was not copied: %s", e)
+        super()._cluster_down()
+        try:
+            evidence.decode_all(self.cluster.images["kafka"], topics, out, found)
+            write_index(out, found, time.monotonic() - started)
+        except Exception as e:  # noqa: BLE001
+            log.error("the nodes' evidence was not decoded: %s", e)
 
     def _apply(self, step: KafkaStep) -> None:
         assert self.nemesis is not None

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from contract.history import HistoryWriter
+from contract.rundir import RunDir
 from contract.topology import Endpoint
 from contract.wait import wait_until
 from nemesis.containers import Nemesis
-from systems.rabbitmq import confschema
+from systems.evidence import write_index
+from systems.rabbitmq import confschema, evidence
 from systems.rabbitmq.broker_log import mirror_story
 from systems.rabbitmq.cluster import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
 from systems.rabbitmq.nemesis import StepTargets, apply_step
@@ -209,6 +211,8 @@ class RabbitMQRun(ScenarioRun):
             log.warning("cluster not reunited after %.0f s", self.scenario.timeouts.recovery)
 
     def _cluster_down(self) -> None:
+        if self.cluster is not None:
+            self._collect_evidence(self.cluster)
         super()._cluster_down()
         if self.cluster is None or self.scenario.cluster.queue_type != "mirrored":
             return
@@ -219,6 +223,21 @@ class RabbitMQRun(ScenarioRun):
             if (path := self.run_dir / "logs" / f"{n}.log").exists()
         }
         self.manifest.mirrored_queues = mirror_story(logs)
+
+    def _collect_evidence(self, cluster: RabbitMQCluster) -> None:
+        """Each node's word on the cluster and the queues, while the nodes still run."""
+        started = time.monotonic()
+        w = self.scenario.workload
+        queues = [*w.queues, *w.dead_letter.values()]
+        out = RunDir(self.run_dir).evidence
+        try:
+            found = evidence.collect(
+                cluster.containers(), list(cluster.nodes), self.scenario.cluster.queue_type,
+                queues, out,
+            )  # fmt: skip
+            write_index(out, found, time.monotonic() - started)
+        except Exception as e:  # noqa: BLE001 - evidence must never keep a cluster up
+            log.error("the nodes' evidence was not read: %s", e)
 
     def _partitions(self, names: tuple[str, ...]) -> dict[str, Any]:
         """Each node's view of the partitions it still reports (None: it did not answer)."""

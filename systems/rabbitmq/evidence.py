@@ -1,0 +1,95 @@
+"""A RabbitMQ run's own evidence, read before the cluster comes down: each node's word on the
+cluster it sees and on the run's queues, from RabbitMQ's own tools.
+
+Every node is asked, not one: after a partition the nodes may disagree on who is clustered
+with whom, and on a quorum queue's members and their Raft state, and the disagreement is the
+finding (a cluster split for good after a heal shows as two views of `cluster_status`). Each
+answer is kept as the tool printed it, one file per node and question, zstd-compressed; a node
+that does not answer (stopped, paused, hung) is said in evidence.json with the tool's error.
+The nodes' own logs are kept beside (RUN_DIR/logs/), whole.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from systems.evidence import LEVEL
+
+ASK_TIMEOUT_S = 30.0
+
+
+@dataclass
+class NodeAnswers:
+    """What one node answered, and what not (with why)."""
+
+    node: str
+    answers: dict[str, str] = field(default_factory=dict)  # question -> file, relative
+    missing: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def questions(queue_type: str, queues: list[str]) -> dict[str, list[str]]:
+    """Per question (its file's stem), the command a node is asked it with."""
+    asked = {"cluster-status": ["rabbitmq-diagnostics", "-q", "cluster_status"]}
+    for queue in queues:
+        if queue_type == "quorum":
+            asked[f"quorum-status-{queue}"] = ["rabbitmq-queues", "-q", "quorum_status", queue]
+        elif queue_type == "stream":
+            asked[f"stream-status-{queue}"] = ["rabbitmq-streams", "-q", "stream_status", queue]
+    asked["queues"] = [
+        "rabbitmqctl", "-q", "list_queues", "name", "type", "messages", "leader", "members",
+        "online", "state",
+    ]  # fmt: skip
+    return asked
+
+
+def ask(container: Any, node: str, asked: dict[str, list[str]], out_dir: Path) -> NodeAnswers:
+    """Each question put to one node, its answer kept as `<node>/<question>.txt.zst`."""
+    started = time.monotonic()
+    found = NodeAnswers(node)
+    node_dir = out_dir / node
+    node_dir.mkdir(parents=True, exist_ok=True)
+    for name, argv in asked.items():
+        try:
+            result = subprocess.run(
+                ["docker", "exec", container.id, *argv],
+                capture_output=True,
+                timeout=ASK_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            found.missing.append(f"{name}: no answer in {ASK_TIMEOUT_S:.0f} s")
+            continue
+        if result.returncode != 0:
+            said = (result.stderr or result.stdout).decode(errors="replace").strip().splitlines()
+            found.missing.append(f"{name}: {said[-1][:300] if said else result.returncode}")
+            continue
+        target = node_dir / f"{name}.txt.zst"
+        target.write_bytes(zstandard.ZstdCompressor(level=LEVEL).compress(result.stdout))
+        found.answers[name] = str(target.relative_to(out_dir))
+    found.seconds = round(time.monotonic() - started, 2)
+    return found
+
+
+def collect(
+    containers: dict[str, Any],
+    nodes: list[str],
+    queue_type: str,
+    queues: list[str],
+    out_dir: Path,
+) -> list[NodeAnswers]:
+    """Every node asked, in parallel (before the cluster comes down)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    asked = questions(queue_type, queues)
+    present = [n for n in nodes if n in containers and containers[n].status == "running"]
+    with ThreadPoolExecutor(max_workers=max(1, len(present))) as pool:
+        found = list(pool.map(lambda n: ask(containers[n], n, asked, out_dir), present))
+    found += [NodeAnswers(n, missing=["not running"]) for n in nodes if n not in present]
+    return found
