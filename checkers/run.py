@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from checkers.broker_errors import broker_errors
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
 from checkers.engine import cancel_all
 from checkers.jvm_cpu import measured
@@ -79,6 +80,7 @@ def check_run(
     judgement = with_coverage(judgement_of(result, manifest, expect), coverage)
     verdict = verdict_of(result, manifest, expect, judgement, where)
     verdict["coverage"] = coverage
+    verdict["broker_errors"] = broker_errors(run.logs, manifest)
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
     verdict["checker"]["session_seconds"] = round(session_seconds, 2)
     if profiled is not None:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from checkers import broker_errors
 from checkers.windows import overlap
 
 METRICS = (
@@ -457,6 +458,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     lines += coverage_lines(verdict.get("coverage"))
     lines += _stall_lines(verdict)
     lines += _mirror_lines(verdict)
+    lines += broker_errors.summary_lines(verdict.get("broker_errors"))
     for f, names in sorted((verdict.get("errors") or {}).items()):
         lines.append(f"{f} errors: " + ", ".join(f"{n} {c}" for n, c in sorted(names.items())))
     for snap in verdict.get("placement") or []:
