@@ -1,5 +1,6 @@
-"""What a run's faults actually did: each fault step's targets and whether they held the role
-they were aimed at, the situations reached (a leader cut off while its ISR had shrunk, a
+"""What a run's faults actually did: each fault step's targets, whether they held the role
+they were aimed at and every role they held besides (a follower that was the controller too),
+the situations reached (a leader cut off while its ISR had shrunk, a
 majority down, a power loss that dropped unsynced writes), and the traffic inside the fault
 windows.
 
@@ -269,12 +270,17 @@ def _fault_steps(
         # A RabbitMQ queue's leader, as the broker named it when the step resolved its role:
         # there is no partition watch to say so.
         queue_leader_hit = bool(resolved.get("queue")) and "leader" in roles.values()
+        held = _roles_held(resolved, touched)
         row = {
             "step": step_label(number, e["f"], e.get("value"), e["time"] - run_start),
             "f": e["f"],
             "nodes": sorted(touched),
             "roles": roles,
             "held_role": _held(resolved, watch),
+            # Every role each node it touched held as it began (None: not recorded, as by
+            # RabbitMQ or an older run), and what went unlearnt, by role.
+            "held": held,
+            "roles_unknown": _roles_unknown(resolved),
             "leaders_hit": hit,
             "lag": v.get("lag"),  # seconds after its `at` the fault began (None: not recorded)
             # Whose leader each of those partitions was: what the report shows beside its id.
@@ -285,7 +291,7 @@ def _fault_steps(
             "leader_known": bool(watch.leader) or queue_leader_hit,
         }
         rows.append(row)
-        situations.update(_step_situations(e["f"], v, roles, hit, watch, facts))
+        situations.update(_step_situations(e["f"], v, roles, hit, watch, facts, held))
         if queue_leader_hit and not hit:
             situations["leader-faulted"] += 1
         resolved = {}
@@ -315,6 +321,30 @@ def _held(resolved: dict[str, Any], watch: _Watch) -> bool | None:
     return all(answers) if answers else None
 
 
+def _roles_held(resolved: dict[str, Any], touched: set[str]) -> dict[str, list[str]] | None:
+    """The roles each node the step touched held as it began, as the nemesis recorded them
+    ("leader p0", "controller", "transaction-coordinator tx-1", ...); None when it did not."""
+    held = resolved.get("held")
+    if not isinstance(held, dict):
+        return None
+    return {
+        str(node): sorted(str(r) for r in roles)
+        for node, roles in sorted(held.items())
+        if str(node) in touched and isinstance(roles, list)
+    }
+
+
+def _roles_unknown(resolved: dict[str, Any]) -> dict[str, str]:
+    unknown = resolved.get("roles_unknown")
+    return {str(k): str(why) for k, why in unknown.items()} if isinstance(unknown, dict) else {}
+
+
+def _role_words(held: dict[str, list[str]] | None) -> set[str]:
+    """The roles held, without what of ("leader p0" is a leader's, "group-coordinator g" a
+    group coordinator's)."""
+    return {r.split(" ", 1)[0] for roles in (held or {}).values() for r in roles}
+
+
 def _step_situations(
     f: str,
     v: dict[str, Any],
@@ -322,9 +352,14 @@ def _step_situations(
     leaders_hit: list[str],
     watch: _Watch,
     facts: ClusterFacts,
+    held: dict[str, list[str]] | None = None,
 ) -> list[str]:
     out = []
     window = window_of(f)
+    # Roles held count as the roles aimed at, for a fault on the nodes themselves: injected
+    # errors are the mock's, and clients cut from the controller leave it controlling.
+    held_words = _role_words(held) if window != "injected" else set()
+    control_held = "controller" in held_words and v.get("op") != "cut-clients"
     if window in ("node-down", "node-bounce"):
         out.append("node-faulted")
     if window == "client-down":
@@ -334,9 +369,9 @@ def _step_situations(
         rf = facts.replication_factor
         if rf is not None and any(len(watch.isr.get(int(p), [])) < rf for p in leaders_hit):
             out.append("leader-faulted-isr-shrunk")
-    if set(roles.values()) & set(CONTROL_ROLES) or v.get("op") == "cut-from-quorum":
+    if set(roles.values()) & set(CONTROL_ROLES) or v.get("op") == "cut-from-quorum" or control_held:
         out.append("controller-faulted")
-    if set(roles.values()) & set(COORDINATOR_ROLES):
+    if set(roles.values()) & set(COORDINATOR_ROLES) or held_words & set(COORDINATOR_ROLES):
         out.append("coordinator-faulted")
     if f == "start-partition" and v.get("op") in ("isolate", "partition", "cut"):
         out.append("network-partitioned")

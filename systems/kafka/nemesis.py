@@ -5,16 +5,23 @@ from live metadata when the step runs, as node names, or as "@label": the nodes 
 step with that label resolved to (the old leader after a fail-over, say). The network and
 process work is the RabbitMQ nemesis's own (`Nemesis`: iptables and tc in each node's
 namespace, Docker for processes); what Kafka adds comes through `KafkaControl`.
+
+A step that faults nodes also records every role they held as it began, whatever it aimed at
+(the `resolve` event's `held`): a follower drawn at random may be the controller too, and a run
+that faulted the controller must say so.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from contract.wait import wait_until
+from faults.registry import OPS, window_of
 from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis, NemesisError
 from systems.kafka.targets import (
@@ -23,10 +30,87 @@ from systems.kafka.targets import (
     TargetError,
     coordinator_of,
     resolve,
+    roles_held,
 )
 
 # Roles whose answer needs the active controller (a docker exec in KRaft: asked only then).
 _CONTROLLER_ROLES = {"controller", "non-controller", "non-controllers"}
+
+# The ops that fault nodes (their network or their process): each learns, before its fault
+# begins, every role the cluster's nodes hold. A heal, a start, an election or a client's pause
+# faults no node.
+_NODE_FAULT_WINDOWS = ("network-start", "node-down", "node-bounce")
+NODE_FAULT_OPS = frozenset(
+    o.name
+    for o in OPS
+    if "kafka" in o.systems and any(window_of(f) in _NODE_FAULT_WINDOWS for f in o.writes)
+)
+# How long a fault waits to learn those roles: past it, the fault goes ahead on time and its
+# step records what went unlearnt (`roles_unknown`).
+HELD_ROLES_WITHIN = 2.0
+
+T = TypeVar("T")
+
+
+def answers_within(
+    asks: Mapping[str, Callable[[], T]], seconds: float
+) -> tuple[dict[str, T], dict[str, str]]:
+    """Every question asked at once, each in a thread of its own: the answers given within
+    `seconds`, and for the others why not (the error, or no answer in time). A question still
+    open then finishes unheard (a daemon thread): a cluster under a fault may take its client's
+    full timeout to answer, and a fault must not wait that long."""
+    answers: dict[str, T] = {}
+    failures: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def ask(name: str, question: Callable[[], T]) -> None:
+        try:
+            answer = question()
+        except Exception as e:  # noqa: BLE001 - an unlearnt role is recorded, never raised
+            with lock:
+                failures[name] = f"{type(e).__name__}: {e}"
+            return
+        with lock:
+            answers[name] = answer
+
+    threads = [
+        threading.Thread(target=ask, args=item, name=f"roles-{item[0]}", daemon=True)
+        for item in asks.items()
+    ]
+    deadline = time.monotonic() + seconds
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        answered, failed = dict(answers), dict(failures)
+    for name in asks:
+        if name not in answered and name not in failed:
+            failed[name] = f"no answer within {seconds:g} s"
+    return answered, failed
+
+
+@dataclass
+class RolesNow:
+    """What the cluster said of its roles as a step began: the workload topic's metadata (its
+    active controller asked for), the broker coordinating each followed id, and, by role, why
+    any went unlearnt."""
+
+    metadata: Metadata | None = None
+    coordinators: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    unknown: dict[str, str] = field(default_factory=dict)
+
+    def held_by(self, topic: str, nodes: Iterable[str]) -> dict[str, Any]:
+        """`held`: each node's roles (an empty list: none of those learnt); `roles_unknown`,
+        when any went unlearnt: why, by role."""
+        held = roles_held(self.metadata, topic) if self.metadata is not None else {}
+        for (role, key), names in self.coordinators.items():
+            for name in names:
+                held.setdefault(name, []).append(f"{role} {key}")
+        value: dict[str, Any] = {"held": {n: sorted(held.get(n, [])) for n in sorted(set(nodes))}}
+        if self.unknown:
+            value["roles_unknown"] = dict(sorted(self.unknown.items()))
+        return value
 
 
 class KafkaControl(Protocol):
@@ -51,16 +135,24 @@ class KafkaNemesis:
         partitions: int,
         coordinated: dict[str, str] | None = None,
         clients: ClientGroups | None = None,
+        coordinator_keys: list[tuple[str, str]] | None = None,
     ) -> None:
         self.net = net
         self.control = control
         self.topic = topic
         self.partitions = partitions
-        # Per coordinator role, the id it coordinates (a transactional id, a group id).
+        # Per coordinator role, the id a step aimed at that role means (a transactional id, a
+        # group id).
         self.coordinated = coordinated or {}
+        # (role, id) of every id whose coordinator a faulted node may be: each step says which
+        # of them its nodes coordinated.
+        self.coordinator_keys = coordinator_keys or list(self.coordinated.items())
         # The workload's client processes (pause-client, resume-client): the run's.
         self.clients = clients
         self.labels: dict[str, list[str]] = {}
+        # The roles learnt as the step being applied began (a step faulting nodes): its roles
+        # resolve from them, and its `resolve` event records what its nodes held.
+        self.now: RolesNow | None = None
 
     @property
     def history(self) -> Any:
@@ -108,7 +200,9 @@ class KafkaNemesis:
             return sorted(self.net.down)
         if selector in COORDINATOR_TOPICS:
             return self._coordinator(selector)
-        md = self.control.metadata(need_controller=selector in _CONTROLLER_ROLES)
+        md = self.now.metadata if self.now is not None else None
+        if md is None:
+            md = self.control.metadata(need_controller=selector in _CONTROLLER_ROLES)
         try:
             names = resolve(md, selector, self.topic, partition)  # type: ignore[arg-type]
         except TargetError as e:
@@ -121,13 +215,45 @@ class KafkaNemesis:
         key = self.coordinated.get(role)
         if key is None:
             raise NemesisError(f"cannot aim at {role}: the workload has no client it coordinates")
+        if self.now is not None and (role, key) in self.now.coordinators:
+            return list(self.now.coordinators[(role, key)])
         try:
             return coordinator_of(self.control.metadata(topic=COORDINATOR_TOPICS[role]), role, key)
         except TargetError as e:
             raise NemesisError(f"cannot aim at {role}: {e}") from None
 
-    def _resolved(self, step: Any) -> dict[str, list[str]]:
-        """Every selector of the step, resolved once, and logged with the metadata behind it."""
+    def roles_now(self) -> RolesNow:
+        """Every role of the cluster now, asked at once and for at most HELD_ROLES_WITHIN: the
+        workload topic's leaders and followers and the controller (the active one, in KRaft),
+        and the coordinator of each followed id."""
+        asks: dict[str, Callable[[], Metadata]] = {
+            self.topic: functools.partial(self.control.metadata, need_controller=True)
+        }
+        for role, _ in self.coordinator_keys:
+            topic = COORDINATOR_TOPICS[role]
+            asks[topic] = functools.partial(self.control.metadata, topic=topic)
+        answers, failures = answers_within(asks, HELD_ROLES_WITHIN)
+        now = RolesNow(answers.get(self.topic))
+        if now.metadata is None:
+            now.unknown["partitions"] = now.unknown["controller"] = failures[self.topic]
+        else:
+            if not any(p.topic == self.topic for p in now.metadata.partitions):
+                now.unknown["partitions"] = f"the metadata holds no partition of {self.topic}"
+            if now.metadata.controller is None:
+                now.unknown["controller"] = "no active controller in the metadata"
+        for role, key in self.coordinator_keys:
+            topic = COORDINATOR_TOPICS[role]
+            try:
+                if topic in failures:
+                    raise TargetError(failures[topic])
+                now.coordinators[(role, key)] = coordinator_of(answers[topic], role, key)
+            except TargetError as e:
+                now.unknown[f"{role} {key}"] = str(e)
+        return now
+
+    def _resolved(self, step: Any, also: Iterable[str] = ()) -> dict[str, list[str]]:
+        """Every selector of the step, resolved once, and logged with the metadata behind it
+        and, for a fault, every role its nodes (and `also`: others it touches) held."""
         out = {
             key: self.resolve(sel, step.partition)
             for key, sel in (("target", step.target), ("from", step.from_), ("to", step.to))
@@ -138,15 +264,30 @@ class KafkaNemesis:
             for k, sel in (("target", step.target), ("from", step.from_), ("to", step.to))
             if isinstance(sel, str)
         }
-        if roles and self.history:
-            self.history.write(
-                "info",
-                "resolve",
-                value={"op": step.op, "partition": step.partition, "roles": roles, "nodes": out},
-            )
+        self._log_resolution(step.op, roles, out, step.partition, also)
         if step.label and "target" in out:
             self.labels[step.label] = out["target"]
         return out
+
+    def _log_resolution(
+        self,
+        op: str,
+        roles: dict[str, str],
+        nodes: dict[str, list[str]],
+        partition: int | None,
+        also: Iterable[str] = (),
+        now: RolesNow | None = None,
+    ) -> None:
+        """The `resolve` event: what each role named, and what the nodes held as learnt in
+        `now` (the step's, by default)."""
+        now = now or self.now
+        if not self.history or not (roles or now is not None):
+            return
+        value: dict[str, Any] = {"op": op, "partition": partition, "roles": roles, "nodes": nodes}
+        if now is not None:
+            touched = {n for names in nodes.values() for n in names} | set(also)
+            value |= now.held_by(self.topic, touched)
+        self.history.write("info", "resolve", value=value)
 
     # ---- steps -----------------------------------------------------------------------------
 
@@ -155,7 +296,13 @@ class KafkaNemesis:
         handler = HANDLERS.get(step.op)
         if handler is None:
             raise NemesisError(f"unknown Kafka nemesis op {step.op!r}")
-        handler(self, step)
+        # Learnt before the fault begins (a leader cut off is soon no leader), and only when
+        # there is a history to record them in.
+        self.now = self.roles_now() if step.op in NODE_FAULT_OPS and self.history else None
+        try:
+            handler(self, step)
+        finally:
+            self.now = None
 
     def _heal(self, step: Any) -> None:
         names = self._resolved(step).get("target")
@@ -167,9 +314,16 @@ class KafkaNemesis:
         if step.both_ways:
             self.net.cut(nodes["to"], nodes["from"])
 
+    def _partition(self, step: Any) -> None:
+        every = [n for group in step.groups for n in group]
+        self._log_resolution(step.op, {}, {}, None, every)
+        self.net.partition(step.groups)
+
     def _cut_from_quorum(self, step: Any) -> None:
-        target = self._resolved(step).get("target", [])
-        quorum = [q for q in self.control.metadata().quorum if q not in target]
+        md = self.now.metadata if self.now is not None else None
+        whole = (md or self.control.metadata()).quorum
+        target = self._resolved(step, also=whole).get("target", [])
+        quorum = [q for q in whole if q not in target]
         if not quorum:
             raise NemesisError("cut-from-quorum: the target is the whole quorum")
         self.net.cut(target, quorum)
@@ -194,6 +348,8 @@ class KafkaNemesis:
         for name in nodes:
             if name not in broker_id:
                 raise NemesisError(f"rolling-restart: {name} is not a registered broker")
+            if self.history:  # each restart faults its node afresh: what it holds now
+                self._log_resolution("restart", {}, {"target": [name]}, None, now=self.roles_now())
             self.net.restart([name])
             back = wait_until(
                 functools.partial(self._rejoined, broker_id[name]), within, interval=1
@@ -287,7 +443,7 @@ def _on_target(name: str) -> Callable[[KafkaNemesis, Any], None]:
 
 HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "isolate": _on_target("isolate"),
-    "partition": lambda k, s: k.net.partition(s.groups),
+    "partition": KafkaNemesis._partition,
     "cut": KafkaNemesis._cut,
     "cut-clients": _on_target("cut_clients"),
     "cut-from-quorum": KafkaNemesis._cut_from_quorum,

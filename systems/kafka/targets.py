@@ -157,3 +157,21 @@ def coordinator_of(md: Metadata, role: str, key: str) -> list[str]:
     if p.leader < 0 or p.leader not in md.brokers:
         raise TargetError(f"{topic}/{p.partition} (of {key!r}) has no leader")
     return [md.brokers[p.leader]]
+
+
+def roles_held(md: Metadata, topic: str) -> dict[str, list[str]]:
+    """Every role each node holds in `md`, as words: "leader p<n>" for each partition of `topic`
+    it leads, "follower p<n>" for each it replicates under a leader ("replica p<n>" while the
+    partition has none), and "controller". A node holding none is absent."""
+    held: dict[str, list[str]] = {}
+    for p in md.partitions:
+        if p.topic != topic:
+            continue
+        for r in p.replicas:
+            if r not in md.brokers:  # a broker down or not registered: no name to give it
+                continue
+            role = "leader" if r == p.leader else "follower" if p.leader >= 0 else "replica"
+            held.setdefault(md.brokers[r], []).append(f"{role} p{p.partition}")
+    if md.controller is not None and md.controller in md.brokers:
+        held.setdefault(md.brokers[md.controller], []).append("controller")
+    return held

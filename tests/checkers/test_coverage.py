@@ -269,3 +269,119 @@ def test_a_run_that_never_knew_its_leaders_does_not_say_none_was_hit() -> None:
     assert [s["leader_known"] for s in c["steps"]] == [False, True]
     assert c["situations"]["leader-faulted"] == 1
     assert "1 hit a leader, 1 where no leader was recorded" in coverage_lines(c)[0]
+
+
+# ---- every role a step's nodes held, not only the one it aimed at ----------------------------
+
+FOLLOWER_LEADS_NOTHING = [state(0, 0, "kafka2", ["kafka1", "kafka2", "kafka3"])]
+
+
+def cut_follower(held: Any = None, **more: Any) -> list[dict[str, Any]]:
+    """A ZooKeeper-mode run's step: one follower (kafka1) cut from the other brokers; `held`,
+    what the nemesis recorded of the nodes' roles as it began."""
+    resolved: dict[str, Any] = {
+        "op": "cut",
+        "partition": 0,
+        "roles": {"from": "follower"},
+        "nodes": {"from": ["kafka1"], "to": ["kafka2", "kafka3"]},
+    }
+    if held is not None:
+        resolved["held"] = held
+    return [
+        ev(9.9, "info", "resolve", **resolved, **more),
+        ev(10, "invoke", "start-partition", op="cut", **{"from": ["kafka1"]}, to=["kafka2"]),
+    ]
+
+
+def test_a_cut_follower_that_was_also_the_controller_faulted_the_controller() -> None:
+    held = {
+        "kafka1": ["controller", "follower p0"],
+        "kafka2": ["leader p0"],
+        "kafka3": ["follower p0"],  # resolved, yet this direction of the cut leaves it be
+    }
+    required = ["controller-faulted"]
+    c = coverage_of(
+        cut_follower(held), FOLLOWER_LEADS_NOTHING, traffic(9), KAFKA, required, "safe", 0
+    )
+    (step,) = c["steps"]
+    assert step["held"] == {"kafka1": ["controller", "follower p0"], "kafka2": ["leader p0"]}
+    assert step["roles"] == {"from": "follower"} and step["held_role"] is True
+    assert step["roles_unknown"] == {}
+    assert c["situations"]["controller-faulted"] == 1
+    assert "coordinator-faulted" not in c["situations"]
+    assert not c["missing"] and not c["vacuous"]
+    # The leaders hit are the partition watch's, as before: the cut's far side led p0.
+    assert step["leaders_hit"] == ["0"] and c["situations"]["leader-faulted"] == 1
+    assert coverage_lines(c)[0].startswith("coverage: 1 fault steps, 1 hit a leader;")
+
+
+def test_a_step_with_no_held_roles_recorded_counts_only_what_it_aimed_at() -> None:
+    for held in (None, {"kafka1": ["follower p0"]}):
+        c = coverage_of(
+            cut_follower(held),
+            FOLLOWER_LEADS_NOTHING,
+            traffic(9),
+            KAFKA,
+            ["controller-faulted"],
+            "safe",
+            0,
+        )
+        assert "controller-faulted" not in c["situations"]
+        assert c["missing"] == ["controller-faulted"] and c["vacuous"]
+    assert c["steps"][0]["held"] == {"kafka1": ["follower p0"]}
+    older = coverage_of(cut_follower(), FOLLOWER_LEADS_NOTHING, traffic(9), KAFKA, [], "safe", 0)
+    assert older["steps"][0]["held"] is None  # not recorded, not "held nothing"
+
+
+def test_roles_the_nemesis_could_not_learn_are_reported_and_count_nothing() -> None:
+    unknown = {"controller": "no answer within 2 s", "partitions": "no answer within 2 s"}
+    nemesis = cut_follower({"kafka1": [], "kafka2": []}, roles_unknown=unknown)
+    c = coverage_of(nemesis, FOLLOWER_LEADS_NOTHING, traffic(9), KAFKA, [], "safe", 0)
+    (step,) = c["steps"]
+    assert step["held"] == {"kafka1": [], "kafka2": []}
+    assert step["roles_unknown"] == unknown
+    assert "controller-faulted" not in c["situations"]
+    garbled = coverage_of(
+        cut_follower({"kafka1": "controller"}, roles_unknown=["controller"]),
+        FOLLOWER_LEADS_NOTHING,
+        traffic(9),
+        KAFKA,
+        [],
+        "safe",
+        0,
+    )
+    assert garbled["steps"][0]["held"] == {} and garbled["steps"][0]["roles_unknown"] == {}
+    assert "controller-faulted" not in garbled["situations"]
+
+
+def test_a_coordinator_held_by_a_faulted_node_faulted_the_coordinator() -> None:
+    nemesis = [
+        ev(9.9, "info", "resolve", op="kill", held={"kafka3": ["group-coordinator g1"]}),
+        ev(10, "invoke", "kill", nodes=["kafka3"]),
+    ]
+    c = coverage_of(nemesis, FOLLOWER_LEADS_NOTHING, traffic(9), KAFKA, [], "safe", 0)
+    assert c["situations"]["coordinator-faulted"] == 1
+    assert "controller-faulted" not in c["situations"]
+
+
+def test_clients_cut_from_the_controller_leave_it_controlling() -> None:
+    held = {"kafka1": ["controller", "transaction-coordinator tx-1"]}
+    nemesis = [
+        ev(9.9, "info", "resolve", op="cut-clients", held=held),
+        ev(10, "invoke", "start-partition", op="cut-clients", nodes=["kafka1"]),
+    ]
+    c = coverage_of(nemesis, FOLLOWER_LEADS_NOTHING, traffic(9), KAFKA, [], "safe", 0)
+    assert "controller-faulted" not in c["situations"]
+    assert c["situations"]["coordinator-faulted"] == 1  # its clients cannot reach it
+
+
+def test_a_partitions_bridge_holds_its_roles_unfaulted() -> None:
+    """A node in every group keeps all its links: the controller as the bridge is not cut."""
+    groups = [["kafka1", "kafka2"], ["kafka1", "kafka3"]]
+    nemesis = [
+        ev(9.9, "info", "resolve", op="partition", held={"kafka1": ["controller"], "kafka2": []}),
+        ev(10, "invoke", "start-partition", op="partition", groups=groups),
+    ]
+    c = coverage_of(nemesis, FOLLOWER_LEADS_NOTHING, traffic(9), KAFKA, [], "safe", 0)
+    assert c["steps"][0]["held"] == {"kafka2": []}
+    assert "controller-faulted" not in c["situations"]

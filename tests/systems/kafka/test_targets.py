@@ -11,6 +11,7 @@ from systems.kafka.targets import (
     TargetError,
     from_cluster_metadata,
     resolve,
+    roles_held,
 )
 from systems.kafka_mock.cluster import MockKafkaCluster
 
@@ -57,6 +58,17 @@ def test_roles_that_name_nobody_say_so() -> None:
             resolve(no_controller, role)  # type: ignore[arg-type]
     with pytest.raises(TargetError, match="no quorum"):
         resolve(no_controller, "quorum")
+
+
+def test_every_role_each_node_holds() -> None:
+    assert roles_held(MD, "t") == {
+        "kafka1": ["leader p0", "replica p1"],  # p1 has no leader: its replicas follow nobody
+        "kafka2": ["follower p0", "replica p1", "controller"],
+        "kafka3": ["follower p0", "replica p1"],
+    }
+    assert roles_held(MD, "other") == {"kafka2": ["controller"]}
+    down = Metadata({1: "kafka1"}, None, MD.partitions[:1])  # kafka2, kafka3 not registered
+    assert roles_held(down, "t") == {"kafka1": ["leader p0"]}
 
 
 def test_leader_is_read_live_from_the_mock_cluster() -> None:
