@@ -1,5 +1,5 @@
 """The command line: `harness run | check | report | heal | validate | list | claims | chaos |
-shrink | nightly | show`.
+shrink | hunt | nightly | show`.
 
 Bad input gets one line and exit 2; a verdict that does not match its claim exits 1; a bug
 exits 3 with its traceback (EXIT_MEANINGS, which `harness --help` lists).
@@ -251,6 +251,7 @@ def run(
         rabbitmq_option,
     )
     from nemesis.containers import NemesisError
+    from systems.evidence import prune_evidence
     from systems.kafka.releases import check_spec
     from systems.registry import find_scenario, load_scenario, make_run, with_config_files
     from systems.run import Interrupted, RunOptions
@@ -311,6 +312,7 @@ def run(
         raise _fail(f"cannot write the run's results: {_os_error(e)}; {after}") from None
     code = _print_verdict(verdict, runner.run_dir, verbose=verbose, as_json=as_json)
     _pack_history(runner.run_dir)
+    prune_evidence(RunDir(runner.run_dir).evidence, verdict)
     raise typer.Exit(code)
 
 
@@ -1182,6 +1184,13 @@ def nightly(
     ] = None,
     seed: Annotated[int | None, typer.Option(help="first seed (default: from the date)")] = None,
     shrink: Annotated[bool, typer.Option(help="shrink the violations found")] = True,
+    hunted: Annotated[
+        str | None,
+        typer.Option("--hunt", help="scenarios to hunt in the budget's last half, e.g. K4,T3"),
+    ] = None,
+    hunt_runs: Annotated[
+        int, typer.Option(parser=_count(1000), help="--hunt: runs per scenario at most")
+    ] = 10,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
 ) -> None:
     """Generated schedules over the base matrix until the budget; summary, JUnit, index.
@@ -1190,8 +1199,16 @@ def nightly(
     a verdict, else 0."""
     from chaos.generator import ChaosError
     from harness.claims import DOCS
-    from harness.nightly import MATRIX, first_seed_of, run_night, write_night
+    from harness.nightly import (
+        HUNT_SHARE,
+        MATRIX,
+        first_seed_of,
+        hunt_night,
+        run_night,
+        write_night,
+    )
     from reports.index import render_index
+    from systems.registry import find_scenario, load_scenario
     from systems.scenario import ScenarioError
 
     _setup_logging(False)
@@ -1206,9 +1223,16 @@ def nightly(
             )
     say = functools.partial(out.print, markup=False)
     first = seed if seed is not None else first_seed_of(time.strftime("%Y-%m-%d", time.gmtime()))
+    deadline = time.monotonic() + hours * 3600
     try:
+        paths = [find_scenario(name, SCENARIOS_DIR).resolve() for name in _csv(hunted) or ()]
+        to_hunt = [(load_scenario(path), path) for path in paths]
+        chaos_hours = hours * (1 - HUNT_SHARE) if to_hunt else hours
         with _warm_checker():
-            night = run_night(chosen, hours, minutes, first, results, SCENARIOS_DIR, say, shrink)
+            night = run_night(
+                chosen, chaos_hours, minutes, first, results, SCENARIOS_DIR, say, shrink
+            )
+            hunt_night(night, to_hunt, deadline, hunt_runs, results.resolve(), say)
     except (ScenarioError, ChaosError) as e:
         raise _fail(str(e)) from None
     summary, junit = write_night(night, chosen, results)

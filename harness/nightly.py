@@ -6,6 +6,10 @@ A base is "safe" (its configuration promises what its scenario expects: a violat
 failure) or "unsafe" (a configuration the claims show breaking its promise: a violation is
 expected, and its first one is shrunk to a reproducer). Each run is linked with its seed, so
 `harness chaos BASE --seed N` replays it.
+
+With scenarios to hunt (`--hunt K4,T3`), the chaos runs get the night but HUNT_SHARE of it, and
+then each scenario is hunted in turn (harness.hunt: fresh runs, a violation rate) in an equal
+part of what is left.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from typing import Any
 from chaos.generator import ChaosError, ChaosOptions
 from chaos.schedule import chaos_scenario
 from chaos.shrink import ShrinkOptions
-from harness.chaos import ChaosResult, chaos_runs
+from harness.chaos import ChaosResult, chaos_runs, run_timeout
+from harness.hunt import Hunt, hunt_folder, run_hunt, targets_of
 from harness.shrink import ShrinkError, shrink_run
 from reports.junit import Case, suite, write
-from systems.registry import find_scenario, load_scenario
+from systems.registry import AnyScenario, find_scenario, load_scenario
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ MATRIX: tuple[Base, ...] = (
 )
 SHRINK_SHARE = 0.5  # a shrink may take at most this share of what is left of the budget
 SHRINK_RUN_SECONDS = 180.0  # below this much left, no shrink starts
+HUNT_SHARE = 0.5  # of the night, what the hunts get when there are scenarios to hunt
 
 
 @dataclass
@@ -58,6 +64,7 @@ class Night:
     date: str
     runs: list[tuple[Base, ChaosResult]] = field(default_factory=list)
     shrinks: list[dict[str, Any]] = field(default_factory=list)
+    hunts: list[Hunt] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
 
 
@@ -106,6 +113,30 @@ def run_night(
             say("two runs in a row ended without a verdict: the night stops here")
             break
     return night
+
+
+def hunt_night(
+    night: Night,
+    scenarios: list[tuple[AnyScenario, Path]],
+    deadline: float,
+    runs: int,
+    results: Path,
+    say: Callable[[str], None],
+) -> None:
+    """Each scenario hunted in turn on its own line, `runs` runs at most, in an equal part of
+    what is left before `deadline` (no run starts after its part)."""
+    for i, (spec, path) in enumerate(scenarios):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            say(f"budget spent: {', '.join(s.id for s, _ in scenarios[i:])} not hunted")
+            return
+        hunt = Hunt(spec.id, runs, False, None, [], hunt_folder(results, spec.id))
+        targets = targets_of(spec, path, [None], [], hunt.folder)
+        share = left / (len(scenarios) - i)
+        run_hunt(hunt, targets, "--kafka", [], results, run_timeout(spec), share, say)
+        night.hunts.append(hunt)
+        if hunt.interrupted:
+            return
 
 
 def _shrink(
@@ -196,6 +227,16 @@ def summary_markdown(night: Night, bases: tuple[Base, ...]) -> str:
                 f"| {s['run']} | {s['original_steps']} | {s['minimal_steps']} | "
                 f"{s['runs_spent']} | {s['reproduced']} | {s['found']} |"
             )
+    if night.hunts:
+        lines += ["", "## Hunts", ""]
+        lines += ["| scenario | client | runs | violations (95 % interval) | table |"]
+        lines.append("|---|---|---|---|---|")
+        for hunt in night.hunts:
+            for row in hunt.rows:
+                lines.append(
+                    f"| {hunt.scenario_id} | {row.target.client or '-'} | {len(row.runs)} | "
+                    f"{row.rate_words()} | {hunt.folder / 'hunt.md'} |"
+                )
     return "\n".join(lines) + "\n"
 
 
