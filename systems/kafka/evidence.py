@@ -9,7 +9,8 @@ files), and only what a run can be asked about: the workload's topic and its cop
 transaction log and KRaft's metadata log, each with its checkpoints. Kafka's own tool
 (DumpLogSegments, as `kafka-dump-log.sh` runs it) then decodes them in a container of the
 release's image with no network: every batch's offsets, producer id, epoch, base sequence,
-transactional and control flags, with each record (--deep-iteration); the transaction log's
+transactional and control flags, with each record and its payload (--deep-iteration,
+--print-data-log); the transaction log's
 states (--transaction-log-decoder); the metadata log's leader and ISR changes and fencing
 (--cluster-metadata-decoder).
 
@@ -204,7 +205,9 @@ def dump_commands(data: Path, topics: list[str]) -> dict[str, list[str]]:
         elif topic == METADATA_LOG:
             name, flags = "cluster-metadata", ["--cluster-metadata-decoder"]
         elif topic in topics:
-            name, flags = topic, ["--deep-iteration"]
+            # Each record's payload names its message (producer and sequence): a lost or
+            # duplicated message is then found on each replica by what it is, not where.
+            name, flags = topic, ["--deep-iteration", "--print-data-log"]
         else:
             continue
         node = part.parent.name

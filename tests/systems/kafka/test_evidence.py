@@ -94,8 +94,8 @@ def test_each_log_is_decoded_with_the_flags_its_kind_needs(tmp_path: Path) -> No
     commands = dump_commands(tmp_path, TOPICS)
     assert set(commands) == {"jepsen", "transaction-state", "cluster-metadata"}
     jepsen = commands["jepsen"]
-    assert jepsen[0] == "--deep-iteration" and jepsen[1] == "--files"
-    assert jepsen[2].split(",") == [
+    assert jepsen[:3] == ["--deep-iteration", "--print-data-log", "--files"]
+    assert jepsen[3].split(",") == [
         "/data/kafka1/jepsen-0/00000000000000000000.log",
         "/data/kafka1/jepsen-0/00000000000000000120.log",
         "/data/kafka2/jepsen-0/00000000000000000000.log",
