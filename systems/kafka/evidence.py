@@ -10,9 +10,8 @@ transaction log and KRaft's metadata log, each with its checkpoints. Kafka's own
 (DumpLogSegments, as `kafka-dump-log.sh` runs it) then decodes them in a container of the
 release's image with no network: every batch's offsets, producer id, epoch, base sequence,
 transactional and control flags, with each record and its payload (--deep-iteration,
---print-data-log); the transaction log's
-states (--transaction-log-decoder); the metadata log's leader and ISR changes and fencing
-(--cluster-metadata-decoder).
+--print-data-log); the transaction log's states (--transaction-log-decoder); the metadata log's
+leader and ISR changes and fencing (--cluster-metadata-decoder).
 
 Everything is bounded: the copy by a size cap per node, each decode by a timeout; what could
 not be had is said in evidence.json, never silently missing (systems.evidence).
