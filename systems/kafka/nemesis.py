@@ -29,6 +29,7 @@ from systems.kafka.targets import (
     Metadata,
     TargetError,
     coordinator_of,
+    is_selector,
     resolve,
     roles_held,
 )
@@ -315,9 +316,35 @@ class KafkaNemesis:
             self.net.cut(nodes["to"], nodes["from"])
 
     def _partition(self, step: Any) -> None:
-        every = [n for group in step.groups for n in group]
-        self._log_resolution(step.op, {}, {}, None, every)
-        self.net.partition(step.groups)
+        """The groups with their roles and @labels resolved now; a node that a role puts in
+        a second group too would bridge them, which no one asked for: refused."""
+        groups: list[list[str]] = []
+        roles: dict[str, str] = {}
+        resolved: dict[str, list[str]] = {}
+        for i, group in enumerate(step.groups):
+            names: list[str] = []
+            for entry in group:
+                if is_selector(entry):
+                    key = f"group {i}: {entry}"
+                    roles[key], resolved[key] = entry, self.resolve(entry, step.partition)
+                    names += resolved[key]
+                else:
+                    names.append(entry)
+            groups.append(list(dict.fromkeys(names)))
+        seen: dict[str, int] = {}
+        for i, names in enumerate(groups):
+            for name in names:
+                if name in seen and roles:
+                    raise NemesisError(
+                        f"partition: {name} is in group {seen[name]} and, as resolved now, in "
+                        f"group {i}: name it by a role in one group only"
+                    )
+                seen.setdefault(name, i)
+        every = [n for group in groups for n in group]
+        self._log_resolution(step.op, roles, resolved, step.partition if roles else None, every)
+        if step.label:
+            self.labels[step.label] = every
+        self.net.partition(groups)
 
     def _cut_from_quorum(self, step: Any) -> None:
         md = self.now.metadata if self.now is not None else None

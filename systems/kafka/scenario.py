@@ -29,7 +29,7 @@ from systems.kafka.settings import (
     passthrough_refusals,
     topic_properties,
 )
-from systems.kafka.targets import COORDINATOR_TOPICS, SELECTOR_ROLES
+from systems.kafka.targets import COORDINATOR_TOPICS, SELECTOR_ROLES, is_selector
 from systems.problems import KeyProblem, did_you_mean
 from systems.scenario import KnownOp, MessageCount, NumberWord, ScenarioBase, Strict
 
@@ -400,8 +400,9 @@ class KafkaStep(Strict):
     both_ways: bool = False
     """cut, degrade: both directions, not only from -> to."""
     groups: list[list[str]] = Field(default_factory=list)
-    """partition: the sides, each a list of node names (a role stands alone in target, from or
-    to)."""
+    """partition: the sides, each a list of node names, roles (leader, controller,
+    transaction-coordinator, ...) and @labels, resolved when the step runs; a node in no group
+    is a side of its own."""
     partition: Annotated[int, Field(ge=0)] = 0
     """whose leader/followers/ISR a role means."""
     loss_pct: Annotated[float, Field(ge=0, le=100)] = 0.0
@@ -450,10 +451,17 @@ class KafkaStep(Strict):
         return self
 
     def named_nodes(self) -> list[str]:
+        """The node names the step gives as names (a role or @label in a partition's groups is
+        resolved when it runs)."""
         names = [
             n for sel in (self.target, self.from_, self.to) if isinstance(sel, list) for n in sel
         ]
-        return names + [n for g in self.groups for n in g]
+        return names + [n for g in self.groups for n in g if not is_selector(n)]
+
+    def selectors(self) -> list[str]:
+        """Every role and @label the step names, as target, from, to or in a group."""
+        named = [sel for sel in (self.target, self.from_, self.to) if isinstance(sel, str)]
+        return named + [n for g in self.groups for n in g if is_selector(n)]
 
 
 class KafkaScenario(ScenarioBase):
@@ -534,16 +542,16 @@ class KafkaScenario(ScenarioBase):
         labels: set[str] = set()
         coordinated = self.workload.coordinated()
         for i, step in enumerate(self.nemesis):
-            for sel in (step.target, step.from_, step.to):
-                if isinstance(sel, str) and sel in COORDINATOR_TOPICS and sel not in coordinated:
+            for sel in step.selectors():
+                if sel in COORDINATOR_TOPICS and sel not in coordinated:
                     client = (
                         "a transactional producer"
                         if "transaction" in sel
                         else "a reader in mode group"
                     )
                     raise ValueError(f"nemesis.{i}: {sel} needs {client}")
-            for sel in (step.target, step.from_, step.to):
-                if isinstance(sel, str) and sel.startswith("@") and sel[1:] not in labels:
+            for sel in step.selectors():
+                if sel.startswith("@") and sel[1:] not in labels:
                     raise ValueError(f"nemesis.{i}: {sel} names no earlier step's label")
             if step.label:
                 labels.add(step.label)
@@ -555,7 +563,7 @@ class KafkaScenario(ScenarioBase):
                     raise ValueError(
                         f"nemesis.{i}: {unknown[0]} is resolved when the step runs, alone as its "
                         "target, from or to; a list of nodes or a partition's groups take node "
-                        "names (to split a role from the rest, cut from it to the others)"
+                        "names, or roles in a partition's groups"
                     )
                 if unknown:
                     hint = did_you_mean(unknown[0], sorted(known | SELECTOR_ROLES))

@@ -35,6 +35,11 @@ Role = Literal[
 SELECTOR_ROLES: frozenset[str] = frozenset(get_args(Role)) | {"stopped"}
 
 
+def is_selector(name: str) -> bool:
+    """A role or an @label, resolved when its step runs, rather than a node's name."""
+    return name in SELECTOR_ROLES or name.startswith("@")
+
+
 # The internal topic whose partition leader coordinates each coordinator role's key.
 COORDINATOR_TOPICS = {
     "transaction-coordinator": "__transaction_state",

@@ -196,9 +196,13 @@ def test_a_key_found_outside_the_schema_is_located_at_itself() -> None:
 
 
 @pytest.mark.unit
-def test_a_role_in_a_partition_s_groups_is_said_to_be_a_role_not_a_misspelt_node() -> None:
+def test_a_role_in_a_partition_s_groups_is_a_role_not_a_misspelt_node() -> None:
+    """A partition's groups take roles, resolved when the step runs; one the workload cannot
+    have (no transactional producer to coordinate) is said as such."""
+    step = "nemesis:\n  - {at: 1, op: partition, groups: [[controller], [kafka1, kafka2]]}\n"
+    parse_scenario(KAFKA + step, "mine.yaml")
     step = "nemesis:\n  - {at: 1, op: partition, groups: [[transaction-coordinator], [kafka1]]}\n"
     with pytest.raises(ScenarioError) as e:
         parse_scenario(KAFKA + step, "mine.yaml")
-    assert "transaction-coordinator is resolved when the step runs" in str(e.value)
+    assert "transaction-coordinator needs a transactional producer" in str(e.value)
     assert "did you mean" not in str(e.value)

@@ -173,6 +173,28 @@ def test_a_partition_records_the_roles_of_every_node_in_its_groups() -> None:
     assert set(net.history.resolved()[0]["held"]) == {"kafka1", "kafka2", "kafka3"}
 
 
+def test_a_partitions_groups_take_roles_resolved_when_it_runs() -> None:
+    """The case that asked for it: the controller cut from the rest, by its role."""
+    net, control = FakeNet(), FakeControl()  # kafka1 the controller, kafka2 leading t/0
+    n = KafkaNemesis(net, control, "t", 1)  # type: ignore[arg-type]
+    n.apply(step(op="partition", groups=[["controller"], ["kafka2", "kafka3"]], label="split"))
+    assert net.calls == [("partition", [["kafka1"], ["kafka2", "kafka3"]])]
+    resolved = net.history.resolved()[0]
+    assert resolved["roles"] == {"group 0: controller": "controller"}
+    assert resolved["nodes"] == {"group 0: controller": ["kafka1"]}
+    assert n.labels["split"] == ["kafka1", "kafka2", "kafka3"]
+
+
+def test_a_role_that_resolves_into_another_group_is_refused() -> None:
+    from nemesis.containers import NemesisError
+
+    net, control = FakeNet(), FakeControl()
+    n = KafkaNemesis(net, control, "t", 1)  # type: ignore[arg-type]
+    with pytest.raises(NemesisError, match="kafka2 is in group 0"):
+        n.apply(step(op="partition", groups=[["kafka2"], ["leader", "kafka3"]]))
+    assert net.calls == []
+
+
 def test_cut_from_quorum_records_the_quorum_it_cuts_the_target_from() -> None:
     net, control = FakeNet(), FakeControl()
     KafkaNemesis(net, control, "t", 1).apply(step(op="cut-from-quorum", target="follower"))  # type: ignore[arg-type]
