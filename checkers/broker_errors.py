@@ -110,7 +110,7 @@ class Allowed:
         return self.match is not None and self.match.search(template) is not None
 
 
-def _epoch(text: str, fmt: str | None = None) -> float | None:
+def epoch_of(text: str, fmt: str | None = None) -> float | None:
     try:
         if fmt:
             return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
@@ -121,11 +121,11 @@ def _epoch(text: str, fmt: str | None = None) -> float | None:
         return None
 
 
-def _without_docker_time(raw: str) -> tuple[str, float | None]:
+def without_docker_time(raw: str) -> tuple[str, float | None]:
     m = _DOCKER_TIME.match(raw)
     if not m:
         return raw, None
-    return raw[m.end() :], _epoch(m["time"])
+    return raw[m.end() :], epoch_of(m["time"])
 
 
 def kafka_entries(node: str, text: str) -> Iterator[Entry]:
@@ -133,7 +133,7 @@ def kafka_entries(node: str, text: str) -> Iterator[Entry]:
     up to the next entry (a stack trace)."""
     current: Entry | None = None
     for raw in text.splitlines():
-        line, docker_at = _without_docker_time(raw)
+        line, docker_at = without_docker_time(raw)
         m = _KAFKA_ENTRY.match(line) or _ZOOKEEPER_ENTRY.match(line)
         if m is None:
             if current is not None and line.strip():
@@ -144,7 +144,7 @@ def kafka_entries(node: str, text: str) -> Iterator[Entry]:
         current = None
         if m["level"] in _KAFKA_LEVELS:
             # Docker's time is UTC by construction; log4j's is the container's zone.
-            at = docker_at if docker_at is not None else _epoch(m["time"], "%Y-%m-%d %H:%M:%S,%f")
+            at = docker_at if docker_at is not None else epoch_of(m["time"], "%Y-%m-%d %H:%M:%S,%f")
             current = Entry(node, m["level"], at, m["text"])
     if current is not None:
         yield current
@@ -157,7 +157,7 @@ def rabbitmq_entries(node: str, text: str) -> Iterator[Entry]:
     current: Entry | None = None
     key: tuple[str, str, str] | None = None
     for raw in text.splitlines():
-        line, _ = _without_docker_time(raw)
+        line, _ = without_docker_time(raw)
         m = _RABBIT_ENTRY.match(line)
         if m is None:
             if current is not None and line.strip():
@@ -171,7 +171,7 @@ def rabbitmq_entries(node: str, text: str) -> Iterator[Entry]:
             yield current
         current, key = None, this
         if m["level"] in _RABBIT_LEVELS:
-            current = Entry(node, m["level"], _epoch(m["time"]), m["text"].strip())
+            current = Entry(node, m["level"], epoch_of(m["time"]), m["text"].strip())
     if current is not None:
         yield current
 

@@ -12,6 +12,7 @@ from typing import Any
 from checkers.broker_errors import broker_errors
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
 from checkers.engine import cancel_all
+from checkers.explain import explain_run
 from checkers.jvm_cpu import measured
 from checkers.profile import phase, profiling
 from checkers.read import history_bytes, write_parquet
@@ -81,6 +82,9 @@ def check_run(
     verdict = verdict_of(result, manifest, expect, judgement, where)
     verdict["coverage"] = coverage
     verdict["broker_errors"] = broker_errors(run.logs, manifest)
+    # The brokers' own evidence of each anomalous message (null, with why, when there is none).
+    run_start = (result.history_span or {}).get("first") or 0.0
+    verdict["explanations"], verdict["explanations_missing"] = explain_run(run, run_start)
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
     verdict["checker"]["session_seconds"] = round(session_seconds, 2)
     if profiled is not None:

@@ -32,6 +32,7 @@ MANIFEST = "manifest.json"
 LOGS = "logs"
 # The brokers' own evidence, read before the cluster came down (systems.<broker>.evidence).
 EVIDENCE = "evidence"
+EVIDENCE_INDEX = "evidence.json"  # what evidence/ holds of each node, and what not
 CLUSTER = "cluster"
 IDS = "ids"
 VERDICT = "verdict.json"

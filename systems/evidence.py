@@ -19,7 +19,8 @@ from typing import IO, Any
 
 import zstandard
 
-EVIDENCE_FILE = "evidence.json"
+from contract.rundir import EVIDENCE_INDEX as EVIDENCE_FILE
+
 LEVEL = 3  # zstd's default: fast, and a dump's repeated fields shrink many times over
 
 

@@ -617,3 +617,38 @@ def test_report_says_how_an_unknown_transaction_was_judged(tmp_path: Path) -> No
     assert section(html, "p", "transactions-unknown-missed").startswith("1 transactions of unknown")
     unseen = section(html, "ul", "transaction-unknown-missed")
     assert "<code>P1:t8</code> (seen committed by C): group D read past 3" in unseen
+
+
+def test_report_says_why_from_the_brokers_evidence_and_what_it_cannot_explain(
+    tmp_path: Path,
+) -> None:
+    run_dir = checked_run(tmp_path / "K1" / "r1", None)
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    cause = (
+        "acknowledged by kafka2 (the leader then) in leader epoch 0, truncated on kafka2 at "
+        "+33.5 s after kafka3 was elected (leader epoch 1, +16.4 s)"
+    )
+    verdict["explanations"] = {
+        "messages": 2821,
+        "explained": 2819,
+        "unexplained": 2,
+        "file": "explanations.csv",
+        "causes": [
+            {"anomaly": "lost", "explained": True, "cause": cause, "count": 2819,
+             "samples": ["P1:10053", "P1:10054"]},
+            {"anomaly": "lost", "explained": False, "count": 2, "samples": ["P1:9"],
+             "cause": "no replica holds it and no truncation explains it"},
+        ],
+    }  # fmt: skip
+    (run_dir / "verdict.json").write_text(json.dumps(verdict))
+    html = write_run_reports(run_dir)[0].read_text()
+    summary = section(html, "p", "explanations-summary")
+    assert summary.startswith("2819 of 2821 anomalous messages explained")
+    assert "<strong>2 unexplained</strong>" in summary and 'href="explanations.csv"' in summary
+    table = section(html, "table", "explanations")
+    assert cause in table and '<td class="n">2819</td>' in table
+    assert "<strong>unexplained:</strong> no replica holds it" in table
+    # A clean run's explanations are empty: no such section.
+    verdict["explanations"] = {"messages": 0, "explained": 0, "unexplained": 0, "causes": []}
+    (run_dir / "verdict.json").write_text(json.dumps(verdict))
+    assert 'id="explanations' not in write_run_reports(run_dir)[0].read_text()

@@ -1,0 +1,547 @@
+"""Why each anomalous message is what it is, from the brokers' own evidence (RUN_DIR/evidence/,
+read by checkers.evidence_dumps) joined with the history.
+
+For every message a group lost or got twice, and every record of a transaction read as aborted
+or seen torn, it says which replicas hold it now (node, offset, and its batch's producer id,
+epoch, sequence and leader epoch), the acknowledgement it had, the fault step in effect then,
+and its cause:
+  lost        the truncation that removed it: a replica's log cut back to an offset at or
+              below the one acknowledged, after the acknowledgement, and the leader elected
+              before it (the metadata log's, else the broker's own line); or the replicas that
+              still hold it (it was never read); else unexplained
+  duplicated  the batches holding it at two offsets or more, and what their producer ids,
+              epochs and sequences say of the retry the broker did not deduplicate
+  aborted read, torn
+              the control marker (COMMIT or ABORT) that ended its batch on each replica
+A message the evidence does not explain is counted as unexplained, never dropped. Each message
+counts once per anomaly, whichever groups saw it (groups read the same acknowledged messages);
+explanations.csv has a row per group.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checkers.attribution import fault_steps, step_label
+from checkers.evidence_dumps import (
+    LeaderChange,
+    Record,
+    Truncation,
+    dump_records,
+    log_events,
+    metadata_leader_changes,
+    text_lines,
+)
+from checkers.queries import BEFORE_ANY_FAULT
+from contract.history import NEMESIS_PROCESS, event_value
+from contract.packed import frames, history_paths, is_packed
+from contract.rundir import EVIDENCE_INDEX, RunDir
+
+EXPLANATIONS = "explanations.csv"
+# The evidence's index, as systems.evidence writes it (the checker reads runs, not systems).
+# The anomalies explained: the ids file behind each, and whether it names transactions.
+ANOMALIES = {"lost": "lost", "duplicated": "duplicated", "aborted read": "aborted_reads"}
+TORN = "torn"
+UNEXPLAINED = "no replica holds it and no truncation explains it"
+NOT_FOUND = "no replica holds it"
+SAMPLE_LIMIT = 3
+COLUMNS = (
+    "group",
+    "anomaly",
+    "msg_id",
+    "explained",
+    "cause",
+    "node",
+    "offset",
+    "producer_id",
+    "epoch",
+    "sequence",
+    "leader_epoch",
+    "time",
+    "ack",
+    "step",
+    "replicas",
+    "evidence",
+)
+_DUMPS_NOT_TOPICS = ("transaction-state", "cluster-metadata")
+
+
+@dataclass(frozen=True)
+class Ack:
+    partition: str
+    offset: int | None
+    node: str | None
+    time: float
+
+
+@dataclass
+class FromHistory:
+    """What the history says of the anomalous messages."""
+
+    acks: dict[str, Ack] = field(default_factory=dict)
+    reads: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+    txn_records: dict[str, list[str]] = field(default_factory=dict)
+    nemesis: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Evidence:
+    """What the brokers hold and logged of the anomalous messages."""
+
+    by_msg: dict[str, list[Record]] = field(default_factory=dict)
+    by_offset: dict[tuple[str, int], list[Record]] = field(default_factory=dict)
+    # (node, partition, producer id) -> the control records, in offset order
+    markers: dict[tuple[str, str, int], list[Record]] = field(default_factory=dict)
+    truncations: list[Truncation] = field(default_factory=list)
+    elections: list[LeaderChange] = field(default_factory=list)
+    payloads: bool = False  # whether the dumps printed the records' payloads
+
+
+@dataclass
+class Explanation:
+    anomaly: str
+    msg_id: str
+    cause: str
+    explained: bool
+    node: str | None = None
+    record: Record | None = None
+    time: float | None = None
+    line: str = ""
+    replicas: list[Record] = field(default_factory=list)
+    leader_epoch: int | None = None  # a lost record's: the epoch it was acknowledged in
+
+
+def evidence_missing(run: RunDir) -> str | None:
+    """Why a run has no evidence to explain anything with, None when it has some."""
+    index = run.evidence / EVIDENCE_INDEX
+    if not index.exists():
+        return "the run kept no evidence of the brokers (evidence/evidence.json is absent)"
+    try:
+        nodes = json.loads(index.read_text()).get("nodes") or []
+    except ValueError:
+        return "evidence/evidence.json is not JSON"
+    if not any(_topic_dumps(n) for n in nodes):
+        return "no node's log dump was kept (a broker whose dumps this checker cannot read)"
+    return None
+
+
+def _topic_dumps(node: dict[str, Any]) -> dict[str, str]:
+    dumps = node.get("dumps") or {}
+    return {name: path for name, path in dumps.items() if name not in _DUMPS_NOT_TOPICS}
+
+
+def anomalies_of(ids_dir: Path) -> list[tuple[str, str, str]]:
+    """(anomaly, group, id) of every anomaly the checker wrote: msg_ids, or for torn the
+    transaction ids."""
+    found = []
+    for group_dir in sorted(p for p in ids_dir.glob("*") if p.is_dir()):
+        for anomaly, name in [*ANOMALIES.items(), (TORN, TORN)]:
+            path = group_dir / f"{name}.txt"
+            if path.exists():
+                found += [(anomaly, group_dir.name, k) for k in path.read_text().split()]
+    return found
+
+
+def _history_lines(path: Path) -> Iterator[bytes]:
+    if not is_packed(path):
+        with path.open("rb") as fh:
+            yield from fh
+        return
+    for content, _ in frames(path):
+        yield from content.splitlines()
+
+
+def read_history(history_dir: Path, wanted: set[str], txns: set[str]) -> FromHistory:
+    """The acknowledgements and reads of the `wanted` messages, the records of the `txns`, and
+    the nemesis's events, streamed from the history (plain or packed)."""
+    out = FromHistory()
+    for path in history_paths(history_dir):
+        for raw in _history_lines(path):
+            try:
+                e = json.loads(raw)
+            except ValueError:
+                continue  # the checker has said of a malformed line already
+            if not isinstance(e, dict):
+                continue
+            if e.get("process") == NEMESIS_PROCESS:
+                out.nemesis.append(e)
+                continue
+            if e.get("f") != "send" or e.get("type") != "ok":
+                _read(out, e, wanted)
+                continue
+            mid = e.get("msg_id")
+            txn = event_value(e.get("value")).get("txn")
+            if txns and isinstance(txn, str) and txn in txns and isinstance(mid, str):
+                out.txn_records.setdefault(txn, []).append(mid)
+                wanted.add(mid)
+            if mid in wanted:
+                partition = f"{e.get('stream')}-{e.get('partition')}"
+                out.acks[mid] = Ack(partition, e.get("offset"), e.get("node"), float(e["time"]))
+    return out
+
+
+def _read(out: FromHistory, e: dict[str, Any], wanted: set[str]) -> None:
+    mid = e.get("msg_id")
+    if e.get("f") == "receive" and e.get("type") == "ok" and mid in wanted:
+        if isinstance(e.get("offset"), int):
+            where = (f"{e.get('stream')}-{e.get('partition')}", e["offset"])
+            out.reads.setdefault(str(mid), set()).add(where)
+
+
+def read_evidence(run: RunDir, history: FromHistory, wanted: set[str], txns: bool) -> Evidence:
+    """Each node's records of the wanted messages (by payload, or by the offsets the history
+    names where the dumps printed none), its control markers when transactions are asked
+    about, and the truncations and elections of the partitions involved."""
+    out = Evidence()
+    offsets = {(a.partition, a.offset) for a in history.acks.values() if a.offset is not None}
+    offsets |= {where for reads in history.reads.values() for where in reads}
+    nodes = json.loads((run.evidence / EVIDENCE_INDEX).read_text()).get("nodes") or []
+
+    def keep(r: Record) -> bool:
+        return (
+            r.msg_id in wanted
+            or (r.batch.partition, r.offset) in offsets
+            or (txns and r.marker is not None)
+        )
+
+    for n in nodes:
+        node = str(n.get("node"))
+        for dump in _topic_dumps(n).values():
+            for r in dump_records(node, text_lines(run.evidence / dump), keep):
+                out.payloads = out.payloads or r.msg_id is not None
+                if r.marker is not None:
+                    key = (node, r.batch.partition, r.batch.producer_id)
+                    out.markers.setdefault(key, []).append(r)
+                    continue
+                if r.msg_id is not None:
+                    out.by_msg.setdefault(r.msg_id, []).append(r)
+                out.by_offset.setdefault((r.batch.partition, r.offset), []).append(r)
+        metadata = (n.get("dumps") or {}).get("cluster-metadata")
+        if metadata:
+            out.elections += metadata_leader_changes(text_lines(run.evidence / metadata))
+    partitions = {p for p, _ in offsets}
+    for n in nodes:
+        log = run.logs / f"{n.get('node')}.log"
+        if log.exists():
+            for event in log_events(str(n.get("node")), text_lines(log), partitions):
+                if isinstance(event, Truncation):
+                    out.truncations.append(event)
+                else:
+                    out.elections.append(event)
+    for markers in out.markers.values():
+        markers.sort(key=lambda r: r.offset)
+    # Every node replicates the metadata log: one election, however many copies say it.
+    unique = {
+        (e.partition, e.leader, e.leader_epoch, e.start_offset is None): e for e in out.elections
+    }
+    out.elections = sorted(unique.values(), key=lambda e: (e.time or 0.0, e.start_offset is None))
+    return out
+
+
+def holders(ev: Evidence, mid: str, history: FromHistory) -> list[Record]:
+    """The records of one message on every replica: by its payload where the dumps printed
+    payloads, else at the offsets the history saw it at."""
+    if ev.payloads:
+        return ev.by_msg.get(mid, [])
+    where = set(history.reads.get(mid, set()))
+    ack = history.acks.get(mid)
+    if ack is not None and ack.offset is not None:
+        where.add((ack.partition, ack.offset))
+    return [r for w in sorted(where) for r in ev.by_offset.get(w, [])]
+
+
+def explain_lost(
+    mid: str, ack: Ack | None, held: list[Record], ev: Evidence, start: float
+) -> Explanation:
+    if held:
+        nodes = ", ".join(sorted({r.batch.node for r in held}))
+        return Explanation(
+            "lost", mid, f"still held by {nodes}: on a replica's disk, never read", True,
+            held[0].batch.node, held[0], replicas=held,
+        )  # fmt: skip
+    if ack is None or ack.offset is None:
+        return Explanation("lost", mid, UNEXPLAINED, False)
+    cut = [
+        t
+        for t in ev.truncations
+        if t.partition == ack.partition
+        and t.offset <= ack.offset
+        and (t.time is None or t.time >= ack.time)
+    ]
+    if not cut:
+        return Explanation("lost", mid, UNEXPLAINED, False)
+    # The acking node's own truncation first: that is where the record was; then the earliest.
+    cut.sort(key=lambda t: (t.node != ack.node, t.time or 0.0))
+    t = cut[0]
+    then = _election_at(ev.elections, ack.partition, ack.time)
+    acked_by = ack.node or (f"{then.leader} (the leader then)" if then else "an unrecorded node")
+    elected = _elected_before(ev.elections, ack.partition, t)
+    cause = (
+        f"acknowledged by {acked_by}"
+        + (f" in leader epoch {then.leader_epoch}" if then is not None else "")
+        + f", truncated on {t.node} at {_since(t.time, start)}"
+        + (
+            f" after {elected.leader} was elected (leader epoch {elected.leader_epoch}, "
+            f"{_since(elected.time, start)})"
+            if elected is not None
+            else ""
+        )
+    )
+    line = t.line + (f" | {elected.line}" if elected is not None else "")
+    epoch = then.leader_epoch if then is not None else None
+    return Explanation("lost", mid, cause, True, t.node, None, t.time, line, leader_epoch=epoch)
+
+
+def _since(t: float | None, start: float) -> str:
+    return f"+{t - start:.1f} s" if t is not None else "an unknown time"
+
+
+def _election_at(elections: list[LeaderChange], partition: str, at: float) -> LeaderChange | None:
+    """The partition's leadership in effect at a time: the last election before it."""
+    before = [e for e in elections if e.partition == partition and (e.time or 0.0) <= at]
+    return before[-1] if before else None
+
+
+def _elected_before(
+    elections: list[LeaderChange], partition: str, t: Truncation
+) -> LeaderChange | None:
+    """The latest election of another node as the partition's leader before the truncation."""
+    before = [
+        e
+        for e in elections
+        if e.partition == partition
+        and e.leader not in (t.node, "none")
+        and (t.time is None or (e.time or 0.0) <= t.time)
+    ]
+    return before[-1] if before else None
+
+
+def explain_duplicated(mid: str, held: list[Record]) -> Explanation:
+    at: dict[tuple[str, int], Record] = {}
+    for r in held:
+        at.setdefault((r.batch.partition, r.offset), r)
+    if len(at) < 2:
+        cause = "the replicas hold it at fewer than two offsets"
+        return Explanation("duplicated", mid, cause, False, replicas=held)
+    a, b = (at[k] for k in sorted(at)[:2])
+    if a.batch.producer_id < 0 or b.batch.producer_id < 0:
+        why = "idempotence off: a retried batch written again"
+    elif a.batch.producer_id != b.batch.producer_id:
+        why = "two producer ids: a new producer's retry, which idempotence cannot deduplicate"
+    elif a.batch.producer_epoch != b.batch.producer_epoch:
+        why = "a new producer epoch: the retry was not deduplicated against the old epoch's"
+    else:
+        why = "the same producer id, epoch and sequence: the broker did not deduplicate it"
+    cause = f"written twice ({why})"
+    line = " | ".join(_batch_words(r) for r in (a, b))
+    return Explanation("duplicated", mid, cause, True, a.batch.node, a, a.batch.time, line, held)
+
+
+def _batch_words(r: Record) -> str:
+    b = r.batch
+    return (
+        f"{b.node} {b.partition}@{r.offset} in batch {b.base_offset}-{b.last_offset} producer "
+        f"{b.producer_id} epoch {b.producer_epoch} sequence {r.sequence} leader epoch "
+        f"{b.leader_epoch}"
+    )
+
+
+def explain_transactional(anomaly: str, mid: str, held: list[Record], ev: Evidence) -> Explanation:
+    if not held:
+        return Explanation(anomaly, mid, NOT_FOUND, False)
+    ended: dict[str, list[str]] = defaultdict(list)
+    lines = []
+    for r in held:
+        marker = _marker_after(ev, r)
+        word = marker.marker if marker is not None else "no marker"
+        ended[str(word)].append(r.batch.node)
+        where = f"at {marker.offset}" if marker is not None else "yet"
+        lines.append(f"{_batch_words(r)}: {word} {where}")
+    said = "; ".join(
+        f"{word} on {', '.join(sorted(nodes))}" for word, nodes in sorted(ended.items())
+    )
+    cause = f"its batch ended by {said}"
+    return Explanation(
+        anomaly, mid, cause, True, held[0].batch.node, held[0], held[0].batch.time,
+        " | ".join(lines), held,
+    )  # fmt: skip
+
+
+def _marker_after(ev: Evidence, r: Record) -> Record | None:
+    """The control record that ended a transactional batch on its replica: the first of its
+    producer's after it in the partition."""
+    markers = ev.markers.get((r.batch.node, r.batch.partition, r.batch.producer_id), [])
+    i = bisect.bisect_right([m.offset for m in markers], r.batch.last_offset)
+    return markers[i] if i < len(markers) else None
+
+
+def step_at(steps: list[tuple[float, str]], at: float | None) -> str:
+    """The fault step in effect at a time: the last one invoked at or before it."""
+    if at is None:
+        return ""
+    label = BEFORE_ANY_FAULT
+    for start, name in steps:
+        if start <= at:
+            label = name
+    return label
+
+
+def explain_run(run: RunDir, run_start: float) -> tuple[dict[str, Any] | None, str | None]:
+    """verdict.json's explanations, and RUN_DIR/explanations.csv; (None, why) when the run has
+    no evidence to explain with."""
+    missing = evidence_missing(run)
+    if missing is not None:
+        return None, missing
+    anomalies = anomalies_of(run.ids)
+    txns = {k for anomaly, _, k in anomalies if anomaly == TORN}
+    wanted = {k for anomaly, _, k in anomalies if anomaly != TORN}
+    history = read_history(run.history, wanted, txns) if anomalies else FromHistory()
+    tx = any(a in (TORN, "aborted read") for a, _, _ in anomalies)
+    ev = read_evidence(run, history, wanted, tx) if anomalies else Evidence()
+    steps = _steps(history.nemesis, run_start)
+    explained: dict[tuple[str, str], Explanation] = {}
+    rows = []
+    for anomaly, group, key in anomalies:
+        ids = history.txn_records.get(key, []) if anomaly == TORN else [key]
+        for mid in ids:
+            e = explained.get((anomaly, mid))
+            if e is None:
+                e = explained[(anomaly, mid)] = _explain(anomaly, mid, history, ev, run_start)
+            rows.append(_row(group, e, history.acks.get(mid), steps, run_start))
+        if anomaly == TORN and not ids:
+            e = Explanation(TORN, key, "the history names none of its records", False)
+            explained[(anomaly, key)] = e
+            rows.append(_row(group, e, None, steps, run_start))
+    _write_csv(run.path / EXPLANATIONS, rows)
+    return summary_of(list(explained.values()), history, steps), None
+
+
+def _explain(anomaly: str, mid: str, h: FromHistory, ev: Evidence, start: float) -> Explanation:
+    held = holders(ev, mid, h)
+    if anomaly == "lost":
+        return explain_lost(mid, h.acks.get(mid), held, ev, start)
+    if anomaly == "duplicated":
+        return explain_duplicated(mid, held)
+    return explain_transactional(anomaly, mid, held, ev)
+
+
+def _steps(nemesis: list[dict[str, Any]], run_start: float) -> list[tuple[float, str]]:
+    """(start, label) of each fault step, labelled as checkers.attribution labels them."""
+    events = [
+        {
+            "time": float(e["time"]),
+            "type": e.get("type"),
+            "f": e.get("f"),
+            "value": json.dumps(e["value"]) if isinstance(e.get("value"), dict) else e.get("value"),
+        }
+        for e in sorted(nemesis, key=lambda e: float(e["time"]))
+    ]
+    return [
+        (s["time"], step_label(i + 1, s["f"], s["value"], s["time"] - run_start))
+        for i, s in enumerate(fault_steps(events))
+    ]
+
+
+def _row(
+    group: str, e: Explanation, ack: Ack | None, steps: list[tuple[float, str]], start: float
+) -> dict[str, Any]:
+    r, b = e.record, (e.record.batch if e.record is not None else None)
+    return {
+        "group": group,
+        "anomaly": e.anomaly,
+        "msg_id": e.msg_id,
+        "explained": e.explained,
+        "cause": e.cause,
+        "node": e.node or "",
+        # A record no replica holds is shown where it was acknowledged.
+        "offset": r.offset if r is not None else (ack.offset if ack is not None else ""),
+        "producer_id": b.producer_id if b is not None else "",
+        "epoch": b.producer_epoch if b is not None else "",
+        "sequence": r.sequence if r is not None else "",
+        "leader_epoch": b.leader_epoch if b is not None else _blank(e.leader_epoch),
+        "time": f"{e.time - start:.3f}" if e.time is not None else "",
+        "ack": _ack_words(ack) if ack is not None else "",
+        "step": step_at(steps, ack.time if ack is not None else None),
+        "replicas": " ".join(f"{x.batch.node}@{x.offset}" for x in e.replicas),
+        "evidence": e.line,
+    }
+
+
+def _blank(value: int | None) -> int | str:
+    return "" if value is None else value
+
+
+def _ack_words(ack: Ack) -> str:
+    return f"{ack.partition}@{ack.offset}" + (f" by {ack.node}" if ack.node else "")
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def summary_of(
+    explanations: list[Explanation], history: FromHistory, steps: list[tuple[float, str]]
+) -> dict[str, Any]:
+    """Counts of the messages explained and not, grouped by anomaly and cause, most first,
+    each with samples."""
+    counts: Counter[tuple[str, str, bool]] = Counter()
+    samples: dict[tuple[str, str, bool], list[str]] = defaultdict(list)
+    for e in explanations:
+        key = (e.anomaly, e.cause, e.explained)
+        counts[key] += 1
+        if len(samples[key]) < SAMPLE_LIMIT:
+            ack = history.acks.get(e.msg_id)
+            said = e.msg_id + (f" acknowledged at {_ack_words(ack)}" if ack else "")
+            if ack is not None and steps:
+                said += f" during {step_at(steps, ack.time)}"
+            if e.replicas:
+                said += " held at " + ", ".join(f"{r.batch.node}@{r.offset}" for r in e.replicas)
+            samples[key].append(said)
+    causes = [
+        {"anomaly": a, "cause": c, "explained": ok, "count": n, "samples": samples[(a, c, ok)]}
+        for (a, c, ok), n in sorted(counts.items(), key=lambda kv: (kv[0][2], -kv[1], kv[0]))
+    ]
+    explained = sum(1 for e in explanations if e.explained)
+    return {
+        "messages": len(explanations),
+        "explained": explained,
+        "unexplained": len(explanations) - explained,
+        "file": EXPLANATIONS,
+        "causes": causes,
+    }
+
+
+def summary_lines(verdict: dict[str, Any]) -> list[str]:
+    """One line for the verdict's summary, when it counted an anomaly: how many anomalous
+    messages the brokers' evidence explains and the commonest cause, or why it has none."""
+    section = verdict.get("explanations")
+    if section is None:
+        why = verdict.get("explanations_missing")
+        return [f"explanations: none ({why})"] if why and _anomalous(verdict) else []
+    if not section["messages"]:
+        return []
+    top = next((c for c in section["causes"] if c["explained"]), None)
+    return [
+        f"explanations: {section['explained']} of {section['messages']} anomalous messages "
+        f"explained by the brokers' evidence, {section['unexplained']} unexplained"
+        + (f"; most: {top['count']} {top['anomaly']}, {top['cause']}" if top else "")
+        + f" ({section['file']})"
+    ]
+
+
+def _anomalous(verdict: dict[str, Any]) -> bool:
+    groups = (verdict.get("groups") or {}).values()
+    txn_groups = ((verdict.get("transactions") or {}).get("groups") or {}).values()
+    return any(g.get("lost") or g.get("duplicated") for g in groups) or any(
+        g.get("aborted_reads") or g.get("torn") for g in txn_groups
+    )

@@ -1,0 +1,101 @@
+"""Reading Kafka's dumps and logs, on excerpts of real runs' (tests/checkers/fixtures/evidence/:
+K1's acks=1 loss and T2's transactions, Kafka 4.4.0 KRaft)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from checkers.evidence_dumps import (
+    LeaderChange,
+    Truncation,
+    dump_records,
+    log_events,
+    metadata_leader_changes,
+    partition_of_dump,
+    text_lines,
+)
+
+pytestmark = pytest.mark.unit
+
+FIXTURES = Path(__file__).parent / "fixtures" / "evidence"
+
+
+def test_records_carry_their_batch_and_their_payloads_message() -> None:
+    records = list(dump_records("kafka2", text_lines(FIXTURES / "k1-jepsen.dump.txt")))
+    first, last = records[0], records[-1]
+    assert (first.offset, first.msg_id, first.batch.partition) == (0, "P1:1", "jepsen-0")
+    assert (first.batch.base_offset, first.batch.last_offset, first.batch.leader_epoch) == (
+        0,
+        110,
+        0,
+    )
+    assert first.batch.producer_id == -1 and not first.batch.transactional
+    # After the truncation, the new leader's epoch wrote other messages at the same offsets.
+    assert (last.offset, last.msg_id, last.batch.leader_epoch) == (10055, "P1:12875", 1)
+    assert last.batch.base_offset == 10052 and last.batch.time == pytest.approx(1795932849.495)
+
+
+def test_transactional_batches_and_their_markers_and_no_payload() -> None:
+    records = list(dump_records("kafka1", text_lines(FIXTURES / "t2-jepsen.dump.txt")))
+    markers = [(r.offset, r.marker) for r in records if r.marker]
+    assert markers == [(3, "ABORT"), (7, "ABORT"), (12, "COMMIT")]
+    data = [r for r in records if not r.batch.control]
+    assert all(r.msg_id is None for r in data)  # an older dump: no --print-data-log
+    four = next(r for r in data if r.offset == 4)
+    assert (four.sequence, four.batch.base_sequence, four.batch.producer_id) == (3, 3, 0)
+    assert four.batch.transactional and four.batch.producer_epoch == 0
+
+
+def test_keep_filters_as_it_streams() -> None:
+    kept = list(
+        dump_records("kafka2", text_lines(FIXTURES / "k1-jepsen.dump.txt"), lambda r: r.offset > 3)
+    )
+    assert [r.offset for r in kept] == [4, 5, 10052, 10053, 10054, 10055]
+
+
+def test_the_dumps_partition_with_and_without_a_node() -> None:
+    assert partition_of_dump("Dumping /data/kafka1/jepsen-0/00000000000000000000.log") == "jepsen-0"
+    assert partition_of_dump("Dumping /data/jepsen-3/00000000000000000000.log") == "jepsen-3"
+
+
+def test_metadata_leader_changes_name_nodes_and_count_epochs() -> None:
+    changes = list(metadata_leader_changes(text_lines(FIXTURES / "k1-cluster-metadata.dump.txt")))
+    jepsen = [(c.partition, c.leader, c.leader_epoch) for c in changes]
+    # The last change record only grows the ISR back: it names no leader, and is left out.
+    assert jepsen == [("jepsen-0", "kafka2", 0), ("jepsen-0", "kafka3", 1)]
+    assert changes[1].isr == ("kafka3", "kafka1")
+    assert changes[1].time == pytest.approx(1795932848.79)
+
+
+def test_broker_log_truncations_and_leaderships() -> None:
+    events = list(log_events("kafka2", text_lines(FIXTURES / "k1-kafka2.log"), {"jepsen-0"}))
+    cuts = [e for e in events if isinstance(e, Truncation)]
+    assert [(t.node, t.partition, t.offset) for t in cuts] == [
+        ("kafka2", "jepsen-0", 10052),
+        ("kafka2", "jepsen-0", 10052),
+    ]
+    assert cuts[1].line.endswith(
+        "Truncating to offset 10052 (org.apache.kafka.storage.internals.log.UnifiedLog)"
+    )
+    assert cuts[0].time == pytest.approx(1795932865.9997, abs=0.001)  # Docker's UTC time
+    led = [
+        (e.leader, e.leader_epoch, e.start_offset) for e in events if isinstance(e, LeaderChange)
+    ]
+    # The lines are logged by the node that takes the leadership; a follower's are not.
+    assert led == [("kafka2", 0, 0), ("kafka2", 1, 10052)]
+
+
+def test_no_effect_truncations_and_other_partitions_are_left_out() -> None:
+    events = list(log_events("kafka2", text_lines(FIXTURES / "k1-kafka2.log")))
+    partitions = {e.partition for e in events}
+    assert "__consumer_offsets-1" in partitions and "__consumer_offsets-16" not in partitions
+
+
+def test_compressed_text_reads_as_plain(tmp_path: Path) -> None:
+    plain = (FIXTURES / "t2-jepsen.dump.txt").read_text()
+    packed = tmp_path / "jepsen.dump.txt.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(plain.encode()))
+    assert list(text_lines(packed)) == plain.splitlines()
