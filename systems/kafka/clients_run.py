@@ -70,6 +70,7 @@ class KafkaClientsRun(ScenarioRun):
     def _copier_config(self, deadline: float, spec: Any) -> CopierConfig:
         topic = self.scenario.cluster.topic
         knobs = spec.model_dump(exclude={"id"})
+        knobs["delivery_timeout_ms"] = spec.effective_delivery_timeout_ms()
         return CopierConfig(spec.id, topic, output_topic(topic), deadline=deadline, **knobs)
 
     def client_settings(self) -> dict[str, dict[str, str]]:

@@ -141,19 +141,32 @@ class KafkaCopierSpec(Strict):
 
     @model_validator(mode="after")
     def _records_outlive_no_transaction(self) -> KafkaCopierSpec:
-        if self.delivery_timeout_ms > self.timeout_ms:
+        # Left at its default, the delivery timeout is the transaction's when that is shorter
+        # (effective_delivery_timeout_ms): only one the scenario wrote can be refused.
+        if "delivery_timeout_ms" in self.model_fields_set and (
+            self.delivery_timeout_ms > self.timeout_ms
+        ):
             raise ValueError(
                 f"copier {self.id}: delivery_timeout_ms {self.delivery_timeout_ms} outlives "
                 f"the transaction (timeout_ms {self.timeout_ms})"
             )
         # The Java producer refuses a delivery timeout under linger.ms + request.timeout.ms
         # (the copier's linger.ms: the producer's default, 5).
-        if self.client == "java" and self.delivery_timeout_ms < 5 + self.request_timeout_ms:
+        if self.client == "java" and self.effective_delivery_timeout_ms() < 5 + (
+            self.request_timeout_ms
+        ):
             raise ValueError(
                 f"copier {self.id}: the java client needs delivery_timeout_ms of at least "
                 "request_timeout_ms + 5 (linger.ms)"
             )
         return self
+
+    def effective_delivery_timeout_ms(self) -> int:
+        """The delivery timeout the copier runs with: a record may not outlive its
+        transaction, so a default longer than the transaction's timeout gives way to it."""
+        if "delivery_timeout_ms" in self.model_fields_set:
+            return self.delivery_timeout_ms
+        return min(self.delivery_timeout_ms, self.timeout_ms)
 
 
 def output_topic(topic: str) -> str:

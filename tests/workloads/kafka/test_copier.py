@@ -99,6 +99,20 @@ def test_the_settings_shown_for_a_java_copier_are_the_java_clients() -> None:
     assert "bootstrap.servers" not in shown["copier C consumer"]
 
 
+def test_a_copiers_default_delivery_timeout_gives_way_to_a_shorter_transaction() -> None:
+    """Left at its default (30 s), the delivery timeout is never refused as if the scenario had
+    written it: it becomes the transaction's; one the scenario wrote still is."""
+    s = parse_scenario(scenario("{id: C, timeout_ms: 20000}"))
+    assert isinstance(s, KafkaScenario)
+    copier = s.workload.copiers[0]
+    assert copier.effective_delivery_timeout_ms() == 20000
+    run = object.__new__(KafkaClientsRun)
+    run.scenario = s
+    assert run.client_settings()["copier C producer"]["delivery.timeout.ms"] == "20000"
+    with pytest.raises(ScenarioError, match="delivery_timeout_ms 30000 outlives"):
+        parse_scenario(scenario("{id: C, timeout_ms: 20000, delivery_timeout_ms: 30000}"))
+
+
 def test_the_mock_tier_has_no_java_copier() -> None:
     with pytest.raises(ScenarioError, match="copier C: the java client needs a real cluster"):
         parse_scenario(scenario("{id: C, client: java}", system="kafka-mock"))
