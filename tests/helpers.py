@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -23,13 +24,18 @@ def history_events(history_dir: Path, process: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in read_lines(path) if line.strip()]
 
 
-def harness(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`harness ARGS...` as a user types it, from the repository's root."""
+def harness(
+    *args: str, timeout: float = 120, cwd: Path = ROOT, no_engine: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`harness ARGS...` as a user types it, from the repository's root (or `cwd`); with
+    `no_engine`, on a machine whose Docker engine cannot be reached."""
+    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent"} if no_engine else None
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
+        env=env,
         timeout=timeout,
     )
 

@@ -11,6 +11,7 @@ client key librdkafka does not have are left out, each with its reason."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -44,38 +45,116 @@ CLIENTS = {"producer": ("producers", TYPED_PRODUCER), "reader": ("readers", TYPE
 KNOB_PART = {"transaction": "timeout_ms"}
 
 
-def _knob_of(key: str, typed: Mapping[str, tuple[str, ...]]) -> str | None:
-    return next((k for k, props in typed.items() if key in props), None)
+@dataclass(frozen=True)
+class _Knob:
+    """A typed knob a file's key meets, and where its value sits in the scenario's data: the
+    knob's own field, or a part of it (KNOB_PART)."""
+
+    name: str
+    field: str
+    clash: KnobClash | None  # None: the scenario left it unset
+
+    @property
+    def is_part(self) -> bool:
+        return self.name in KNOB_PART
 
 
-def _clash(
-    f: ConfigFile, key: str, knob: str, owner: BaseModel, config_wins: bool
-) -> tuple[KnobClash | None, BaseModel | None, str]:
-    """The clash of a file's key with the knob on `owner` (a cluster or a client), and where the
-    knob's value lives (a model and its field) so that it can be dropped."""
+def _knob(
+    f: ConfigFile, key: str, typed: Mapping[str, tuple[str, ...]], owner: BaseModel, wins: bool
+) -> _Knob | None:
+    """The typed knob on `owner` (a cluster or a client) that `key` also sets, if any, and how
+    the file's value meets the scenario's (systems.config_files.knob_clash)."""
+    name = next((k for k, props in typed.items() if key in props), None)
+    if name is None:
+        return None
     model: BaseModel | None = owner
-    field = knob
-    if knob in KNOB_PART:
-        model, field = getattr(owner, knob), KNOB_PART[knob]
-    if model is None:  # a knob part of a larger knob the scenario left out
-        return None, None, field
-    label = f"{knob}.{field}" if knob in KNOB_PART else knob
-    return knob_clash(f.path, key, f.values[key], label, model, field, config_wins), model, field
+    field = name
+    if name in KNOB_PART:
+        model, field = getattr(owner, name), KNOB_PART[name]
+    if model is None:  # a part of a larger knob the scenario left out
+        return _Knob(name, field, None)
+    label = f"{name}.{field}" if name in KNOB_PART else name
+    return _Knob(name, field, knob_clash(f.path, key, f.values[key], label, model, field, wins))
 
 
-def _take_over(data: dict[str, Any], knob: str, field: str, key: str, value: str) -> bool:
+def _take_over(data: dict[str, Any], knob: _Knob, value: str) -> bool:
     """Drop the knob from the scenario's data so the file's key rules; True when the key went into
     the knob itself instead (a part of a larger knob, which the client reads over its config)."""
-    if knob in KNOB_PART:
-        part = data.get(knob)
+    if knob.is_part:
+        part = data.get(knob.name)
         if isinstance(part, dict):
-            part.pop(field, None)
+            part.pop(knob.field, None)
             if value.strip().isdigit():
-                part[field] = int(value)
+                part[knob.field] = int(value)
                 return True
         return False
-    data.pop(knob, None)
+    data.pop(knob.name, None)
     return False
+
+
+@dataclass
+class _Merge:
+    """The files' keys taken into one scenario's data, what became of each, and the conflicts."""
+
+    spec: KafkaScenario
+    data: dict[str, Any]
+    config_wins: bool
+    fates: list[KeyFate] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+
+    def cluster_file(self, f: ConfigFile) -> None:
+        name, typed = FIELDS[f.kind]
+        cluster = self.data["cluster"]
+        into = cluster.setdefault(name, {})
+        for key, value in f.values.items():
+            owned = owned_refusal(key) if f.kind == "broker" else None
+            if owned:
+                why = f"the harness sets it ({owned})"
+                self.fates.append(KeyFate(f.path, f.kind, key, value, "left out", why))
+                continue
+            knob = _knob(f, key, typed, self.spec.cluster, self.config_wins)
+            if self._conflicts(knob, ""):
+                continue
+            if knob is not None and knob.clash is not None:
+                _take_over(cluster, knob, value)
+            into[key] = value
+            self.fates.append(taken(f.path, f.kind, key, value, knob.clash if knob else None))
+
+    def client_file(self, f: ConfigFile) -> None:
+        group, typed = CLIENTS[f.kind]
+        for i, client in enumerate(getattr(self.spec.workload, group)):
+            entry = self.data["workload"][group][i]
+            scope = f"{f.kind} {client.id}"
+            for key, value in f.values.items():
+                if why := _left_out(f.kind, key, value):
+                    self.fates.append(KeyFate(f.path, scope, key, value, "left out", why))
+                    continue
+                knob = _knob(f, key, typed, client, self.config_wins)
+                if self._conflicts(knob, f"{scope}: "):
+                    continue
+                # A part of a larger knob the client has (a transactional producer's timeout)
+                # is read over the client's config: the key goes into the knob, clash or not.
+                into_knob = knob is not None and (knob.clash is not None or knob.is_part)
+                if not (into_knob and knob is not None and _take_over(entry, knob, value)):
+                    entry.setdefault("config", {})[key] = value
+                self.fates.append(taken(f.path, scope, key, value, knob.clash if knob else None))
+
+    def _conflicts(self, knob: _Knob | None, where: str) -> bool:
+        """Whether the key stops the run (said once, with the others, at the end)."""
+        if knob is None or knob.clash is None or knob.clash.fate is not None:
+            return False
+        self.conflicts.append(where + knob.clash.why)
+        return True
+
+
+def _left_out(kind: str, key: str, value: str) -> str | None:
+    """Why a client file's key is not taken: the harness owns it, or librdkafka has no such
+    key (a Java client's)."""
+    if key in OWNED_CLIENT:
+        return f"the harness sets it ({OWNED_CLIENT[key]})"
+    if refused := client_refusal(kind, {key: value}):
+        return refused.removeprefix(f"{kind} config: ")
+    return None
 
 
 def with_config_files(
@@ -83,90 +162,17 @@ def with_config_files(
 ) -> tuple[KafkaScenario, list[KeyFate]]:
     """The scenario with the files' keys taken in, and the fate of every key of every file.
     Every conflict with a knob the scenario chose is one line of the ScenarioError raised."""
-    data = scenario_data(spec)
-    fates: list[KeyFate] = []
-    conflicts: list[str] = []
+    merge = _Merge(spec, scenario_data(spec), config_wins)
     for f in files:
         if f.kind == "rabbitmq":
             raise ScenarioError(f"--config {f.path}: a rabbitmq.conf, and {spec.id} is Kafka's")
         if f.kind in FIELDS:
-            fates += _cluster_file(spec, data, f, config_wins, conflicts)
+            merge.cluster_file(f)
         else:
-            fates += _client_file(spec, data, f, config_wins, conflicts)
-    if conflicts:
-        raise conflicts_error(conflicts)
-    text = yaml.safe_dump(data, sort_keys=False)
+            merge.client_file(f)
+    if merge.conflicts:
+        raise conflicts_error(merge.conflicts)
+    text = yaml.safe_dump(merge.data, sort_keys=False)
     merged = parse_scenario(text, f"{spec.id} with --config")
     assert isinstance(merged, KafkaScenario)
-    return merged, fates
-
-
-def _cluster_file(
-    spec: KafkaScenario,
-    data: dict[str, Any],
-    f: ConfigFile,
-    config_wins: bool,
-    conflicts: list[str],
-) -> list[KeyFate]:
-    field, typed = FIELDS[f.kind]
-    cluster = data["cluster"]
-    into = cluster.setdefault(field, {})
-    fates: list[KeyFate] = []
-    for key, value in f.values.items():
-        owned = owned_refusal(key) if f.kind == "broker" else None
-        if owned:
-            fates.append(
-                KeyFate(f.path, f.kind, key, value, "left out", f"the harness sets it ({owned})")
-            )
-            continue
-        knob = _knob_of(key, typed)
-        clash, _, part = (
-            _clash(f, key, knob, spec.cluster, config_wins) if knob else (None, None, "")
-        )
-        if clash is not None and clash.fate is None:
-            conflicts.append(clash.why)
-            continue
-        if clash is not None and knob:
-            _take_over(cluster, knob, part, key, value)
-        into[key] = value
-        fates.append(taken(f.path, f.kind, key, value, clash))
-    return fates
-
-
-def _client_file(
-    spec: KafkaScenario,
-    data: dict[str, Any],
-    f: ConfigFile,
-    config_wins: bool,
-    conflicts: list[str],
-) -> list[KeyFate]:
-    group, typed = CLIENTS[f.kind]
-    fates: list[KeyFate] = []
-    for i, client in enumerate(getattr(spec.workload, group)):
-        entry = data["workload"][group][i]
-        scope = f"{f.kind} {client.id}"
-        for key, value in f.values.items():
-            refused = client_refusal(f.kind, {key: value})
-            if key in OWNED_CLIENT:
-                why = f"the harness sets it ({OWNED_CLIENT[key]})"
-                fates.append(KeyFate(f.path, scope, key, value, "left out", why))
-                continue
-            if refused:
-                why = refused.removeprefix(f"{f.kind} config: ")
-                fates.append(KeyFate(f.path, scope, key, value, "left out", why))
-                continue
-            knob = _knob_of(key, typed)
-            clash, _, part = _clash(f, key, knob, client, config_wins) if knob else (None, None, "")
-            if clash is not None and clash.fate is None:
-                conflicts.append(f"{scope}: {clash.why}")
-                continue
-            # A part of a larger knob the client has (a transactional producer's timeout) is
-            # read over the client's config: the key goes into the knob, clash or not.
-            part_of = knob in KNOB_PART and getattr(client, knob or "") is not None
-            into_knob = bool(knob and (clash or part_of)) and _take_over(
-                entry, knob or "", part or KNOB_PART.get(knob or "", ""), key, value
-            )
-            if not into_knob:
-                entry.setdefault("config", {})[key] = value
-            fates.append(taken(f.path, scope, key, value, clash))
-    return fates
+    return merged, merge.fates

@@ -11,15 +11,15 @@ The nodes' own logs are kept beside (RUN_DIR/logs/), whole.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import zstandard
 
+from compose.cli import ComposeError
+from compose.cluster import ComposeCluster
 from systems.evidence import LEVEL
 
 ASK_TIMEOUT_S = 30.0
@@ -50,7 +50,9 @@ def questions(queue_type: str, queues: list[str]) -> dict[str, list[str]]:
     return asked
 
 
-def ask(container: Any, node: str, asked: dict[str, list[str]], out_dir: Path) -> NodeAnswers:
+def ask(
+    cluster: ComposeCluster, node: str, asked: dict[str, list[str]], out_dir: Path
+) -> NodeAnswers:
     """Each question put to one node, its answer kept as `<node>/<question>.txt.zst`."""
     started = time.monotonic()
     found = NodeAnswers(node)
@@ -58,38 +60,30 @@ def ask(container: Any, node: str, asked: dict[str, list[str]], out_dir: Path) -
     node_dir.mkdir(parents=True, exist_ok=True)
     for name, argv in asked.items():
         try:
-            result = subprocess.run(
-                ["docker", "exec", container.id, *argv],
-                capture_output=True,
-                timeout=ASK_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            found.missing.append(f"{name}: no answer in {ASK_TIMEOUT_S:.0f} s")
-            continue
-        if result.returncode != 0:
-            said = (result.stderr or result.stdout).decode(errors="replace").strip().splitlines()
-            found.missing.append(f"{name}: {said[-1][:300] if said else result.returncode}")
+            answer = cluster.run_in(node, argv, name, ASK_TIMEOUT_S)
+        except ComposeError as e:
+            found.missing.append(str(e)[:300])
             continue
         target = node_dir / f"{name}.txt.zst"
-        target.write_bytes(zstandard.ZstdCompressor(level=LEVEL).compress(result.stdout))
+        target.write_bytes(zstandard.ZstdCompressor(level=LEVEL).compress(answer.encode()))
         found.answers[name] = str(target.relative_to(out_dir))
     found.seconds = round(time.monotonic() - started, 2)
     return found
 
 
 def collect(
-    containers: dict[str, Any],
+    cluster: ComposeCluster,
     nodes: list[str],
     queue_type: str,
     queues: list[str],
     out_dir: Path,
 ) -> list[NodeAnswers]:
-    """Every node asked, in parallel (before the cluster comes down)."""
+    """Every running node asked, in parallel (before the cluster comes down)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     asked = questions(queue_type, queues)
+    containers = cluster.containers()
     present = [n for n in nodes if n in containers and containers[n].status == "running"]
     with ThreadPoolExecutor(max_workers=max(1, len(present))) as pool:
-        found = list(pool.map(lambda n: ask(containers[n], n, asked, out_dir), present))
+        found = list(pool.map(lambda n: ask(cluster, n, asked, out_dir), present))
     found += [NodeAnswers(n, missing=["not running"]) for n in nodes if n not in present]
     return found

@@ -232,9 +232,8 @@ class RabbitMQRun(ScenarioRun):
         out = RunDir(self.run_dir).evidence
         try:
             found = evidence.collect(
-                cluster.containers(), list(cluster.nodes), self.scenario.cluster.queue_type,
-                queues, out,
-            )  # fmt: skip
+                cluster, list(cluster.nodes), self.scenario.cluster.queue_type, queues, out
+            )
             write_index(out, found, time.monotonic() - started)
         except Exception as e:  # noqa: BLE001 - evidence must never keep a cluster up
             log.error("the nodes' evidence was not read: %s", e)

@@ -3,14 +3,13 @@ starts; `harness run` refuses a bad scenario before it has a run folder."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import ROOT
+from tests.helpers import harness as run_harness_cli
 
 pytestmark = pytest.mark.unit
 
@@ -53,15 +52,7 @@ workload:
 
 def harness(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """`harness ARGS...` with no Docker engine to reach."""
-    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent"}
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+    return run_harness_cli(*args, cwd=cwd, no_engine=True)
 
 
 def errors(done: subprocess.CompletedProcess[str]) -> list[str]:
