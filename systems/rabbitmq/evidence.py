@@ -23,6 +23,7 @@ from compose.cluster import ComposeCluster
 from systems.evidence import LEVEL
 
 ASK_TIMEOUT_S = 30.0
+JSON = ["--formatter", "json"]
 
 
 @dataclass
@@ -36,16 +37,30 @@ class NodeAnswers:
 
 
 def questions(queue_type: str, queues: list[str]) -> dict[str, list[str]]:
-    """Per question (its file's stem), the command a node is asked it with."""
-    asked = {"cluster-status": ["rabbitmq-diagnostics", "-q", "cluster_status"]}
+    """Per question (its file's stem), the command a node is asked it with, as JSON (the
+    tools' tables draw their borders with terminal escapes)."""
+    json = JSON
+    asked = {"cluster-status": ["rabbitmq-diagnostics", "-q", "cluster_status", *json]}
     for queue in queues:
         if queue_type == "quorum":
-            asked[f"quorum-status-{queue}"] = ["rabbitmq-queues", "-q", "quorum_status", queue]
+            asked[f"quorum-status-{queue}"] = [
+                "rabbitmq-queues",
+                "-q",
+                "quorum_status",
+                queue,
+                *json,
+            ]
         elif queue_type == "stream":
-            asked[f"stream-status-{queue}"] = ["rabbitmq-streams", "-q", "stream_status", queue]
+            asked[f"stream-status-{queue}"] = [
+                "rabbitmq-streams",
+                "-q",
+                "stream_status",
+                queue,
+                *json,
+            ]
     asked["queues"] = [
         "rabbitmqctl", "-q", "list_queues", "name", "type", "messages", "leader", "members",
-        "online", "state",
+        "online", "state", *json,
     ]  # fmt: skip
     return asked
 
@@ -53,22 +68,37 @@ def questions(queue_type: str, queues: list[str]) -> dict[str, list[str]]:
 def ask(
     cluster: ComposeCluster, node: str, asked: dict[str, list[str]], out_dir: Path
 ) -> NodeAnswers:
-    """Each question put to one node, its answer kept as `<node>/<question>.txt.zst`."""
+    """Each question put to one node, its answer kept as `<node>/<question>.json.zst` (or
+    .txt.zst)."""
     started = time.monotonic()
     found = NodeAnswers(node)
     node_dir = out_dir / node
     node_dir.mkdir(parents=True, exist_ok=True)
     for name, argv in asked.items():
-        try:
-            answer = cluster.run_in(node, argv, name, ASK_TIMEOUT_S)
-        except ComposeError as e:
-            found.missing.append(str(e)[:300])
+        answer = _answer(cluster, node, name, argv)
+        if isinstance(answer, str):
+            found.missing.append(answer)
             continue
-        target = node_dir / f"{name}.txt.zst"
-        target.write_bytes(zstandard.ZstdCompressor(level=LEVEL).compress(answer.encode()))
+        text, suffix = answer
+        target = node_dir / f"{name}.{suffix}.zst"
+        target.write_bytes(zstandard.ZstdCompressor(level=LEVEL).compress(text.encode()))
         found.answers[name] = str(target.relative_to(out_dir))
     found.seconds = round(time.monotonic() - started, 2)
     return found
+
+
+def _answer(
+    cluster: ComposeCluster, node: str, name: str, argv: list[str]
+) -> tuple[str, str] | str:
+    """The node's answer and its kind (json, or txt from a command that takes no JSON
+    formatter on this release), or why there is none."""
+    said = ""
+    for args, suffix in ((argv, "json"), (argv[: -len(JSON)], "txt")):
+        try:
+            return cluster.run_in(node, args, name, ASK_TIMEOUT_S), suffix
+        except ComposeError as e:
+            said = str(e)[:300]
+    return said
 
 
 def collect(
