@@ -5,7 +5,9 @@ phases, each a subprocess bounded in time:
    restart and the full disk (tests/tiers.py decides which);
 2. the claims matrix on the default release lines (`harness claims`: resumes where the last
    night stopped, starts no run after its budget);
-3. chaos (`harness nightly --hours H`): seeded schedules over the base matrix, violations shrunk.
+3. chaos (`harness nightly --hours H`): seeded schedules over the base matrix, violations shrunk;
+   with --hunt (HUNT, default T2), the last half of its budget hunts those scenarios' rare
+   anomalies (harness hunt).
 
 It writes one folder, results/nightly/<UTC time>/: each phase's log, summary.md (what ran, what
 failed, where the reports are) and junit.xml, which holds every phase's own test cases (pytest's,
@@ -79,7 +81,12 @@ class Outcome:
 
 
 def phases(
-    out: Path, results: Path, hours: float, claims_minutes: float, python: str = sys.executable
+    out: Path,
+    results: Path,
+    hours: float,
+    claims_minutes: float,
+    python: str = sys.executable,
+    hunt: str = "",
 ) -> list[Phase]:
     harness = (python, "-m", "harness.cli")
     return [
@@ -102,7 +109,8 @@ def phases(
         ),
         Phase(
             "chaos",
-            (*harness, "nightly", "--hours", f"{hours:g}", "--results", str(results)),
+            (*harness, "nightly", "--hours", f"{hours:g}", "--results", str(results),
+             *(("--hunt", hunt) if hunt else ())),
             hours * 3600 + SLACK_S,
             None,  # its folder is named by the date chaos starts: its log says the file
             f"{results / 'chaos'}/<date>/summary.md; minimal schedules in scenarios/found/",
@@ -319,12 +327,16 @@ def main(
     ] = 240.0,
     only: Annotated[str, typer.Option(help="phases, e.g. pytest,claims")] = "pytest,claims,chaos",
     results: Annotated[Path, typer.Option(help="results root")] = ROOT / "results",
+    hunt: Annotated[
+        str, typer.Option(help="scenarios chaos hunts in the last half of its budget, e.g. T2")
+    ] = "",
 ) -> None:
     """Runs the nightly tier; exit 0 when every phase passed, 1 otherwise."""
     started = datetime.now(UTC)
     out = results / "nightly" / started.strftime("%Y%m%dT%H%M%SZ")
     wanted = {p.strip() for p in only.split(",") if p.strip()}
-    chosen = [p for p in phases(out, results, hours, claims_minutes) if p.name in wanted]
+    every = phases(out, results, hours, claims_minutes, hunt=hunt)
+    chosen = [p for p in every if p.name in wanted]
     if not chosen or len(chosen) != len(wanted):
         raise typer.BadParameter(f"takes pytest, claims, chaos; not {only!r}", param_hint="--only")
     out.mkdir(parents=True, exist_ok=True)

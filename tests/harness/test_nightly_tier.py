@@ -69,6 +69,9 @@ def test_the_default_phases_are_pytests_nightly_tier_the_matrix_and_chaos(tmp_pa
     assert claims.command[-5:] == ("claims", "--budget-minutes", "90", "--results", str(tmp_path))
     assert claims.timeout_s > 90 * 60 and claims.judge is nightly_tier.claims_judge
     assert ("--hours", "2") == chaos.command[-4:-2] and chaos.timeout_s > 2 * 3600
+    assert "--hunt" not in chaos.command
+    *_, hunting = phases(tmp_path / "out", tmp_path, hours=2, claims_minutes=90, hunt="T2")
+    assert hunting.command[-2:] == ("--hunt", "T2")
 
 
 def test_the_claims_phase_fails_on_what_the_night_changed_not_on_standing_findings(
