@@ -268,6 +268,8 @@ def explain_lost(
         )  # fmt: skip
     if ack is None or ack.offset is None:
         return Explanation("lost", mid, UNEXPLAINED, False)
+    if answered := _answered_as_duplicate(mid, ack, ev):
+        return answered
     cut = [
         t
         for t in ev.truncations
@@ -297,6 +299,47 @@ def explain_lost(
     line = t.line + (f" | {elected.line}" if elected is not None else "")
     epoch = then.leader_epoch if then is not None else None
     return Explanation("lost", mid, cause, True, t.node, None, t.time, line, leader_epoch=epoch)
+
+
+def _answered_as_duplicate(mid: str, ack: Ack, ev: Evidence) -> Explanation | None:
+    """A lost record whose acknowledged offset holds another message of its producer on every
+    replica that has the offset: the broker answered its batch with the offsets of that earlier
+    batch. A batch that repeats a batch in the log (the same producer id, epoch and sequence
+    numbers) is taken for a retry of it: answered with the first one's offsets, not written."""
+    assert ack.offset is not None
+    there = ev.by_offset.get((ack.partition, ack.offset), [])
+    producer = mid.rsplit(":", 1)[0]
+    # An earlier batch (written before the ack came back) of an idempotent producer (with
+    # sequence numbers): a later one at the offset is what a new leader wrote after a truncation.
+    others = [
+        r
+        for r in there
+        if r.msg_id is not None
+        and r.msg_id != mid
+        and r.batch.base_sequence >= 0
+        and r.batch.time is not None
+        and r.batch.time <= ack.time
+    ]
+    if not others or any(
+        r.msg_id is not None and r.msg_id.rsplit(":", 1)[0] != producer for r in others
+    ):
+        return None
+    first = others[0]
+    b = first.batch
+    nodes = ", ".join(sorted({r.batch.node for r in others}))
+    cause = (
+        f"answered with the offsets of an earlier batch of its producer, {b.partition}@"
+        f"{b.base_offset}-{b.last_offset} (producer id {b.producer_id}, epoch "
+        f"{b.producer_epoch}, sequences {b.base_sequence}-"
+        f"{b.base_sequence + b.last_offset - b.base_offset}) on {nodes}: its own batch, with "
+        "the same producer id, epoch and sequence numbers, was taken for a retry of that one "
+        "and never written"
+    )
+    line = f"{ack.partition}@{ack.offset} holds {first.msg_id} (sequence {first.sequence})"
+    return Explanation(
+        "lost", mid, cause, True, b.node, first, b.time, line, replicas=others,
+        leader_epoch=b.leader_epoch,
+    )  # fmt: skip
 
 
 def _since(t: float | None, start: float) -> str:
@@ -429,6 +472,13 @@ def _explain(anomaly: str, mid: str, h: FromHistory, ev: Evidence, start: float)
         return explain_lost(mid, h.acks.get(mid), held, ev, start)
     if anomaly == "duplicated":
         return explain_duplicated(mid, held)
+    ack = h.acks.get(mid)
+    if not held and ack is not None and ack.offset is not None:
+        # A record a torn transaction's readers missed and no replica holds: lost the same way.
+        answered = _answered_as_duplicate(mid, ack, ev)
+        if answered is not None:
+            answered.anomaly = anomaly
+            return answered
     return explain_transactional(anomaly, mid, held, ev)
 
 

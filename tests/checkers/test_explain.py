@@ -333,3 +333,47 @@ def test_an_aborted_read_names_the_marker_on_each_replica(tmp_path: Path) -> Non
     section, _ = explain_run(run, START)
     assert section is not None and section["explained"] == 1
     assert section["causes"][0]["cause"] == "its batch ended by ABORT on kafka1; COMMIT on kafka2"
+
+
+def _idempotent_batch(base: int, last: int, sequence: int, at: float) -> str:
+    """A transactional producer's batch (producer id 0, epoch 0) written at `at`."""
+    return (
+        f"baseOffset: {base} lastOffset: {last} count: {last - base + 1} "
+        f"baseSequence: {sequence} lastSequence: {sequence + last - base} producerId: 0 "
+        "producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: false "
+        f"position: 0 CreateTime: {int(at * 1000)} size: 163 magic: 2"
+    )
+
+
+@pytest.mark.parametrize("sequence", [170, -1])
+def test_a_record_answered_with_an_earlier_batchs_offsets_is_explained_as_deduplicated(
+    tmp_path: Path, sequence: int
+) -> None:
+    """T2 on 3.9.2 (2026-11-29): P1:522 of a committed transaction was acknowledged at
+    jepsen-0@221, where every replica holds P1:513 of the aborted transaction before it, in a
+    batch of the same producer id and epoch at sequences 170-172. Without sequence numbers (a
+    producer that is not idempotent) the broker deduplicates nothing: no such explanation."""
+    batch = [
+        _idempotent_batch(221, 223, sequence, START + 1)
+        if sequence >= 0
+        else _batch(221, 223, 0, pid=0),
+        *(_record(221 + i, 513 + 3 * i) for i in range(3)),
+    ]
+    run = _plant(
+        tmp_path,
+        dumps={"kafka1": batch, "kafka2": batch},
+        logs={"kafka1": [], "kafka2": []},
+        ids={"committed/lost": ["P1:522"]},
+        history=[_send(522, 221, START + 10, txn="P1:t53")],
+    )
+    section, _ = explain_run(run, START)
+    assert section is not None
+    (cause,) = section["causes"]
+    if sequence < 0:
+        assert cause["cause"] == UNEXPLAINED
+        return
+    assert cause["explained"] and cause["cause"].startswith(
+        "answered with the offsets of an earlier batch of its producer, jepsen-0@221-223 "
+        "(producer id 0, epoch 0, sequences 170-172) on kafka1, kafka2"
+    )
+    assert _rows(run)[0]["evidence"] == "jepsen-0@221 holds P1:513 (sequence 221)"
