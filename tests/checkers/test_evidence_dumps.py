@@ -99,3 +99,17 @@ def test_compressed_text_reads_as_plain(tmp_path: Path) -> None:
     packed = tmp_path / "jepsen.dump.txt.zst"
     packed.write_bytes(zstandard.ZstdCompressor().compress(plain.encode()))
     assert list(text_lines(packed)) == plain.splitlines()
+
+
+def test_a_3_9_2_dump_reads_as_4_4_0_does() -> None:
+    """Kafka 3.9.2's DumpLogSegments (kafka.tools, in core) prints what 4.4.0's prints: the T2
+    run on 3.9.2 whose committed transaction lost 3 records (docs/claims-findings.md)."""
+    records = list(dump_records("kafka1", text_lines(FIXTURES / "t2-3.9.2-jepsen-0.dump.txt")))
+    by_offset = {r.offset: r for r in records}
+    aborted = by_offset[221]
+    assert (aborted.msg_id, aborted.sequence) == ("P1:513", 170)
+    assert (aborted.batch.base_offset, aborted.batch.last_offset) == (221, 223)
+    assert (aborted.batch.producer_id, aborted.batch.producer_epoch) == (0, 0)
+    assert (by_offset[224].marker, by_offset[225].marker) == ("ABORT", "COMMIT")
+    # The next data batch continues at sequence 173: nothing else took 170-172.
+    assert by_offset[226].batch.base_sequence == 173 and by_offset[226].msg_id == "P1:531"
