@@ -35,8 +35,10 @@ from typing import IO, Any
 
 import zstandard
 
+from compose.cli import ComposeError
+from compose.cluster import ComposeCluster
 from systems.evidence import LEVEL, compressing
-from systems.kafka.cluster import DATA_DIR
+from systems.kafka.cluster import DATA_DIR, INTERNAL_PORT
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ log = logging.getLogger(__name__)
 DATA_CAP_BYTES = 256 * 1024 * 1024
 COPY_TIMEOUT_S = 60.0
 DECODE_TIMEOUT_S = 120.0
+FIND_HANGING_TIMEOUT_S = 45.0
 # Kafka's log dump tool: in core before 4.2 (Scala), in tools since.
 DUMP_CLASSES = ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")
 TRANSACTION_LOG = "__transaction_state"
@@ -327,6 +330,25 @@ def _leader_epochs(data: Path, target: Path) -> None:
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no output"
+
+
+def find_hanging(cluster: ComposeCluster, broker: str, broker_id: int, out_dir: Path) -> str | None:
+    """Kafka's own list of the transactions a broker holds open with no coordinator state
+    behind them (`kafka-transactions.sh find-hanging`), kept as `<broker>/find-hanging.txt`;
+    None, or why there is no answer."""
+    argv = [
+        "/opt/kafka/bin/kafka-run-class.sh", "org.apache.kafka.tools.TransactionsCommand",
+        "--bootstrap-server", f"localhost:{INTERNAL_PORT}", "find-hanging",
+        "--broker-id", str(broker_id),
+    ]  # fmt: skip
+    try:
+        answer = cluster.run_in(broker, argv, "find-hanging", FIND_HANGING_TIMEOUT_S)
+    except ComposeError as e:
+        return str(e)[:300]
+    node_dir = out_dir / broker
+    node_dir.mkdir(parents=True, exist_ok=True)
+    (node_dir / "find-hanging.txt").write_text(answer)
+    return None
 
 
 def collect(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from compose.cli import ComposeError
@@ -230,6 +231,8 @@ class KafkaRun(KafkaClientsRun):
         found: list[evidence.NodeEvidence] = []
         try:
             found = evidence.collect(self.cluster.containers(), nodes, topics, out)
+            if self._transactional():
+                self._find_hanging(self.cluster, out, found)
         except Exception as e:  # noqa: BLE001 - evidence must never keep a cluster up
             log.error("the nodes' evidence was not copied: %s", e)
         super()._cluster_down()
@@ -238,6 +241,31 @@ class KafkaRun(KafkaClientsRun):
             write_index(out, found, time.monotonic() - started)
         except Exception as e:  # noqa: BLE001
             log.error("the nodes' evidence was not decoded: %s", e)
+
+    def _transactional(self) -> bool:
+        w = self.scenario.workload
+        return bool(w.copiers) or any(p.transaction is not None for p in w.producers)
+
+    @staticmethod
+    def _find_hanging(cluster: KafkaCluster, out: Path, found: list[evidence.NodeEvidence]) -> None:
+        """Each running broker's open transactions that nothing will end, the brokers in
+        parallel."""
+        running = {n for n, c in cluster.containers().items() if c.status == "running"}
+        brokers = [(i, n) for i, n in cluster.node_of.items() if n in running]
+        with ThreadPoolExecutor(max_workers=max(1, len(brokers))) as pool:
+            said = dict(
+                zip(
+                    [n for _, n in brokers],
+                    pool.map(lambda b: evidence.find_hanging(cluster, b[1], b[0], out), brokers),
+                    strict=True,
+                )
+            )
+        for e in found:
+            if e.node in said:
+                if said[e.node] is None:
+                    e.dumps["find-hanging"] = f"{e.node}/find-hanging.txt"
+                else:
+                    e.missing.append(f"find-hanging: {said[e.node]}")
 
     def _apply(self, step: KafkaStep) -> None:
         assert self.nemesis is not None
