@@ -463,10 +463,23 @@ def unseen(lost_at: DataFrame, highest: DataFrame) -> DataFrame:
     return placed.filter(beyond).select("group", "msg_id")
 
 
+PACE = ("sends_begun", "first_invoke", "last_invoke")  # the columns producers adds
+
+
 def producers(summary: DataFrame) -> DataFrame:
-    """(producer) of every producer that sent anything (summary: the message table's sent
-    messages), once each."""
-    return summary.filter(_F().col("producer").isNotNull()).select("producer").distinct()
+    """(producer, *PACE) of every producer that sent anything (summary: the message table's
+    sent messages), once each: how many of its messages it began to send, and the first and
+    last of their invokes (each message's first invoke), which checkers.pace makes its rate."""
+    F = _F()
+    return (
+        summary.filter(F.col("producer").isNotNull())
+        .groupBy("producer")
+        .agg(
+            F.count_if(F.coalesce(F.col("invoked"), F.lit(False))).alias("sends_begun"),
+            F.min("invoke_time").alias("first_invoke"),
+            F.max("invoke_time").alias("last_invoke"),
+        )
+    )
 
 
 def consecutive_reads(receives: DataFrame) -> DataFrame:

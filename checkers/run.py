@@ -14,6 +14,7 @@ from checkers.coverage import ClusterFacts, coverage_of, with_coverage
 from checkers.engine import cancel_all
 from checkers.explain import explain_run
 from checkers.jvm_cpu import measured
+from checkers.pace import with_pace
 from checkers.profile import phase, profiling
 from checkers.read import history_bytes, write_parquet
 from checkers.session import Where, checker_session, session_of
@@ -197,7 +198,8 @@ def verdict_of(
         "log": result.log,
         "readers": result.readers,
         "attribution": result.attribution,
-        "producers": result.producers,
+        # Each producer's anomalies, and the rate it reached beside the rate asked of it.
+        "producers": with_pace(result.producers, result.sending, manifest.scenario_spec),
         "transactions": result.transactions,
         "seed": manifest.seed,
         "pick_seed": manifest.pick_seed,

@@ -63,6 +63,8 @@ class CheckResult:
     # Per reader process: poll_skips, nonmonotonic_polls; per producer: nonmonotonic_sends.
     readers: dict[str, dict[str, int]] = field(default_factory=dict)
     producers: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Per producer: its sends begun, and its first and last invoke (checkers.pace: its rate).
+    sending: dict[str, dict[str, Any]] = field(default_factory=dict)
     # When a fault was in effect (checkers.windows), and per producer when its sends were refused
     # or left unknown, and how much of that fell inside those windows.
     fault_windows: list[dict[str, float]] = field(default_factory=list)
@@ -240,7 +242,7 @@ def _checked(
             log,
             (unavailability, stalls),
             (seconds, traffic, attribution),
-            (sends, errors, readers, producers),
+            (sends, errors, readers, (producers, sending)),
         ) = together(
             [
                 per_message,
@@ -277,6 +279,7 @@ def _checked(
             readers=readers,
             attribution=attribution,
             producers=producers,
+            sending=sending,
             fault_windows=[{"start": a, "end": b, "seconds": round(b - a, 3)} for a, b in windows],
             unavailability=unavailability,
             stalls=stalls,
@@ -361,9 +364,15 @@ PRODUCER_COUNTS = {"nonmonotonic_sends": "nonmonotonic"}
 
 def _client_counts(
     events: Any, summary: Any, receives: Any, positions: Any, committed: tuple[set[str], Any]
-) -> tuple[dict[str, int], dict[str, dict[str, int]], dict[str, Any], dict[str, Any]]:
-    """The sends by outcome, the clients' errors, and the readers' and producers' anomalies,
-    asked in one action (a few rows each)."""
+) -> tuple[
+    dict[str, int],
+    dict[str, dict[str, int]],
+    dict[str, Any],
+    tuple[dict[str, Any], dict[str, dict[str, Any]]],
+]:
+    """The sends by outcome, the clients' errors, the readers' and producers' anomalies, and
+    each producer's sends begun and their span (checkers.queries.PACE), asked in one action (a
+    few rows each)."""
     rows = collected_together(
         {
             "sends": _send_outcomes(summary),
@@ -376,7 +385,10 @@ def _client_counts(
         _send_counts(rows["sends"]),
         _errors(rows["errors"]),
         _per_key(rows["readers"], "process", READER_COUNTS),
-        _per_key(rows["producers"], "producer", PRODUCER_COUNTS),
+        (
+            _per_key(rows["producers"], "producer", PRODUCER_COUNTS),
+            {r["producer"]: {c: r[c] for c in q.PACE} for r in rows["producers"]},
+        ),
     )
 
 
@@ -580,22 +592,28 @@ def _reader_flags(receives: Any, positions: Any, committed: tuple[set[str], Any]
 
 def _producer_flags(events: Any, summary: Any) -> Any:
     flags = q.nonmonotonic_sends(events).select("producer", _true("nonmonotonic"))
-    return _flags_per(q.producers(summary), flags, "producer", PRODUCER_COUNTS)
+    return _flags_per(q.producers(summary), flags, "producer", PRODUCER_COUNTS, q.PACE)
 
 
-def _flags_per(everyone: Any, flags: Any, key: str, counted: dict[str, str]) -> Any:
+def _flags_per(
+    everyone: Any, flags: Any, key: str, counted: dict[str, str], carried: tuple[str, ...] = ()
+) -> Any:
     """For every `key` of `everyone` (a frame with that column), how many rows of `flags` (`key`
     and boolean columns) set each flag (count's name -> flag column), 0 where none: one union
-    and one grouping for all. A key of `flags` that `everyone` lacks is left out."""
+    and one grouping for all. A key of `flags` that `everyone` lacks is left out. The `carried`
+    columns of `everyone` (one row per key) come along as they are."""
     from pyspark.sql import functions as F
 
-    listed = everyone.select(key, _true("listed"), *(_false(c) for c in counted.values()))
+    listed = everyone.select(key, _true("listed"), *carried, *(_false(c) for c in counted.values()))
     return (
-        listed.unionByName(flags.select(key, _false("listed"), *counted.values()))
+        listed.unionByName(
+            flags.select(key, _false("listed"), *counted.values()), allowMissingColumns=True
+        )
         .groupBy(key)
         .agg(
             F.count_if("listed").alias("listed"),
             *(F.count_if(flag).alias(name) for name, flag in counted.items()),
+            *(F.max(c).alias(c) for c in carried),
         )
         .filter(F.col("listed") > 0)
     )

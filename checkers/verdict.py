@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers import broker_errors, explain
+from checkers.pace import PACE_KEYS, slow_lines
 from checkers.windows import overlap
 
 METRICS = (
@@ -456,6 +457,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         )
     lines += _unavailability_lines(verdict)
     lines += coverage_lines(verdict.get("coverage"))
+    lines += slow_lines(verdict.get("producers") or {})
     lines += _stall_lines(verdict)
     lines += _mirror_lines(verdict)
     lines += broker_errors.summary_lines(verdict.get("broker_errors"))
@@ -481,7 +483,8 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     for process, counts in sorted((verdict.get("readers") or {}).items()):
         if any(counts.values()):
             lines.append(f"reader {process}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    for producer, counts in sorted((verdict.get("producers") or {}).items()):
+    for producer, figures in sorted((verdict.get("producers") or {}).items()):
+        counts = {k: v for k, v in figures.items() if k not in PACE_KEYS}
         if any(counts.values()):
             lines.append(
                 f"producer {producer}: " + ", ".join(f"{k} {v}" for k, v in counts.items())

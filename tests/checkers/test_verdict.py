@@ -186,3 +186,19 @@ def test_a_verdict_from_before_dead_lettering_still_reads_and_one_with_it_says_s
     said = summary_lines(base | {"groups": {}, "pick_seed": 42, "queues_left": {"dlq": 4}})
     assert "drawn targets: seed 42 (harness run SCENARIO --seed 42)" in said
     assert "queues not empty after the drain (messages): dlq 4" in said
+
+
+def test_a_slow_producer_gets_one_line_and_its_figures_no_line_of_counts() -> None:
+    base = {"outcome": "safe", "matched": True, "reason": "ok", "sends": {"ok": 3}, "groups": {}}
+    figures = {"sends_begun": 100, "sending_seconds": 10.0, "rate_asked": 500.0}
+    slow = figures | {"rate_reached": 10.0, "slow": True, "why_slow": None}
+    paced = figures | {"rate_asked": 10.0, "rate_reached": 10.0, "slow": False, "why_slow": None}
+    said = summary_lines(
+        base | {"producers": {"P1": {"nonmonotonic_sends": 0} | slow, "P2": paced}}
+    )
+    assert [x for x in said if x.startswith("producer")] == [
+        "producer P1 reached 10/s of the 500/s asked (100 sends in 10.0 s)"
+    ]
+    # A verdict from before the pace: its producers' counts read as they did.
+    old = summary_lines(base | {"producers": {"P1": {"nonmonotonic_sends": 2}}})
+    assert "producer P1: nonmonotonic_sends 2" in old
