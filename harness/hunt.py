@@ -314,7 +314,7 @@ HEADER = [
     "failed",
     "rate",
     "95 % interval",
-    "violating runs (pick seed)",
+    "violating runs (pick seed, where a step drew)",
 ]
 
 
@@ -334,7 +334,12 @@ def table_lines(hunt: Hunt) -> list[str]:
                 str(row.count(FAILED)),
                 f"{k} of {n}",
                 f"[{low:.3f}, {high:.3f}]",
-                " ".join(f"`{r.trial.run_dir}` ({r.pick_seed})" for r in row.violating()) or "-",
+                " ".join(
+                    f"`{r.trial.run_dir}`"
+                    + (f" ({r.pick_seed})" if r.pick_seed is not None else "")
+                    for r in row.violating()
+                )
+                or "-",
             ]
         )
     seed = f"--seed {hunt.seed} for every run" if hunt.seed is not None else "seeds drawn per run"
