@@ -103,10 +103,12 @@ def test_a_mistyped_key_is_one_line_and_nothing_starts(docker_client: Any, tmp_p
     spec["cluster"]["broker_config"] = {"num.replica.fetcher": 4}
     scenario.write_text(yaml.safe_dump(spec))
     before = {c.id for c in docker_client.containers.list(all=True)}
-    result, _ = run_harness(
-        str(scenario), tmp_path / "results", "--mode", "kraft", "--kafka", "4.4"
+    results = tmp_path / "results"
+    result = harness(
+        "run", str(scenario), "--results", str(results), "--mode", "kraft", "--kafka", "4.4"
     )
     assert result.returncode == 2
+    assert not results.exists()  # refused before a run folder was made
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert (
         "num.replica.fetcher" in line and "Kafka 4.4.0" in line and "num.replica.fetchers" in line
