@@ -27,6 +27,7 @@ import yaml
 
 from checkers.read import HistoryError
 from contract.manifest import Manifest
+from contract.versions import line_of, on_spec
 
 ALLOW_LIST = Path(__file__).with_name("benign_errors.yaml")
 ANY_RELEASE = "*"
@@ -230,14 +231,19 @@ def sample_of(entry: Entry) -> str:
 
 def release_line(version: str | None) -> str | None:
     """ "4.0.5" -> "4.0"."""
-    return ".".join(version.split(".")[:2]) if version else None
+    return line_of(version) if version else None
 
 
 def _on_release(version: str | None, key: str) -> bool:
     """Whether an allow-list key ("*", a line "3.9" or a release "3.9.2") covers a version."""
     if key == ANY_RELEASE:
         return True
-    return version is not None and version.split(".")[: len(key.split("."))] == key.split(".")
+    if version is None:
+        return False
+    try:
+        return on_spec(version, key)
+    except ValueError:  # a version that is no dotted number matches no line or release
+        return False
 
 
 def read_allow_list(system: str, version: str | None, path: Path = ALLOW_LIST) -> list[Allowed]:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from contract.versions import version_key
+
 RELEASES_FILE = Path(__file__).resolve().parent / "images" / "releases.txt"
 # What a user names a version by: a release line ("4.4") or a release ("4.4.0").
 SPEC_PATTERN = r"^\d+\.\d+(\.\d+)?$"
 RELEASE_PATTERN = r"^\d+\.\d+\.\d+$"
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
 
 
 def setup_releases(kind: str, releases_file: Path = RELEASES_FILE) -> tuple[str, ...]:
@@ -21,17 +19,6 @@ def setup_releases(kind: str, releases_file: Path = RELEASES_FILE) -> tuple[str,
     rows = (line.split() for line in releases_file.read_text().splitlines())
     found = (r[1] for r in rows if len(r) >= 2 and r[0] == kind)
     return tuple(sorted(found, key=version_key))
-
-
-def line_of(release: str) -> str:
-    """The release line ("4.4") of a release or line."""
-    return ".".join(release.split(".")[:2])
-
-
-def on_spec(version: str, spec: str) -> bool:
-    """Whether a release is what a line or release asks for ("4.4" holds 4.4.0)."""
-    want = version_key(spec)
-    return version_key(version)[: len(want)] == want
 
 
 def releases_named_in(folder: Path) -> list[str]:

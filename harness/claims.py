@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from checkers.verdict import SYNC_SECONDS, longest_stall_in_faults
-from compose.releases import line_of, setup_releases, version_key
+from compose.releases import setup_releases
+from contract.versions import line_of, version_key
 from harness.trial import run_once
 from reports.junit import Case, matrix_case
 from systems.kafka.config import KAFKA_LINES, mode_refusal

@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from compose.releases import line_of, setup_releases
+from compose.releases import setup_releases
+from contract.versions import line_of
 from systems.schema import REPOSITORY
 
 DOCS = REPOSITORY / "docs"

@@ -14,7 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from compose.releases import line_of, on_spec, setup_releases
+from compose.releases import setup_releases
+from contract.versions import line_of, on_spec
 from systems.scenario import Strict
 
 Mode = Literal["zk", "kraft", "kraft-dedicated"]

@@ -28,8 +28,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Literal, get_args
 
-from compose.releases import RELEASE_PATTERN, line_of, on_spec, releases_named_in, version_key
+from compose.releases import RELEASE_PATTERN, releases_named_in
 from contract.cache import cache_root, write_whole
+from contract.versions import line_of, on_spec, version_key
 from systems.scenario import ScenarioError
 from workloads.kafka.properties import PropertyScalar, to_property
 

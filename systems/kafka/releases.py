@@ -18,8 +18,9 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
-from compose.releases import RELEASE_PATTERN, RELEASES_FILE, SPEC_PATTERN, line_of, on_spec
-from compose.releases import version_key as _version
+from compose.releases import RELEASE_PATTERN, RELEASES_FILE, SPEC_PATTERN
+from contract.versions import line_of, on_spec
+from contract.versions import version_key as _version
 from systems.scenario import ScenarioError
 
 BUILD_SCRIPT = RELEASES_FILE.parent / "build_kafka_image.sh"

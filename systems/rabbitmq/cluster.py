@@ -17,8 +17,9 @@ import docker.errors
 from compose.cli import ComposeError, compose
 from compose.cluster import ComposeCluster, free_ports
 from compose.disks import LazyDisks
-from compose.releases import RELEASE_PATTERN, on_spec, setup_releases, version_key
+from compose.releases import RELEASE_PATTERN, setup_releases
 from contract.topology import Endpoint, Topology
+from contract.versions import on_spec, version_key
 from contract.wait import wait_until
 from systems.rabbitmq.broker_log import boot_errors
 from systems.rabbitmq.settings import typed_conf

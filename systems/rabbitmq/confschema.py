@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compose.releases import RELEASE_PATTERN, line_of, on_spec, releases_named_in, version_key
+from compose.releases import RELEASE_PATTERN, releases_named_in
 from contract.cache import cache_root, write_whole
+from contract.versions import line_of, on_spec, version_key
 from systems.scenario import ScenarioError
 
 COMMITTED_DIR = Path(__file__).resolve().parent / "confschema"

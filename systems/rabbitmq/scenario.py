@@ -9,7 +9,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AliasChoices, ConfigDict, Field, JsonValue, model_validator
 
-from compose.releases import SPEC_PATTERN, version_key
+from compose.releases import SPEC_PATTERN
+from contract.versions import version_key
 from faults.registry import op as fault
 from nemesis.picks import RANDOM_NODE, Shape, shape_refusal
 from systems.problems import KeyProblem, did_you_mean

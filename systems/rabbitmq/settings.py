@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator
 
-from compose.releases import setup_releases, version_key
+from compose.releases import setup_releases
+from contract.versions import version_key
 from systems.rabbitmq import confschema
 from workloads.rabbitmq.clients import CONNECTION_DEFAULTS, declare_arguments
 

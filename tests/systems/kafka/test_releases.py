@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from compose.releases import line_of, on_spec, setup_releases
+from compose.releases import setup_releases
+from contract.versions import line_of, on_spec
 from systems.kafka.config import KAFKA_LINES
 from systems.kafka.releases import (
     KafkaReleaseError,
