@@ -385,14 +385,9 @@ def compare(
     from compose.cli import ComposeError
     from harness.compare import compare as compare_lines
     from harness.compare import table_lines
-    from harness.scenario_options import (
-        check_kafka_options,
-        check_release_keys,
-        on_rabbitmq,
-        rabbitmq_option,
-    )
+    from harness.scenario_options import judge_on_lines
     from systems.config_files import absolute_config_option
-    from systems.registry import find_scenario, load_scenario, with_config_files
+    from systems.registry import find_scenario, load_scenario
     from systems.scenario import ScenarioError
 
     if (kafka is None) == (rabbitmq is None):
@@ -403,16 +398,8 @@ def compare(
         # Each run is a process of its own in the repository: paths are handed on absolute.
         path = find_scenario(scenario, SCENARIOS_DIR).resolve()
         configs = [absolute_config_option(c) for c in config or []]
-        # Every line is known, its image built and the scenario's keys judged by its release
-        # before the first run starts.
-        for line in lines:
-            if option == "--kafka":
-                spec, _ = with_config_files(load_scenario(path), configs, config_wins)
-                check_kafka_options(spec, mode, line)
-                check_release_keys(spec, mode, line)
-            else:
-                on_line = load_scenario(path, rabbitmq_option(line))
-                spec, _ = with_config_files(on_rabbitmq(on_line, line), configs, config_wins)
+        judge_on_lines(path, option, list(lines), mode, configs, config_wins)
+        spec = load_scenario(path)
     except (ScenarioError, ComposeError) as e:
         raise _fail(str(e)) from None
     extra = [
@@ -1111,12 +1098,7 @@ def hunt(
         table_lines,
         targets_of,
     )
-    from harness.scenario_options import (
-        check_kafka_options,
-        check_release_keys,
-        on_rabbitmq,
-        rabbitmq_option,
-    )
+    from harness.scenario_options import judge_on_lines
     from systems.registry import find_scenario, load_scenario
     from systems.scenario import ScenarioError
 
@@ -1131,15 +1113,7 @@ def hunt(
         # Each run is a process of its own in the repository: the path is handed on absolute.
         path = find_scenario(scenario, SCENARIOS_DIR).resolve()
         spec = load_scenario(path)
-        # Every line is known, its image built and the scenario's keys judged by its release
-        # before the first run starts.
-        for line in lines:
-            if option == "--rabbitmq" and line is not None:
-                on_rabbitmq(load_scenario(path, rabbitmq_option(line)), line)
-                continue
-            check_kafka_options(spec, mode, line, build=line is not None)
-            if line is not None:
-                check_release_keys(spec, mode, line)
+        judge_on_lines(path, option, lines, mode)
         folder = hunt_folder(results.resolve(), spec.id)
         targets = targets_of(spec, path, lines, clients, folder)
     except (ScenarioError, ComposeError) as e:

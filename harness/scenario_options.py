@@ -84,6 +84,31 @@ def on_rabbitmq(spec: Any, version: str | None) -> Any:
     return on_release(spec, version)
 
 
+def judge_on_lines(
+    path: Path,
+    option: str,
+    lines: list[str | None],
+    mode: str | None,
+    configs: list[str] | None = None,
+    config_wins: bool = False,
+) -> None:
+    """Before a series of runs of one scenario on several release lines (`option`: --kafka or
+    --rabbitmq; None: the scenario's own line): every line known, its image built and the
+    scenario's keys, a team's files taken in, judged by its release, so that no run starts when
+    one line would refuse."""
+    from systems.registry import with_config_files
+
+    for line in lines:
+        if option == "--rabbitmq" and line is not None:
+            on_line = on_rabbitmq(load_scenario(path, rabbitmq_option(line)), line)
+            with_config_files(on_line, configs or [], config_wins)
+            continue
+        spec, _ = with_config_files(load_scenario(path), configs or [], config_wins)
+        check_kafka_options(spec, mode, line, build=line is not None)
+        if line is not None:
+            check_release_keys(spec, mode, line)
+
+
 def scenario_row(path: Path, root: Path) -> tuple[str, str, str, str, str]:
     """A row of `harness list`: the name to run it by, its claim, where it runs, what it
     expects, its description (an invalid file's first problem)."""
