@@ -26,6 +26,7 @@ from typing import Any
 from checkers.verdict import SYNC_SECONDS, longest_stall_in_faults
 from compose.releases import setup_releases
 from contract.versions import line_of, version_key
+from harness.hunt_rates import hunted_section
 from harness.trial import run_once
 from reports.junit import Case, matrix_case
 from systems.kafka.config import KAFKA_LINES, mode_refusal
@@ -464,7 +465,13 @@ def _words_for_empty_cells() -> str:
     )
 
 
-def render_table(cells: list[Cell], measured: dict[str, list[RunRecord]], machine: str) -> str:
+def render_table(
+    cells: list[Cell],
+    measured: dict[str, list[RunRecord]],
+    machine: str,
+    hunted: Iterable[str] = (),
+) -> str:
+    """The claims table; `hunted`: the section of rates from hunts (harness.hunt_rates)."""
     never, to_run = still_to_run(cells, measured)
     lines = [
         "# Claims: what the tool found",
@@ -515,6 +522,7 @@ def render_table(cells: list[Cell], measured: dict[str, list[RunRecord]], machin
             *COLUMNS,
             *(_row(c, old) for c, old in replaced),
         ]
+    lines += hunted
     return "\n".join(lines) + "\n"
 
 
@@ -523,7 +531,10 @@ def render_docs(scenarios_dir: Path = ROOT / "scenarios", docs: Path = DOCS) -> 
     `make claims` with its default of one run a cell); returns its path."""
     measured_file = docs / "claims-results.json"
     cells = [c for s in claim_scenarios(scenarios_dir) for c in cells_of(s, 1)]
-    table = render_table(cells, load_measured(measured_file), measured_machine(measured_file))
+    hunted = hunted_section(docs, scenarios_dir)
+    table = render_table(
+        cells, load_measured(measured_file), measured_machine(measured_file), hunted
+    )
     out = docs / "claims-results.md"
     out.write_text(table)
     return out

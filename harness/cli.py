@@ -865,8 +865,19 @@ def claims(
     run_timeout: Annotated[float, typer.Option(min=60, help="seconds one run may take")] = 1200,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
     dry_run: Annotated[bool, typer.Option(help="list the cells, run nothing")] = False,
+    add_hunt: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--add-hunt",
+            help="a hunt's folder (RESULTS/hunt/<scenario>-<time>) whose rates join the table; "
+            "runs nothing",
+        ),
+    ] = None,
 ) -> None:
     """The claims matrix (claim scenario x mode x release line); writes docs/claims-results.md."""
+    if add_hunt:
+        _record_hunts(add_hunt)
+        return
     from harness.claims import (
         DOCS,
         RABBITMQ_LINES,
@@ -880,6 +891,7 @@ def claims(
         run_matrix,
         select,
     )
+    from harness.hunt_rates import hunted_section
     from reports.index import render_index
     from reports.junit import CLAIMS_JUNIT, suite, write
     from systems.kafka.config import KAFKA_LINES, MODES
@@ -912,7 +924,8 @@ def claims(
             run_timeout,
             lambda s: out.print(s, markup=False),
         )
-    table = render_table(every, measured, machine_line())
+    hunted = hunted_section(DOCS, SCENARIOS_DIR)
+    table = render_table(every, measured, machine_line(), hunted)
     (DOCS / "claims-results.md").write_text(table)
     out.print(f"table: {DOCS / 'claims-results.md'}", markup=False)
     results.mkdir(parents=True, exist_ok=True)
@@ -921,6 +934,21 @@ def claims(
     )
     out.print(f"junit: {junit}", markup=False)
     out.print(f"index: {render_index(results, measured_file)}", markup=False)
+
+
+def _record_hunts(folders: list[Path]) -> None:
+    """Each hunt's rows into docs/claims-hunts.json, and the claims table rendered again."""
+    from harness.claims import DOCS, render_docs
+    from harness.hunt_rates import HUNTS_NAME, HuntRecordError, record_hunt
+    from systems.scenario import ScenarioError
+
+    for folder in folders:
+        try:
+            rows = record_hunt(folder, DOCS / HUNTS_NAME)
+        except (HuntRecordError, ScenarioError) as e:
+            raise _fail(str(e)) from None
+        out.print(f"recorded: {folder} ({len(rows)} hunted rows in all)", markup=False)
+    out.print(f"table: {render_docs(SCENARIOS_DIR, DOCS)}", markup=False)
 
 
 def _range(name: str, value: str) -> tuple[float, float]:
@@ -1068,6 +1096,12 @@ def hunt(
         typer.Option(min=60, help="seconds one run may take (default: its phases' bounds)"),
     ] = None,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    into_claims: Annotated[
+        bool,
+        typer.Option(
+            "--claims", help="add the hunt's rates to docs/claims-hunts.json and the claims table"
+        ),
+    ] = False,
     shrink: Annotated[
         bool, typer.Option("--shrink", help="hand the first violating run to harness shrink")
     ] = False,
@@ -1137,6 +1171,8 @@ def hunt(
     for line in table_lines(record):
         out.print(line, markup=False)
     out.print(f"table: {folder / 'hunt.md'}", markup=False)
+    if into_claims and not record.interrupted:
+        _record_hunts([folder])
     if record.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if shrink and record.first_violation():
