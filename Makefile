@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 COMMA := ,
 
-.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format reference docs-figures docs bench bench-lazyfs bench-clients clean
+.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format reference docs-figures docs bench bench-lazyfs bench-clients bench-evidence clean
 
 setup:
 	@bash scripts/setup.sh
@@ -69,7 +69,7 @@ heal:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports chaos harness workloads
+	$(VENV)/bin/mypy contract faults systems nemesis compose lazyfs checkers reports chaos harness workloads bench
 
 # The documentation as a site in site/ (strict: a broken link or a page left out fails).
 docs:
@@ -97,6 +97,11 @@ bench:
 # clusters (messages/s, CPU); BENCH_MESSAGES (default 100k), BENCH_ROUNDS (default 3).
 bench-clients:
 	$(PY) -m systems.clients_bench
+
+# What keeping the brokers' evidence costs the runs under RESULTS (default results/): seconds
+# before teardown and MiB in the run folder, per run and per system, beside the targets.
+bench-evidence:
+	$(PY) -m bench.evidence
 
 # What the power-loss filesystem costs against the plain directory under it (MB/s, as root).
 bench-lazyfs:

@@ -34,7 +34,7 @@ from checkers.verdict import summary_lines
 from contract.expectations import known_expectation
 from contract.numbers import parse_count
 from contract.retention import DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FAILURES_DAYS, DEFAULT_KEEP_LAST
-from contract.rundir import DEFAULT_ROOT, RunDir
+from contract.rundir import DATA_CAP_MIB, DEFAULT_ROOT, RunDir
 from harness.progress import STATUS_CONSOLE
 
 # Commands import the scenarios', the engine's and the nemesis' modules where they use them:
@@ -224,6 +224,14 @@ def run(
         ),
     ] = None,
     config_wins: Annotated[bool, typer.Option(help=CONFIG_WINS_HELP)] = False,
+    data_cap: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="MiB of each broker's data files copied out as evidence at most (decoded, and "
+            "kept archived when the run finds something)",
+        ),
+    ] = DATA_CAP_MIB,
     seed: Annotated[
         int | None,
         typer.Option(
@@ -280,6 +288,7 @@ def run(
             kafka_line=kafka,
             seed=seed,
             config_files=tuple(f.record() for f in fates),
+            data_cap_mib=data_cap,
         )
         runner = make_run(spec, path, opts, RunProgress if verbose else None)
         if verbose:

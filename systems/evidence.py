@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import zstandard
 
+from contract.rundir import DATA_CAP_MIB as DATA_CAP_MIB
 from contract.rundir import EVIDENCE_INDEX as EVIDENCE_FILE
 
 LEVEL = 3  # zstd's default: fast, and a dump's repeated fields shrink many times over

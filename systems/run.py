@@ -28,7 +28,7 @@ import docker
 from compose.engine import EngineLost, EngineWatch
 from contract import VERSION
 from contract.manifest import Manifest
-from contract.rundir import make_run_dir, new_run_id
+from contract.rundir import DATA_CAP_MIB, make_run_dir, new_run_id
 from nemesis.containers import NemesisError
 from systems.kafka.targets import TargetError
 from systems.rabbitmq.cluster import LOCAL_IMAGE
@@ -74,6 +74,7 @@ class RunOptions:
     seed: int | None = None  # the steps' drawn targets; None: a generated schedule's, or drawn
     # What became of each key of the team's own files (--config), as the manifest keeps it.
     config_files: tuple[dict[str, str], ...] = ()
+    data_cap_mib: int = DATA_CAP_MIB  # per node, the raw data files kept as evidence at most
 
 
 @contextmanager

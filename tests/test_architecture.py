@@ -21,6 +21,7 @@ PACKAGES = (
     "reports",
     "chaos",
     "harness",
+    "bench",
 )
 # What each package may import of ours: the layers, bottom first.
 ALLOWED: dict[str, set[str]] = {
@@ -45,6 +46,21 @@ ALLOWED: dict[str, set[str]] = {
         "checkers",
         "reports",
         "chaos",
+    },
+    # Benchmarks measure the product from outside it: they may import any of it, and nothing
+    # imports them.
+    "bench": {
+        "contract",
+        "faults",
+        "nemesis",
+        "lazyfs",
+        "compose",
+        "workloads",
+        "systems",
+        "checkers",
+        "reports",
+        "chaos",
+        "harness",
     },
 }
 
@@ -97,6 +113,11 @@ def test_no_cycle_between_top_level_packages() -> None:
 
 def test_nothing_below_harness_imports_it() -> None:
     importers = [p for p, deps in package_graph().items() if "harness" in deps]
+    assert not importers
+
+
+def test_nothing_imports_the_benchmarks() -> None:
+    importers = [p for p, deps in package_graph().items() if "bench" in deps]
     assert not importers
 
 

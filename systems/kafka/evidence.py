@@ -37,13 +37,11 @@ import zstandard
 
 from compose.cli import ComposeError
 from compose.cluster import ComposeCluster
-from systems.evidence import LEVEL, compressing
+from systems.evidence import DATA_CAP_MIB, LEVEL, compressing
 from systems.kafka.cluster import DATA_DIR, INTERNAL_PORT
 
 log = logging.getLogger(__name__)
 
-# Per node, the data files copied out at most (raw bytes); past it the copy stops and says so.
-DATA_CAP_BYTES = 256 * 1024 * 1024
 COPY_TIMEOUT_S = 60.0
 DECODE_TIMEOUT_S = 120.0
 FIND_HANGING_TIMEOUT_S = 45.0
@@ -154,7 +152,9 @@ def filter_archive(
     return sorted(kept), size, stopped
 
 
-def copy_data(container: Any, node: str, topics: list[str], out_dir: Path) -> NodeEvidence:
+def copy_data(
+    container: Any, node: str, topics: list[str], out_dir: Path, cap_bytes: int
+) -> NodeEvidence:
     """The node's data files of the run's partitions, as `<node>-data.tar.zst` in `out_dir`,
     read from the container whether it runs or not: a running node's own tar leaves the
     preallocated indexes out; a stopped one's directory comes whole through Docker's archive
@@ -165,7 +165,7 @@ def copy_data(container: Any, node: str, topics: list[str], out_dir: Path) -> No
     deadline = started + COPY_TIMEOUT_S
     try:
         with archive.open("wb") as raw, compressing(raw) as sink, _data_tar(container) as tar:
-            kept, size, stopped = filter_archive(tar, sink, topics, DATA_CAP_BYTES, deadline)
+            kept, size, stopped = filter_archive(tar, sink, topics, cap_bytes, deadline)
         evidence.data_archive, evidence.partitions, evidence.data_bytes = archive.name, kept, size
         if stopped:
             evidence.missing.append(stopped)
@@ -352,13 +352,18 @@ def find_hanging(cluster: ComposeCluster, broker: str, broker_id: int, out_dir: 
 
 
 def collect(
-    containers: dict[str, Any], nodes: list[str], topics: list[str], out_dir: Path
+    containers: dict[str, Any],
+    nodes: list[str],
+    topics: list[str],
+    out_dir: Path,
+    cap_mib: int = DATA_CAP_MIB,
 ) -> list[NodeEvidence]:
-    """Each node's data files copied out, the nodes in parallel (before the cluster comes
-    down)."""
+    """Each node's data files copied out (at most `cap_mib` MiB a node), the nodes in parallel
+    (before the cluster comes down)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     present = [n for n in nodes if n in containers]
+    cap = cap_mib * 2**20
     with ThreadPoolExecutor(max_workers=max(1, len(present))) as pool:
-        found = list(pool.map(lambda n: copy_data(containers[n], n, topics, out_dir), present))
+        found = list(pool.map(lambda n: copy_data(containers[n], n, topics, out_dir, cap), present))
     found += [NodeEvidence(n, missing=["no container"]) for n in nodes if n not in containers]
     return found

@@ -230,7 +230,9 @@ class KafkaRun(KafkaClientsRun):
         nodes = [n.name for n in self.cluster.nodes if n.role != "zookeeper"]
         found: list[evidence.NodeEvidence] = []
         try:
-            found = evidence.collect(self.cluster.containers(), nodes, topics, out)
+            found = evidence.collect(
+                self.cluster.containers(), nodes, topics, out, self.opts.data_cap_mib
+            )
             if self._transactional():
                 self._find_hanging(self.cluster, out, found)
         except Exception as e:  # noqa: BLE001 - evidence must never keep a cluster up
