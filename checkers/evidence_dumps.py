@@ -1,6 +1,6 @@
 """Reading a Kafka run's own evidence (systems.kafka.evidence): the batches and records of
-Kafka's log dumps, the leader changes of its metadata log, and the truncations and leader
-changes its brokers logged.
+Kafka's log dumps, the leader changes of its metadata log (or, in ZooKeeper mode, of
+ZooKeeper's transaction log), and the truncations and leader changes its brokers logged.
 
 Each reader streams its text a line at a time and keeps only what it is asked about: a run's
 dumps hold every record it wrote, on every replica. What a line does not say in the form
@@ -15,7 +15,9 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import zstandard
 
@@ -202,6 +204,68 @@ def metadata_leader_changes(lines: Iterable[str]) -> Iterator[LeaderChange]:
                 isr=tuple(_broker_name(int(b), brokers) for b in data.get("isr") or []),
                 line=line.strip(),
             )
+
+
+# A ZooKeeper transaction as its TxnLogToolkit prints it: "11/29/26, 8:26:57 AM UTC session
+# 0x... cxid 0x1 zxid 0x6 setData /path,{data},version" (Java's short date and medium time in
+# the JVM's locale; JDK 20 and later put a narrow space before AM/PM).
+_ZK_TXN = re.compile(
+    r"^(?P<when>\d{1,2}/\d{1,2}/\d{2}, \d{1,2}:\d{2}:\d{2}[ \u202f][AP]M) (?P<zone>\S+) "
+    r"session \S+ cxid \S+ zxid \S+ (?P<op>create|setData) (?P<path>/[^,]+),(?P<data>.*)$"
+)
+_ZK_STATE = re.compile(r"^/brokers/topics/(?P<topic>[^/]+)/partitions/(?P<partition>\d+)/state$")
+_ZK_BROKER = re.compile(r"^/brokers/ids/(?P<broker>\d+)$")
+
+
+def _zk_time(when: str, zone: str) -> float | None:
+    try:
+        at = datetime.strptime(when.replace("\u202f", " "), "%m/%d/%y, %I:%M:%S %p")
+    except ValueError:
+        return None
+    if zone not in ("UTC", "GMT", "Z"):
+        return None  # a zone the containers do not run in: no time rather than a wrong one
+    return at.replace(tzinfo=UTC).timestamp()
+
+
+def _zk_json(data: str) -> dict[str, Any] | None:
+    """The znode's JSON at the start of a transaction's data (an ACL and a version follow)."""
+    try:
+        value, _ = json.JSONDecoder().raw_decode(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def zookeeper_leader_changes(lines: Iterable[str]) -> Iterator[LeaderChange]:
+    """Every partition's leader and ISR as ZooKeeper mode's controller wrote them to the
+    partition's state znode, from ZooKeeper's own transaction log (seconds: the tool prints no
+    milliseconds). The znode carries the leader epoch itself; a write that changes only the ISR
+    is no leader change and is passed over (KRaft's change records name no leader then)."""
+    brokers: dict[int, str] = {}
+    last: dict[str, tuple[object, object]] = {}
+    for line in lines:
+        m = _ZK_TXN.match(line)
+        if m is None or (data := _zk_json(m["data"])) is None:
+            continue
+        if broker := _ZK_BROKER.match(m["path"]):
+            if data.get("host"):
+                brokers[int(broker["broker"])] = str(data["host"])
+            continue
+        state = _ZK_STATE.match(m["path"])
+        if state is None or "leader" not in data:
+            continue
+        partition = f"{state['topic']}-{state['partition']}"
+        if last.get(partition) == (leader := (data["leader"], data.get("leader_epoch"))):
+            continue
+        last[partition] = leader
+        yield LeaderChange(
+            time=_zk_time(m["when"], m["zone"]),
+            partition=partition,
+            leader=_broker_name(int(data["leader"]), brokers),
+            leader_epoch=int(data["leader_epoch"]) if "leader_epoch" in data else None,
+            isr=tuple(_broker_name(int(b), brokers) for b in data.get("isr") or []),
+            line=line.strip(),
+        )
 
 
 def _broker_name(broker: int, brokers: dict[int, str]) -> str:

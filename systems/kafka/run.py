@@ -235,6 +235,9 @@ class KafkaRun(KafkaClientsRun):
             )
             if self._transactional():
                 self._find_hanging(self.cluster, out, found)
+            zookeepers = [n.name for n in self.cluster.nodes if n.role == "zookeeper"]
+            if zookeepers:
+                found += evidence.collect_zookeeper(self.cluster, zookeepers, out)
         except Exception as e:  # noqa: BLE001 - evidence must never keep a cluster up
             log.error("the nodes' evidence was not copied: %s", e)
         super()._cluster_down()

@@ -16,6 +16,7 @@ from checkers.evidence_dumps import (
     metadata_leader_changes,
     partition_of_dump,
     text_lines,
+    zookeeper_leader_changes,
 )
 
 pytestmark = pytest.mark.unit
@@ -113,3 +114,32 @@ def test_a_3_9_2_dump_reads_as_4_4_0_does() -> None:
     assert (by_offset[224].marker, by_offset[225].marker) == ("ABORT", "COMMIT")
     # The next data batch continues at sequence 173: nothing else took 170-172.
     assert by_offset[226].batch.base_sequence == 173 and by_offset[226].msg_id == "P1:531"
+
+
+def test_zookeeper_mode_leader_changes_from_its_transaction_log() -> None:
+    """ZooKeeper 3.8.0's TxnLogToolkit --dump, on znodes written as Kafka's ZooKeeper-mode
+    controller writes them: broker registrations, then a partition's state created, its ISR
+    shrunk (no leader change), a new leader in epoch 1, and no leader at all."""
+    changes = list(zookeeper_leader_changes(text_lines(FIXTURES / "zk-txns-3.8.0.txt")))
+    assert [(c.partition, c.leader, c.leader_epoch, c.isr) for c in changes] == [
+        ("jepsen-0", "kafka2", 0, ("kafka2", "kafka1", "kafka3")),
+        ("jepsen-0", "kafka3", 1, ("kafka3",)),
+        ("jepsen-0", "none", 2, ("kafka3",)),
+    ]
+    # 11/29/26, 8:28:37 AM UTC: seconds, the tool prints no milliseconds.
+    assert changes[0].time == 1795940917.0
+    assert changes[1].line.startswith("11/29/26, 8:28:37 AM UTC session")
+
+
+def test_a_zookeeper_time_in_an_unknown_zone_is_no_time() -> None:
+    line = (
+        "11/29/26, 8:28:37\u202fAM CET session 0x1 cxid 0x1 zxid 0x2 setData "
+        '/brokers/topics/t/partitions/3/state,{"leader":1,"leader_epoch":4,"isr":[1]},5'
+    )
+    (change,) = zookeeper_leader_changes([line])
+    assert (change.partition, change.leader, change.leader_epoch, change.time) == (
+        "t-3",
+        "broker 1",
+        4,
+        None,
+    )
