@@ -232,7 +232,12 @@ class RabbitMQRun(ScenarioRun):
         out = RunDir(self.run_dir).evidence
         try:
             found = evidence.collect(
-                cluster, list(cluster.nodes), self.scenario.cluster.queue_type, queues, out
+                cluster,
+                list(cluster.nodes),
+                self.scenario.cluster.queue_type,
+                queues,
+                out,
+                cluster.release(),
             )
             write_index(out, found, time.monotonic() - started)
         except Exception as e:  # noqa: BLE001 - evidence must never keep a cluster up
