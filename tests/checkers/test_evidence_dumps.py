@@ -1,5 +1,6 @@
 """Reading Kafka's dumps and logs, on excerpts of real runs' (tests/checkers/fixtures/evidence/:
-K1's acks=1 loss and T2's transactions, Kafka 4.4.0 KRaft)."""
+K1's acks=1 loss and T2's transactions, Kafka 4.4.0 KRaft; T2's violating run on 3.9.2 KRaft;
+K1's segments read again by 4.1.2's own DumpLogSegments; ZooKeeper 3.8.0's transaction log)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ pytestmark = pytest.mark.unit
 FIXTURES = Path(__file__).parent / "fixtures" / "evidence"
 
 
-def test_records_carry_their_batch_and_their_payloads_message() -> None:
-    records = list(dump_records("kafka2", text_lines(FIXTURES / "k1-jepsen.dump.txt")))
+# 4.1.2's tool prints 4.4.0's segments line for line as 4.4.0's does (checked on the whole K1
+# run's dump); both are read here, so a change of either's format fails this test.
+@pytest.mark.parametrize("dump", ["k1-jepsen.dump.txt", "k1-4.1.2-jepsen.dump.txt"])
+def test_records_carry_their_batch_and_their_payloads_message(dump: str) -> None:
+    records = list(dump_records("kafka2", text_lines(FIXTURES / dump)))
     first, last = records[0], records[-1]
     assert (first.offset, first.msg_id, first.batch.partition) == (0, "P1:1", "jepsen-0")
     assert (first.batch.base_offset, first.batch.last_offset, first.batch.leader_epoch) == (
@@ -69,6 +73,21 @@ def test_metadata_leader_changes_name_nodes_and_count_epochs() -> None:
     assert jepsen == [("jepsen-0", "kafka2", 0), ("jepsen-0", "kafka3", 1)]
     assert changes[1].isr == ("kafka3", "kafka1")
     assert changes[1].time == pytest.approx(1795932848.79)
+
+
+def test_metadata_leader_changes_of_3_9_2() -> None:
+    """3.9.2 writes version 1 partition records: the same fields the reader takes."""
+    path = FIXTURES / "t2-3.9.2-cluster-metadata.dump.txt"
+    changes = list(metadata_leader_changes(text_lines(path)))
+    assert [(c.partition, c.leader, c.leader_epoch) for c in changes] == [
+        ("jepsen-0", "kafka1", 0),
+        ("jepsen-1", "kafka2", 0),
+        ("jepsen-2", "kafka3", 0),
+        ("jepsen-0", "kafka2", 1),  # kafka1 cut off: kafka2 leads, kafka1 out of the ISR
+        ("jepsen-2", "kafka1", 1),
+    ]
+    assert changes[3].isr == ("kafka2", "kafka3")
+    assert changes[3].time == pytest.approx(1795933760.870)
 
 
 def test_broker_log_truncations_and_leaderships() -> None:
