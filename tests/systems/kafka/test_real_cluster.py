@@ -35,6 +35,7 @@ from systems.kafka.cluster import (
     KafkaUnavailable,
     choose_kafka_image,
     choose_zookeeper_image,
+    BrokerPorts,
     render_compose,
 )
 from systems.kafka.config import KafkaClusterConfig
@@ -93,7 +94,7 @@ def ensemble(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> It
         cfg,
         PROJECT,
         {"kafka": "unused", "zookeeper": image},
-        {1: 1, 2: 2, 3: 3},
+        {i: BrokerPorts(i, i) for i in (1, 2, 3)},
         free_net_prefix(docker_client),
         "unused",
     )
