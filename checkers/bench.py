@@ -2,7 +2,7 @@
 
 For each size (BENCH_SIZES, default 60k, 1M and 10M messages; 60k is a run's size) a synthetic
 Kafka history
-(checkers.bench_synth) is checked three ways, each in a process of its own so its wall time and
+(checkers.synthetic) is checked three ways, each in a process of its own so its wall time and
 peak memory (the whole process tree: Python and Spark's JVM) are its own:
   duckdb         checkers.bench_duckdb on the JSONL files, every size's before the warm
                  server starts (DuckDB takes most of the machine's memory at 10M)
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.attribution import step_number
-from checkers.bench_synth import synth_run
+from checkers.synthetic import synth_run
 from contract.numbers import parse_counts
 
 DEFAULT_SIZES = "60k,1M,10M"
