@@ -64,7 +64,8 @@ def _timed_ours(send_all: Callable[[], None], history_dir: Path) -> Figures:
 def _kafka(kind: str, target: dict[str, Any], count: int, history_dir: Path) -> Figures:
     from confluent_kafka import KafkaError, Message, Producer
 
-    from workloads.kafka.clients import ProducerConfig, producer_settings, run_producer
+    from workloads.kafka.base import ProducerConfig, producer_settings
+    from workloads.kafka.clients import run_producer
 
     cfg = ProducerConfig(process="P1", topic=TOPIC, count=count, deadline=time.time() + 300)
     bootstrap = target["bootstrap_servers"]
