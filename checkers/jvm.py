@@ -108,9 +108,9 @@ def write_archive(timeout: float = 600.0) -> str:
 
 def _train() -> int:
     """The training check: a synthetic history with every anomaly, checked once."""
-    from checkers.bench_synth import synth_run
     from checkers.run import check_run
     from checkers.spark import spark_session
+    from checkers.synthetic import synth_run
 
     with tempfile.TemporaryDirectory(prefix="brokerjepsen-jvm-") as tmp:
         run = synth_run(Path(tmp), 20_000)

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from checkers.bench_synth import synth_run
 from checkers.read import PARQUET
+from checkers.synthetic import synth_run
 from contract.cache import cache_root, exclusive
 
 MESSAGES = 20_000  # a run's size: the queries a run's check plans, at a run's volume

@@ -729,7 +729,7 @@ def schema(
     """The JSON Schema of a scenario file, for editors and other tools (the repository keeps it
     as docs/scenario.schema.json, each shipped scenario's first line pointing at it, and the
     reference generated with it in docs/reference/: make reference)."""
-    from harness.reference import write_reference
+    from harness.reference_pages import write_reference
     from systems.schema import schema_text
 
     try:
@@ -738,7 +738,8 @@ def schema(
         else:
             out_file.write_text(schema_text())
             out.print(f"wrote {out_file}", markup=False)
-        for path in write_reference(reference) if reference is not None else []:
+        cli = typer.main.get_command(app)
+        for path in write_reference(reference, cli) if reference is not None else []:
             out.print(f"wrote {path}", markup=False)
     except OSError as e:
         raise _fail(f"cannot write ({e.strerror}: {e.filename})") from None

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from checkers import kept_session, session
-from checkers.bench_synth import GROUPS, synth_run
 from checkers.engine import CONNECT_MARK
 from checkers.read import HistoryError
 from checkers.run import check_run
+from checkers.synthetic import GROUPS, synth_run
 from tests.checkers.test_cycles import TOPIC, write_history
 from tests.helpers import ROOT
 

@@ -483,7 +483,8 @@ class FakeReaderConsumer:
 def test_reader_waits_for_the_topic_and_never_calls_nothing_caught_up() -> None:
     import time
 
-    from workloads.kafka.clients import TopicNotFound, _caught_up, partitions_of
+    from workloads.kafka.base import TopicNotFound, partitions_of
+    from workloads.kafka.clients import _caught_up
 
     assert partitions_of(FakeReaderConsumer(2), "t", time.time() + 10) == [0]  # type: ignore[arg-type]
     with pytest.raises(TopicNotFound):
