@@ -31,11 +31,11 @@ from nemesis.containers import Nemesis, NemesisError
 from systems.kafka.admin import KafkaAdmin
 from systems.kafka.cluster import (
     LOCAL_ZOOKEEPER_IMAGE,
+    BrokerPorts,
     KafkaCluster,
     KafkaUnavailable,
     choose_kafka_image,
     choose_zookeeper_image,
-    BrokerPorts,
     render_compose,
 )
 from systems.kafka.config import KafkaClusterConfig
