@@ -207,14 +207,21 @@ def metadata_leader_changes(lines: Iterable[str]) -> Iterator[LeaderChange]:
 
 
 # A ZooKeeper transaction as its TxnLogToolkit prints it: "11/29/26, 8:26:57 AM UTC session
-# 0x... cxid 0x1 zxid 0x6 setData /path,{data},version" (Java's short date and medium time in
-# the JVM's locale; JDK 20 and later put a narrow space before AM/PM).
+# 0x... cxid 0x1 zxid 0x6 <op>" (Java's short date and medium time in the JVM's locale; JDK 20
+# and later put a narrow space before AM/PM). Kafka's controller writes a partition's state in a
+# `multi` (a check of /controller_epoch, then the write), which the tool prints with its binary
+# length prefixes: "multi check:...;setData:\0\0\0)/brokers/topics/t/partitions/0/state\0\0\0L
+# {...}"; a plain write reads "setData /path,{...},1".
 _ZK_TXN = re.compile(
     r"^(?P<when>\d{1,2}/\d{1,2}/\d{2}, \d{1,2}:\d{2}:\d{2}[ \u202f][AP]M) (?P<zone>\S+) "
-    r"session \S+ cxid \S+ zxid \S+ (?P<op>create|setData) (?P<path>/[^,]+),(?P<data>.*)$"
+    r"session \S+ cxid \S+ zxid \S+ (?P<rest>.*)$"
 )
-_ZK_STATE = re.compile(r"^/brokers/topics/(?P<topic>[^/]+)/partitions/(?P<partition>\d+)/state$")
-_ZK_BROKER = re.compile(r"^/brokers/ids/(?P<broker>\d+)$")
+_ZK_WRITE = re.compile(
+    r"(?:create|setData):?[^/]{0,8}"
+    r"(?P<path>/brokers/(?:ids/(?P<broker>\d+)|topics/(?P<topic>[^/\x00\s,]+)/partitions/"
+    r"(?P<partition>\d+)/state))"
+)
+_ZK_DATA_WITHIN = 8  # characters between a path and its JSON: a length prefix, or a comma
 
 
 def _zk_time(when: str, zone: str) -> float | None:
@@ -227,13 +234,19 @@ def _zk_time(when: str, zone: str) -> float | None:
     return at.replace(tzinfo=UTC).timestamp()
 
 
-def _zk_json(data: str) -> dict[str, Any] | None:
-    """The znode's JSON at the start of a transaction's data (an ACL and a version follow)."""
-    try:
-        value, _ = json.JSONDecoder().raw_decode(data)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+def _zk_writes(rest: str) -> Iterator[tuple[re.Match[str], dict[str, Any]]]:
+    """Each write of a broker's registration or a partition's state in one transaction, with
+    the znode's JSON (a write whose data is not JSON right after its path is passed over)."""
+    for m in _ZK_WRITE.finditer(rest):
+        brace = rest.find("{", m.end(), m.end() + _ZK_DATA_WITHIN + 1)
+        if brace < 0:
+            continue
+        try:
+            value, _ = json.JSONDecoder().raw_decode(rest, brace)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield m, value
 
 
 def zookeeper_leader_changes(lines: Iterable[str]) -> Iterator[LeaderChange]:
@@ -244,28 +257,33 @@ def zookeeper_leader_changes(lines: Iterable[str]) -> Iterator[LeaderChange]:
     brokers: dict[int, str] = {}
     last: dict[str, tuple[object, object]] = {}
     for line in lines:
-        m = _ZK_TXN.match(line)
-        if m is None or (data := _zk_json(m["data"])) is None:
+        txn = _ZK_TXN.match(line)
+        if txn is None:
             continue
-        if broker := _ZK_BROKER.match(m["path"]):
-            if data.get("host"):
-                brokers[int(broker["broker"])] = str(data["host"])
-            continue
-        state = _ZK_STATE.match(m["path"])
-        if state is None or "leader" not in data:
-            continue
-        partition = f"{state['topic']}-{state['partition']}"
-        if last.get(partition) == (leader := (data["leader"], data.get("leader_epoch"))):
-            continue
-        last[partition] = leader
-        yield LeaderChange(
-            time=_zk_time(m["when"], m["zone"]),
-            partition=partition,
-            leader=_broker_name(int(data["leader"]), brokers),
-            leader_epoch=int(data["leader_epoch"]) if "leader_epoch" in data else None,
-            isr=tuple(_broker_name(int(b), brokers) for b in data.get("isr") or []),
-            line=line.strip(),
-        )
+        for m, data in _zk_writes(txn["rest"]):
+            if m["broker"] is not None:
+                if data.get("host"):
+                    brokers[int(m["broker"])] = str(data["host"])
+                continue
+            if "leader" not in data:
+                continue
+            partition = f"{m['topic']}-{m['partition']}"
+            if last.get(partition) == (leader := (data["leader"], data.get("leader_epoch"))):
+                continue
+            last[partition] = leader
+            yield LeaderChange(
+                time=_zk_time(txn["when"], txn["zone"]),
+                partition=partition,
+                leader=_broker_name(int(data["leader"]), brokers),
+                leader_epoch=int(data["leader_epoch"]) if "leader_epoch" in data else None,
+                isr=tuple(_broker_name(int(b), brokers) for b in data.get("isr") or []),
+                line=_printable(line),
+            )
+
+
+def _printable(line: str) -> str:
+    """A transaction's line without its binary length prefixes, for the explanations."""
+    return "".join(c if c.isprintable() else " " for c in line).strip()
 
 
 def _broker_name(broker: int, brokers: dict[int, str]) -> str:

@@ -162,3 +162,21 @@ def test_a_zookeeper_time_in_an_unknown_zone_is_no_time() -> None:
         4,
         None,
     )
+
+
+def test_zookeeper_mode_leader_changes_of_a_real_run() -> None:
+    """K1 in ZooKeeper mode on 3.9.2: the controller writes each partition's state in a `multi`
+    (a check of the controller epoch, then the write), which the tool prints with its binary
+    length prefixes; the brokers register in one too. kafka1 led jepsen-0 and was the controller;
+    killed, the next controller set no leader, then kafka3 in epoch 2."""
+    path = FIXTURES / "k1-zk-3.9.2-zookeeper-txns.txt.zst"
+    changes = list(zookeeper_leader_changes(text_lines(path)))
+    assert [(c.leader, c.leader_epoch, c.isr) for c in changes] == [
+        ("kafka1", 0, ("kafka1", "kafka3", "kafka2")),
+        ("none", 1, ("kafka3", "kafka2")),
+        ("kafka3", 2, ("kafka3", "kafka2")),
+    ]
+    assert changes[2].time == 1795942040.0
+    assert "\x00" not in changes[2].line and "/brokers/topics/jepsen/partitions/0/state" in (
+        changes[2].line
+    )
