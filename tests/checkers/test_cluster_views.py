@@ -4,6 +4,7 @@ the heal, partitions still reported, two leaders of one queue, and the report's 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from tests.reports.test_reports import section
 pytestmark = pytest.mark.unit
 
 NODES = ("rabbit1", "rabbit2", "rabbit3")
+FIXTURES = Path(__file__).parent / "fixtures" / "evidence"
 
 
 def status(running: list[str], partitions: dict[str, list[str]] | None = None) -> dict[str, Any]:
@@ -171,3 +173,23 @@ def test_the_report_shows_the_split(tmp_path: Path) -> None:
     views = section(html, "table", "cluster-views")
     assert "<td>rabbit2, rabbit3</td><td>rabbit2, rabbit3</td>" in views
     assert "rabbit1 (3), rabbit2 (4)" in section(html, "table", "queue-views")
+
+
+def test_rabbitmq_4_0_split_for_good_from_its_own_evidence(tmp_path: Path) -> None:
+    """R40-split on 4.0.5 (2026-11-29): rabbit3 isolated and healed 6 s later. At the end
+    Mnesia is split (rabbit1 and rabbit2 together, rabbit3 alone, each side reporting the
+    partition) while the quorum queue's Raft members agree: rabbit1 leads in term 1, every
+    member at commit index 22699."""
+    run = RunDir(tmp_path)
+    shutil.copytree(FIXTURES / "r40-split-4.0.5", run.evidence)
+    views = cluster_views(run)
+    assert views is not None and views["split"]
+    assert views["views"] == [
+        {"nodes": ["rabbit1", "rabbit2"], "running": ["rabbit1", "rabbit2"]},
+        {"nodes": ["rabbit3"], "running": ["rabbit3"]},
+    ]
+    assert views["partitions"]["rabbit3"] == {"rabbit3": ["rabbit1", "rabbit2"]}
+    q = views["queues"]["jepsen.primary"]
+    assert q["leaders_claimed"] == [["rabbit1", 1]]
+    assert {m["commit_index"] for members in q["raft"].values() for m in members} == {22699}
+    assert views["metadata_store"]["rabbit3"] == [{"Metadata Store": "mnesia"}]
