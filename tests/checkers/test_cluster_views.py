@@ -193,3 +193,24 @@ def test_rabbitmq_4_0_split_for_good_from_its_own_evidence(tmp_path: Path) -> No
     assert q["leaders_claimed"] == [["rabbit1", 1]]
     assert {m["commit_index"] for members in q["raft"].values() for m in members} == {22699}
     assert views["metadata_store"]["rabbit3"] == [{"Metadata Store": "mnesia"}]
+
+
+@pytest.mark.parametrize(
+    ("release", "store"),
+    [("3.10.8", None), ("4.3.6", ["rabbit1", "rabbit2", "rabbit3"])],
+)
+def test_the_same_heal_reunites_3_10_and_4_3_by_their_own_evidence(
+    tmp_path: Path, release: str, store: list[str] | None
+) -> None:
+    """R40-split's steps on 3.10.8 (pause_minority paused rabbit3) and 4.3.6 (Khepri, which no
+    longer reads cluster_partition_handling): one view, no partition, one queue leader; 4.3's
+    metadata store answers with Khepri's Raft members, 3.10 is not asked."""
+    run = RunDir(tmp_path)
+    shutil.copytree(FIXTURES / f"r40-split-{release}", run.evidence)
+    views = cluster_views(run)
+    assert views is not None and not views["split"] and views["partitions"] == {}
+    assert views["views"] == [{"nodes": list(NODES), "running": list(NODES)}]
+    assert views["queues"]["jepsen.primary"]["leaders_claimed"] == [["rabbit1", 1]]
+    members = views["metadata_store"].get("rabbit1")
+    assert (sorted(m["member"] for m in members) if members else None) == store
+    assert summary_lines(views) == []
