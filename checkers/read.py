@@ -34,9 +34,9 @@ from urllib.parse import unquote
 
 from checkers import columnar
 from checkers.engine import on_this_machine
+from checkers.engine.tuning import SMALL_HISTORY_BYTES
 from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
-from checkers.tuning import SMALL_HISTORY_BYTES
 from contract.history import EVENT_TYPES
 from contract.packed import PackError, history_paths, plain_history, plain_name, plain_size
 

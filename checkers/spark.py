@@ -21,21 +21,22 @@ from checkers import timeline
 from checkers.attribution import attribute, attribution_frame
 from checkers.cycles import check_cycles
 from checkers.engine import cancel_all, release
+from checkers.engine.jvm import checker_memory, driver_options
+from checkers.engine.profile import in_phase, phase
+from checkers.engine.session import LOG4J
+from checkers.engine.together import together
+from checkers.engine.tuning import CHECKER_CONF, ONE_PARTITION_CONF, session_conf
 from checkers.frames import collected_together, in_spark_order, small_frame
 from checkers.ids import in_natural_order, write_ids
-from checkers.jvm import checker_memory, driver_options
 from checkers.messages import MessageTable, message_table
 from checkers.packing import HistoryFacts, facts_by_names, facts_of, packing
-from checkers.profile import in_phase, phase
 from checkers.read import History, HistoryError, read_history
-from checkers.together import together
 from checkers.transactions import (
     check_transactions,
     read_committed_processes,
     transaction_event,
     without_aborted_records,
 )
-from checkers.tuning import CHECKER_CONF, ONE_PARTITION_CONF, session_conf
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 from checkers.windows import client_pauses, fault_windows, overlap
 from contract.cache import cache_root
@@ -89,7 +90,7 @@ def spark_session(
     master: str = "local[*]", history_bytes: int | None = None, archive_to: Path | None = None
 ) -> Any:
     """The checker's Spark session (an existing one as it is); its driver JVM starts as
-    checkers.jvm says for a history of `history_bytes`, or writes the class archive
+    checkers.engine.jvm says for a history of `history_bytes`, or writes the class archive
     `archive_to` when it exits."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise HistoryError("Java is not installed: PySpark needs Java 17 or newer (make setup)")
@@ -101,7 +102,7 @@ def spark_session(
         # The one Python task of a transactional check (checkers.cycles) runs in a worker of
         # this interpreter, which has the checker's packages; PATH's python3 may have none.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    log4j = f"-Dlog4j2.configurationFile=file:{Path(__file__).parent / 'log4j2.properties'}"
+    log4j = f"-Dlog4j2.configurationFile=file:{LOG4J}"
     if archive_to is not None:
         jvm = f"-XX:ArchiveClassesAtExit={archive_to}"
     else:
@@ -164,7 +165,7 @@ def check_history(
     spark: Any, history_dir: Path, ids_dir: Path, expected_groups: list[str] | None = None
 ) -> CheckResult:
     """Counts every metric of every group; the ids behind them go to `ids_dir`. Each phase is
-    marked for `harness check --profile` (checkers.profile). A history read as one partition
+    marked for `harness check --profile` (checkers.engine.profile). A history read as one partition
     is checked with tuning.ONE_PARTITION_CONF, the session's own settings put back after."""
     with phase("read"):
         history = read_history(spark, history_dir)

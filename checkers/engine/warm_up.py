@@ -6,7 +6,7 @@ compiles each query shape's generated classes once: measured on this machine kin
 20 000-message history took 28, 12-14, 10-11, 9-10 s and then settled near 8 s. The warm-up
 pays those first checks. Its history is one `make bench` never checks (another seed), kept in
 the cache and made once, and each check begins from its JSONL, as a run's first check does. Its
-checks run in the server's kept session, as a user's would (checkers.kept_session), and write
+checks run in the server's kept session, as a user's would (checkers.engine.kept_session), and write
 only into the cache; two warm-ups at once (a bench beside `spark up`) take turns.
 """
 
@@ -41,8 +41,8 @@ def warm_up(
 ) -> list[float]:
     """Checks the warm-up history `checks` times on the server at `url` (fewer when `budget`
     seconds have passed); calls `said(n, seconds)` after each and returns their times."""
+    from checkers.engine.session import server_session
     from checkers.run import check_run
-    from checkers.session import server_session
 
     began = time.monotonic()
     took: list[float] = []

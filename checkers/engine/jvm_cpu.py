@@ -81,7 +81,7 @@ def jvm_pid(spark: Any, connect_url: str | None) -> int | None:
         gateway = getattr(spark.sparkContext, "_gateway", None)  # PySpark's own, no API
         proc = getattr(gateway, "proc", None)
         return getattr(proc, "pid", None)
-    from checkers.session import recorded_server
+    from checkers.engine.session import recorded_server
 
     server = recorded_server()
     return server.pid if server is not None and server.url == connect_url else None

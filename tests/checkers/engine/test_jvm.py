@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers import jvm
+from checkers.engine import jvm
 
 pytestmark = pytest.mark.unit
 

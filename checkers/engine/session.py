@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from checkers import kept_session
-from checkers.engine import CONNECT_MARK, forget_connect_mark, is_connect
-from checkers.jvm import SMALL_INLINING, archive_options, checker_memory
+from checkers.engine import CONNECT_MARK, forget_connect_mark, is_connect, kept_session
+from checkers.engine.jvm import SMALL_INLINING, archive_options, checker_memory
+from checkers.engine.tuning import CHECKER_CONF
 from checkers.read import HistoryError
-from checkers.tuning import CHECKER_CONF
 from contract.cache import cache_root, exclusive, write_whole
 from contract.process import alive
 
@@ -243,8 +242,8 @@ def checker_session(master: str | None, history_bytes: int | None) -> Iterator[t
 
 @contextlib.contextmanager
 def server_session(url: str) -> Iterator[Any]:
-    """This machine's warm server's kept session when it is free (checkers.kept_session), else
-    a session of this check's own; a server elsewhere (SPARK_REMOTE) gets one of its own."""
+    """This machine's warm server's kept session when it is free (checkers.engine.kept_session),
+    else a session of this check's own; a server elsewhere (SPARK_REMOTE) gets one of its own."""
     server = None if os.environ.get("SPARK_REMOTE") else recorded_server()
     with (
         contextlib.nullcontext(None)

@@ -9,7 +9,7 @@ import pytest
 
 from checkers import read
 from checkers.bench_synth import synth
-from checkers.tuning import ONE_PARTITION_CONF, session_conf
+from checkers.engine.tuning import ONE_PARTITION_CONF, session_conf
 
 UNSET = "spark.brokerjepsen.test.unset"  # no Spark default: absent unless set
 

@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from checkers.tuning import SMALL_HISTORY_BYTES  # up to it, C1 alone pays (README, "The checker")
+# Up to SMALL_HISTORY_BYTES, C1 alone pays (README, "The checker").
+from checkers.engine.tuning import SMALL_HISTORY_BYTES
 from contract.cache import cache_root
 
 _QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]  # an archive of another JDK: no warning
@@ -88,7 +89,7 @@ def write_archive(timeout: float = 600.0) -> str:
     env = os.environ | {"BJ_ARCHIVE_TO": str(partial)}
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "checkers.jvm"],
+            [sys.executable, "-m", "checkers.engine.jvm"],
             env=env,
             capture_output=True,
             text=True,
@@ -137,7 +138,7 @@ def _stop_jvm(spark: Any) -> None:
 
 
 def main() -> int:
-    """`python -m checkers.jvm`: writes the archive unless it is there (make setup)."""
+    """`python -m checkers.engine.jvm`: writes the archive unless it is there (make setup)."""
     if os.environ.get("BJ_ARCHIVE_TO"):
         return _train()
     print(f"setup: Spark class archive {write_archive()}")
