@@ -34,6 +34,7 @@ from urllib.parse import unquote
 
 from checkers import columnar
 from checkers.engine import on_this_machine
+from checkers.engine.errors import HistoryError
 from checkers.engine.tuning import SMALL_HISTORY_BYTES
 from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
@@ -45,10 +46,6 @@ SIDECAR = "_brokerjepsen.json"  # in it: the JSONL sizes it was made from, and c
 MALFORMED = "malformed"  # in the Parquet copy: the text of a line that is not an event
 CORRUPT = "_corrupt_record"  # where Spark's JSON parser puts a line it could not read whole
 JSON_SCHEMA = f"{EVENT_SCHEMA}, {CORRUPT} string"
-
-
-class HistoryError(Exception):
-    """A history that cannot be checked (malformed line, no files); one line for the user."""
 
 
 @dataclass

@@ -591,7 +591,7 @@ def spark_up(
     """Start a Spark Connect server that every check on this machine uses until spark down,
     warmed by a few checks of a synthetic history so a run's first check is not a cold one."""
     from checkers.engine.session import recorded_server, start_server
-    from checkers.engine.warm_up import MESSAGES, warm_up
+    from checkers.rehearsal import MESSAGES, warm_up
 
     running = recorded_server()
     if running is not None:

@@ -26,7 +26,7 @@ def missing(reason: str) -> None:
 def spark() -> Iterator[Any]:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         missing("Java is not installed (PySpark needs Java 17+): run make setup")
-    from checkers.spark import spark_session
+    from checkers.engine import spark_session
 
     session = spark_session("local[2]")
     yield session

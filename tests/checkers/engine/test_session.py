@@ -228,12 +228,12 @@ def test_the_warm_up_checks_its_synthetic_history_on_the_server_it_warms(
     # In a process of its own: a Connect session would turn this one's PySpark to Connect mode.
     script = (
         "import json, sys\n"
-        "from checkers.engine import warm_up\n"
-        "warm_up.MESSAGES = 2_000  # the queries of a run's size, sooner\n"
+        "from checkers import rehearsal\n"
+        "rehearsal.MESSAGES = 2_000  # the queries of a run's size, sooner\n"
         "seen = []\n"
-        "took = warm_up.warm_up(sys.argv[1], checks=2, said=lambda n, _s: seen.append(n))\n"
-        "none = warm_up.warm_up(sys.argv[1], checks=2, budget=0.0)\n"
-        "print(json.dumps([took, seen, none, str(warm_up.history_run())]))\n"
+        "took = rehearsal.warm_up(sys.argv[1], checks=2, said=lambda n, _s: seen.append(n))\n"
+        "none = rehearsal.warm_up(sys.argv[1], checks=2, budget=0.0)\n"
+        "print(json.dumps([took, seen, none, str(rehearsal.history_run())]))\n"
     )
     done = _command(
         [sys.executable, "-c", script, warm.url], {**os.environ, "PYTHONPATH": str(ROOT)}
