@@ -33,9 +33,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from checkers import columnar
-from checkers.engine import on_this_machine
-from checkers.engine.errors import HistoryError
-from checkers.engine.tuning import SMALL_HISTORY_BYTES
+from checkers.engine import SMALL_HISTORY_BYTES, HistoryError, on_this_machine
 from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
 from contract.history import EVENT_TYPES

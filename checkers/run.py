@@ -11,10 +11,15 @@ from typing import Any
 
 from checkers.broker_errors import broker_errors
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
-from checkers.engine import cancel_all
-from checkers.engine.jvm_cpu import measured
-from checkers.engine.profile import phase, profiling
-from checkers.engine.session import Where, checker_session, session_of
+from checkers.engine import (
+    Where,
+    cancel_all,
+    checker_session,
+    measured,
+    phase,
+    profiling,
+    session_of,
+)
 from checkers.explain import explain_run
 from checkers.pace import with_pace
 from checkers.read import history_bytes, write_parquet

@@ -17,10 +17,15 @@ from checkers import queries as q
 from checkers import timeline
 from checkers.attribution import attribute, attribution_frame
 from checkers.cycles import check_cycles
-from checkers.engine import cancel_all, release
-from checkers.engine.parallel import together
-from checkers.engine.profile import in_phase, phase
-from checkers.engine.tuning import ONE_PARTITION_CONF, session_conf
+from checkers.engine import (
+    ONE_PARTITION_CONF,
+    cancel_all,
+    in_phase,
+    phase,
+    release,
+    session_conf,
+    together,
+)
 from checkers.frames import collected_together, in_spark_order, small_frame
 from checkers.ids import in_natural_order, write_ids
 from checkers.messages import MessageTable, message_table

@@ -28,8 +28,7 @@ from rich.text import Text
 # typer vendors click; its base exception is not re-exported
 from typer._click.exceptions import ClickException
 
-from checkers.engine import forget_connect_mark
-from checkers.spark import HistoryError
+from checkers.engine import HistoryError, forget_connect_mark
 from checkers.verdict import summary_lines
 from contract.expectations import known_expectation
 from contract.numbers import parse_count
@@ -538,7 +537,7 @@ def check(
 @contextlib.contextmanager
 def _check_status() -> Iterator[None]:
     """On a terminal, the phase a check is in, as it goes (nothing is printed when piped)."""
-    from checkers.engine.profile import watching
+    from checkers.engine import watching
 
     with err.status("checking: starting Spark") as status:
         with watching(lambda name: status.update(f"checking: {name}")):
@@ -549,7 +548,7 @@ def _check_status() -> Iterator[None]:
 def _warm_checker() -> Iterator[None]:
     """For a command that checks many runs: each run's check on one warm Spark Connect server
     (the one up already, or one that ends with this command), said in a line."""
-    from checkers.engine.session import warm_server
+    from checkers.engine import warm_server
 
     with warm_server() as url:
         if url:
@@ -560,8 +559,7 @@ def _warm_checker() -> Iterator[None]:
 
 
 def _print_profile(checker: dict) -> None:
-    from checkers.engine.jvm_cpu import said
-    from checkers.engine.profile import Phase, Profile
+    from checkers.engine import Phase, Profile, cpu_said
 
     phases = [Phase(**p) for p in checker["profile"]]
     out.print(f"checker: {checker['session']}", markup=False)
@@ -569,7 +567,7 @@ def _print_profile(checker: dict) -> None:
     for line in Profile(None, phases).lines():
         out.print(line, markup=False)
     if checker.get("jvm_cpu"):
-        out.print(said(checker["jvm_cpu"]), markup=False)
+        out.print(cpu_said(checker["jvm_cpu"]), markup=False)
 
 
 spark_app = typer.Typer(no_args_is_help=True, help="the warm checker: a Spark Connect server")
@@ -590,7 +588,7 @@ def spark_up(
 ) -> None:
     """Start a Spark Connect server that every check on this machine uses until spark down,
     warmed by a few checks of a synthetic history so a run's first check is not a cold one."""
-    from checkers.engine.session import recorded_server, start_server
+    from checkers.engine import recorded_server, start_server
     from checkers.rehearsal import MESSAGES, warm_up
 
     running = recorded_server()
@@ -625,7 +623,7 @@ def _said_warm_check(n: int, seconds: float) -> None:
 @spark_app.command("down")
 def spark_down() -> None:
     """Stop the warm Spark Connect server."""
-    from checkers.engine.session import stop_server
+    from checkers.engine import stop_server
 
     server = stop_server()
     said = f"stopped {server.url} (pid {server.pid})" if server else "no warm session was running"
@@ -635,7 +633,7 @@ def spark_down() -> None:
 @spark_app.command("status")
 def spark_status() -> None:
     """Which Spark a check would run on now; exit 0 when a warm session answers, else 1."""
-    from checkers.engine.session import listening, warm_url
+    from checkers.engine import listening, warm_url
 
     url = warm_url()
     if url and not listening(url):

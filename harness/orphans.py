@@ -122,7 +122,7 @@ def orphan_checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
     """The checker JVMs whose Python driver is gone (their parent is no Python process), but
     for the warm Spark Connect server `harness spark up` started, which has none by design (a
     server started for a command that is gone is an orphan like any other)."""
-    from checkers.engine.session import recorded_server
+    from checkers.engine import recorded_server
 
     warm = recorded_server()
     return [

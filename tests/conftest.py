@@ -89,7 +89,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         i.get_closest_marker(m) for i in session.items for m in costly
     ):
         return
-    from checkers.engine.session import warm_server
+    from checkers.engine import warm_server
 
     WARM.enter_context(warm_server())
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from checkers import read
 from checkers import spark as checker
 from checkers.bench_synth import GROUPS, synth
-from checkers.engine.tuning import ONE_PARTITION_CONF
+from checkers.engine import ONE_PARTITION_CONF
 from checkers.ids import read_ids
 from checkers.read import HistoryError
 from checkers.run import check_run
