@@ -91,12 +91,12 @@ format:
 
 # Checker speed and memory on synthetic histories of growing size (figures, not assertions).
 bench:
-	$(PY) -m checkers.bench
+	$(PY) -m bench.checker
 
 # What recording costs: our producers against the bare confluent-kafka and pika clients on real
 # clusters (messages/s, CPU); BENCH_MESSAGES (default 100k), BENCH_ROUNDS (default 3).
 bench-clients:
-	$(PY) -m systems.clients_bench
+	$(PY) -m bench.clients
 
 # What keeping the brokers' evidence costs the runs under RESULTS (default results/): seconds
 # before teardown and MiB in the run folder, per run and per system, beside the targets.
@@ -105,7 +105,7 @@ bench-evidence:
 
 # What the power-loss filesystem costs against the plain directory under it (MB/s, as root).
 bench-lazyfs:
-	$(PY) -m compose.disks_bench
+	$(PY) -m bench.disks
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .mypy_cache .hypothesis

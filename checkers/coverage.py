@@ -19,7 +19,7 @@ from typing import Any
 from checkers.attribution import step_label
 from checkers.verdict import Judgement
 from contract.history import event_value
-from faults.registry import FAULT_WINDOWS, is_step, window_of
+from faults.registry import FAULT_WINDOWS, OPS, is_step, window_of
 
 PARTITION_ROLES = ("leader", "follower", "followers", "isr", "in-sync-followers")
 CONTROL_ROLES = ("controller", "quorum")
@@ -48,6 +48,10 @@ class ClusterFacts:
                 cluster.get("brokers", 3),
             )
         return cls(brokers=cluster.get("brokers", cluster.get("nodes", 3)))
+
+
+# The ops that fault only the clients' path to the brokers (through the run's proxy).
+CLIENT_PATH_OPS = frozenset(o.name for o in OPS if o.needs_proxy)
 
 
 def _topic_min_isr(cluster: dict[str, Any]) -> int:
@@ -357,9 +361,11 @@ def _step_situations(
     out = []
     window = window_of(f)
     # Roles held count as the roles aimed at, for a fault on the nodes themselves: injected
-    # errors are the mock's, and clients cut from the controller leave it controlling.
+    # errors are the mock's, and a fault of the clients' path alone (a cut, a delay through the
+    # proxy) leaves the controller controlling: the brokers' own traffic is untouched.
     held_words = _role_words(held) if window != "injected" else set()
-    control_held = "controller" in held_words and v.get("op") != "cut-clients"
+    clients_path = v.get("op") == "cut-clients" or _on_clients_path(v.get("op"))
+    control_held = "controller" in held_words and not clients_path
     if window in ("node-down", "node-bounce"):
         out.append("node-faulted")
     if window == "client-down":
@@ -377,7 +383,14 @@ def _step_situations(
         out.append("network-partitioned")
     if v.get("op") == "cut-clients":
         out.append("clients-cut")
+    if v.get("op") in ("delay", "blackhole"):
+        out.append("clients-delayed")
     return out
+
+
+def _on_clients_path(op: object) -> bool:
+    """Whether an op faults only the clients' path to the brokers (through the proxy)."""
+    return isinstance(op, str) and op in CLIENT_PATH_OPS
 
 
 def _down_situations(nemesis: list[dict[str, Any]], facts: ClusterFacts) -> list[str]:

@@ -1,6 +1,6 @@
 """Reading a Kafka run's own evidence (systems.kafka.evidence): the batches and records of
-Kafka's log dumps, the leader changes of its metadata log, and the truncations and leader
-changes its brokers logged.
+Kafka's log dumps, the leader changes of its metadata log (or, in ZooKeeper mode, of
+ZooKeeper's transaction log), and the truncations and leader changes its brokers logged.
 
 Each reader streams its text a line at a time and keeps only what it is asked about: a run's
 dumps hold every record it wrote, on every replica. What a line does not say in the form
@@ -15,7 +15,9 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import zstandard
 
@@ -202,6 +204,86 @@ def metadata_leader_changes(lines: Iterable[str]) -> Iterator[LeaderChange]:
                 isr=tuple(_broker_name(int(b), brokers) for b in data.get("isr") or []),
                 line=line.strip(),
             )
+
+
+# A ZooKeeper transaction as its TxnLogToolkit prints it: "11/29/26, 8:26:57 AM UTC session
+# 0x... cxid 0x1 zxid 0x6 <op>" (Java's short date and medium time in the JVM's locale; JDK 20
+# and later put a narrow space before AM/PM). Kafka's controller writes a partition's state in a
+# `multi` (a check of /controller_epoch, then the write), which the tool prints with its binary
+# length prefixes: "multi check:...;setData:\0\0\0)/brokers/topics/t/partitions/0/state\0\0\0L
+# {...}"; a plain write reads "setData /path,{...},1".
+_ZK_TXN = re.compile(
+    r"^(?P<when>\d{1,2}/\d{1,2}/\d{2}, \d{1,2}:\d{2}:\d{2}[ \u202f][AP]M) (?P<zone>\S+) "
+    r"session \S+ cxid \S+ zxid \S+ (?P<rest>.*)$"
+)
+_ZK_WRITE = re.compile(
+    r"(?:create|setData):?[^/]{0,8}"
+    r"(?P<path>/brokers/(?:ids/(?P<broker>\d+)|topics/(?P<topic>[^/\x00\s,]+)/partitions/"
+    r"(?P<partition>\d+)/state))"
+)
+_ZK_DATA_WITHIN = 8  # characters between a path and its JSON: a length prefix, or a comma
+
+
+def _zk_time(when: str, zone: str) -> float | None:
+    try:
+        at = datetime.strptime(when.replace("\u202f", " "), "%m/%d/%y, %I:%M:%S %p")
+    except ValueError:
+        return None
+    if zone not in ("UTC", "GMT", "Z"):
+        return None  # a zone the containers do not run in: no time rather than a wrong one
+    return at.replace(tzinfo=UTC).timestamp()
+
+
+def _zk_writes(rest: str) -> Iterator[tuple[re.Match[str], dict[str, Any]]]:
+    """Each write of a broker's registration or a partition's state in one transaction, with
+    the znode's JSON (a write whose data is not JSON right after its path is passed over)."""
+    for m in _ZK_WRITE.finditer(rest):
+        brace = rest.find("{", m.end(), m.end() + _ZK_DATA_WITHIN + 1)
+        if brace < 0:
+            continue
+        try:
+            value, _ = json.JSONDecoder().raw_decode(rest, brace)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield m, value
+
+
+def zookeeper_leader_changes(lines: Iterable[str]) -> Iterator[LeaderChange]:
+    """Every partition's leader and ISR as ZooKeeper mode's controller wrote them to the
+    partition's state znode, from ZooKeeper's own transaction log (seconds: the tool prints no
+    milliseconds). The znode carries the leader epoch itself; a write that changes only the ISR
+    is no leader change and is passed over (KRaft's change records name no leader then)."""
+    brokers: dict[int, str] = {}
+    last: dict[str, tuple[object, object]] = {}
+    for line in lines:
+        txn = _ZK_TXN.match(line)
+        if txn is None:
+            continue
+        for m, data in _zk_writes(txn["rest"]):
+            if m["broker"] is not None:
+                if data.get("host"):
+                    brokers[int(m["broker"])] = str(data["host"])
+                continue
+            if "leader" not in data:
+                continue
+            partition = f"{m['topic']}-{m['partition']}"
+            if last.get(partition) == (leader := (data["leader"], data.get("leader_epoch"))):
+                continue
+            last[partition] = leader
+            yield LeaderChange(
+                time=_zk_time(txn["when"], txn["zone"]),
+                partition=partition,
+                leader=_broker_name(int(data["leader"]), brokers),
+                leader_epoch=int(data["leader_epoch"]) if "leader_epoch" in data else None,
+                isr=tuple(_broker_name(int(b), brokers) for b in data.get("isr") or []),
+                line=_printable(line),
+            )
+
+
+def _printable(line: str) -> str:
+    """A transaction's line without its binary length prefixes, for the explanations."""
+    return "".join(c if c.isprintable() else " " for c in line).strip()
 
 
 def _broker_name(broker: int, brokers: dict[int, str]) -> str:

@@ -38,11 +38,12 @@ from checkers.evidence_dumps import (
     log_events,
     metadata_leader_changes,
     text_lines,
+    zookeeper_leader_changes,
 )
 from checkers.queries import BEFORE_ANY_FAULT
 from contract.history import NEMESIS_PROCESS, event_value
 from contract.packed import frames, history_paths, is_packed
-from contract.rundir import EVIDENCE_INDEX, RunDir
+from contract.rundir import EVIDENCE_INDEX, ZOOKEEPER_TXNS, RunDir
 
 EXPLANATIONS = "explanations.csv"
 # The evidence's index, as systems.evidence writes it (the checker reads runs, not systems).
@@ -70,7 +71,7 @@ COLUMNS = (
     "replicas",
     "evidence",
 )
-_DUMPS_NOT_TOPICS = ("transaction-state", "cluster-metadata")
+_DUMPS_NOT_TOPICS = ("transaction-state", "cluster-metadata", "find-hanging", ZOOKEEPER_TXNS)
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,9 @@ def read_evidence(run: RunDir, history: FromHistory, wanted: set[str], txns: boo
         metadata = (n.get("dumps") or {}).get("cluster-metadata")
         if metadata:
             out.elections += metadata_leader_changes(text_lines(run.evidence / metadata))
+        zookeeper = (n.get("dumps") or {}).get(ZOOKEEPER_TXNS)
+        if zookeeper:
+            out.elections += zookeeper_leader_changes(text_lines(run.evidence / zookeeper))
     partitions = {p for p, _ in offsets}
     for n in nodes:
         log = run.logs / f"{n.get('node')}.log"

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from checkers import engine
-from checkers.bench_synth import synth_run
 from checkers.read import PARQUET
 from checkers.run import check_run
+from checkers.synthetic import synth_run
 from contract.cache import cache_root
 
 MESSAGES = 20_000  # a run's size: the queries a run's check plans, at a run's volume

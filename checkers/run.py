@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.broker_errors import broker_errors
+from checkers.cluster_views import cluster_views
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
 from checkers.engine import (
     Where,
@@ -91,6 +92,7 @@ def check_run(
     # The brokers' own evidence of each anomalous message (null, with why, when there is none).
     run_start = (result.history_span or {}).get("first") or 0.0
     verdict["explanations"], verdict["explanations_missing"] = explain_run(run, run_start)
+    verdict["cluster_views"] = cluster_views(run)
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
     verdict["checker"]["session_seconds"] = round(session_seconds, 2)
     if profiled is not None:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from checkers import broker_errors, explain
+from checkers import broker_errors, cluster_views, explain
 from checkers.pace import PACE_KEYS, slow_lines
 from checkers.windows import overlap
 
@@ -462,6 +462,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     lines += _mirror_lines(verdict)
     lines += broker_errors.summary_lines(verdict.get("broker_errors"))
     lines += explain.summary_lines(verdict)
+    lines += cluster_views.summary_lines(verdict.get("cluster_views"))
     for f, names in sorted((verdict.get("errors") or {}).items()):
         lines.append(f"{f} errors: " + ", ".join(f"{n} {c}" for n, c in sorted(names.items())))
     for snap in verdict.get("placement") or []:

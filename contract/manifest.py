@@ -50,6 +50,8 @@ class Manifest(BaseModel):
     images: dict[str, dict[str, Any]] = {}
     compose_project: str | None = None
     bootstrap_servers: str | None = None
+    # Kafka with proxy ops: per broker, the Toxiproxy address its clients connect to.
+    client_proxy: dict[str, str] | None = None
     cluster_network: str | None = None
     kafka_features: dict[str, Any] | None = None
     topic_config: dict[str, str] | None = None

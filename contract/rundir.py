@@ -33,6 +33,8 @@ LOGS = "logs"
 # The brokers' own evidence, read before the cluster came down (systems.<broker>.evidence).
 EVIDENCE = "evidence"
 EVIDENCE_INDEX = "evidence.json"  # what evidence/ holds of each node, and what not
+# A ZooKeeper node's transaction log as its own tool prints it (evidence.json's dump name).
+ZOOKEEPER_TXNS = "zookeeper-txns"
 # Per node, the raw data files copied out (and decoded) at most, in MiB, unless a run says
 # (`harness run --data-cap`): a 3-broker run of a few minutes holds tens of MiB a node; past the
 # cap the copy stops and evidence.json says so.

@@ -85,6 +85,7 @@ class FaultOp:
     writes: tuple[str, ...]  # the history names of its events (a system writes one of them)
     healed_by: str | None  # the op that ends it; None: one-off, or itself a recovery
     needs_lazy_disks: bool = False
+    needs_proxy: bool = False  # the clients reach the brokers through Toxiproxy for it
     does: str = ""  # what it does, for the reference (docs/reference/faults.md)
 
 
@@ -92,6 +93,9 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("start-partition", "network cut", "network-start"),
     HistoryName("start-degrade", "degraded link", "network-start"),
     HistoryName("start-slow", "slow link", "network-start"),
+    HistoryName("start-delay", "clients' link delayed (proxy)", "network-start"),
+    HistoryName("start-blackhole", "clients' link blackholed (proxy)", "network-start"),
+    HistoryName("reset-clients", "clients' connections reset (proxy)", "none"),
     HistoryName("stop-partition", "heal", "network-heal"),
     HistoryName("heal", "heal everything", "heal-all"),
     HistoryName("kill", "kill -9", "node-down"),
@@ -311,6 +315,42 @@ OPS: tuple[FaultOp, ...] = (
             "Records where the partitions' leaders are (expect_balanced: every partition on its "
             "preferred replica)."
         ),
+    ),
+    # the clients' path through Toxiproxy (compose.proxy): the brokers advertise the proxy to
+    # the workload's clients; the brokers' own traffic and the harness's stay direct
+    FaultOp(
+        "delay",
+        KAFKA,
+        "target",
+        ("start-delay",),
+        "heal",
+        needs_proxy=True,
+        does=(
+            "What the workload's clients send the targets arrives delay_ms later (jitter_ms "
+            "either way; both_ways: the answers too), through the clients' proxy."
+        ),
+    ),
+    FaultOp(
+        "blackhole",
+        KAFKA,
+        "target",
+        ("start-blackhole",),
+        "heal",
+        needs_proxy=True,
+        does=(
+            "What the workload's clients send the targets is dropped while their connections "
+            "stay open: no error until the clients' own timeouts (the proxy closes those "
+            "connections at the heal)."
+        ),
+    ),
+    FaultOp(
+        "reset-clients",
+        KAFKA,
+        "target",
+        ("reset-clients",),
+        None,
+        needs_proxy=True,
+        does="The proxy closes every connection of the workload's clients to the targets.",
     ),
     # the workload's own client processes (SIGSTOP, SIGCONT): a zombie instance (KIP-98)
     FaultOp(

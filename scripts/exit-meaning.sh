@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a harness exit code means, in one line on stderr (make hides it behind its own exit 2).
-# The meanings are harness/cli.py's EXIT_MEANINGS, word for word (a test holds them together).
+# The meanings are harness/commands/common.py's EXIT_MEANINGS, word for word (a test holds them together).
 # Usage: exit-meaning.sh <what> <code>
 what=$1 code=$2
 case $code in

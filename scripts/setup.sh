@@ -4,7 +4,8 @@
 #   none answers), system packages (debootstrap, Java 17, Maven, Chromium) when missing, the venv with
 #   pinned dependencies, and the local broker images compose/images/releases.txt lists: RabbitMQ
 #   3.10.8, 4.0.5 and 4.3.6 and ZooKeeper from Debian's packages (bookworm, trixie, sid), Kafka
-#   3.9.2, 4.1.2 and 4.4.0 from Maven Central; and the checker's Spark class archive.
+#   3.9.2, 4.1.2 and 4.4.0 from Maven Central; the checker's Spark class archive; and Toxiproxy
+#   (the clients' proxy) built with Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,8 @@ command -v chromium >/dev/null || need_apt+=(chromium)
 command -v fusermount3 >/dev/null || need_apt+=(fuse3)
 # A checked run's history is packed in zstd frames; zstdcat and zstdgrep read it as it is.
 command -v zstdgrep >/dev/null || need_apt+=(zstd)
+# Toxiproxy (the clients' proxy: delay, hold, blackhole) is built from the Go module proxy.
+command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]] || need_apt+=(golang-go)
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "setup: missing ${need_apt[*]}; install them (apt-get install ${need_apt[*]}) or run as root" >&2
@@ -67,4 +70,6 @@ bash compose/images/build_local_images.sh
 .venv/bin/python -m systems.kafka.configdefs --ensure
 # Kafka's Java client for the transactional workload, per local Kafka release (kept once built).
 .venv/bin/python -m workloads.kafka.java_client
+# Toxiproxy, built once with the machine's Go (a minute), for the proxy ops (compose.proxy).
+.venv/bin/python -m compose.proxy --ensure
 echo "setup: done"

@@ -12,21 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
-from pydantic import ValidationError
 
 from systems.kafka.run import KafkaRun
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka.scenario import config_problems as kafka_config_problems
 from systems.kafka_mock.run import KafkaMockRun
 from systems.kafka_mock.scenario import KafkaMockScenario
-from systems.problems import (
-    KeyProblem,
-    Problem,
-    in_file_order,
-    located_problems,
-    validation_problems,
-    yaml_problem,
-)
+from systems.parsing import scenario_mapping, validated
+from systems.problems import KeyProblem
 from systems.rabbitmq.run import RabbitMQRun
 from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.rabbitmq.scenario import config_problems as rabbitmq_config_problems
@@ -67,38 +60,14 @@ def parse_scenario(text: str, source: str = "<scenario>", kafka: str | None = No
     """A scenario from its file's text, or a ScenarioError naming every problem of the file,
     each at its line and column: the schema's, and each configuration key its system refuses.
     `kafka`: a Kafka scenario is read as on that release (--kafka), over its cluster.release."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ScenarioError(yaml_problem(e).located(source)) from None
-    except (ValueError, RecursionError) as e:  # an integer of thousands of digits, deep nesting
-        raise ScenarioError(
-            f"{source}: not a scenario YAML can hold ({type(e).__name__})"
-        ) from None
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{source}: expected a mapping of scenario fields")
+    data = scenario_mapping(text, source)
     cluster = data.get("cluster")
     name = cluster.get("system", DEFAULT_SYSTEM) if isinstance(cluster, dict) else DEFAULT_SYSTEM
     # A name that is no system (or no string) is left for the default system's schema to name.
     system = SYSTEMS[name] if isinstance(name, str) and name in SYSTEMS else SYSTEMS[DEFAULT_SYSTEM]
     if kafka is not None and system.name == "kafka" and isinstance(cluster, dict):
         cluster["release"] = kafka
-    problems = located_problems(text, system.config_problems(data))
-    try:
-        scenario = system.scenario.model_validate(data)
-    except ValidationError as e:
-        problems += validation_problems(e, system.scenario, text)
-    if problems:
-        raise _scenario_error(in_file_order(problems), source)
-    return scenario
-
-
-def _scenario_error(problems: list[Problem], source: str) -> ScenarioError:
-    """One line naming the first problem and counting the rest; each problem located in the
-    file for `harness validate` and `harness run`."""
-    more = len(problems) - 1
-    first = problems[0].summary(source) + (f" (and {more} more)" if more else "")
-    return ScenarioError(first, [p.located(source) for p in problems])
+    return validated(text, data, source, system.scenario, system.config_problems)
 
 
 def load_scenario(path: Path, rabbitmq: str | None = None, kafka: str | None = None) -> AnyScenario:

@@ -96,7 +96,7 @@ class KafkaAdmin:
         self.cluster = cluster
         self.topic = topic
         config: dict[str, str | int | float | bool] = {
-            "bootstrap.servers": cluster.bootstrap_servers,
+            "bootstrap.servers": cluster.admin_servers,
             "log_level": 3,
             "socket.timeout.ms": 5000,
         }

@@ -12,7 +12,8 @@ from systems.kafka.configdefs import to_property
 from systems.kafka.scenario import FINAL_READER, output_topic
 from systems.run import ScenarioRun
 from systems.scenario import ScenarioError
-from workloads.kafka.clients import ProducerConfig, ReaderConfig, producer_settings, reader_settings
+from workloads.kafka.base import ProducerConfig, producer_settings
+from workloads.kafka.clients import ReaderConfig, reader_settings
 from workloads.kafka.copier import (
     JAVA_CONSUMER_PREFIX,
     JAVA_PRODUCER_PREFIX,

@@ -19,6 +19,7 @@ import json
 import re
 import secrets
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,37 @@ from systems.kafka.releases import build_image, maven_releases, resolve
 from systems.kafka.settings import broker_properties, env_name, env_value
 
 INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 19092, 2181
+# The harness's own listener on a run whose clients go through the proxy: its admin requests
+# (roles, metadata, elections) must not be delayed or dropped with the clients'.
+HARNESS_PORT = 19093
+
+
+@dataclass(frozen=True)
+class BrokerPorts:
+    """Where one broker is reached from this machine. `published`: the host port Docker maps to
+    its EXTERNAL listener; `advertised`: the port it tells clients (the proxy's, on a proxied
+    run; else `published`); `harness`: the host port of its HARNESS listener (proxied runs)."""
+
+    published: int
+    advertised: int
+    harness: int | None = None
+
+    @property
+    def proxied(self) -> bool:
+        return self.advertised != self.published
+
+
+def broker_ports(broker_ids: list[int], proxied: bool) -> dict[int, BrokerPorts]:
+    """Free host ports for each broker: one, or three on a proxied run."""
+    per = 3 if proxied else 1
+    ports = free_ports(per * len(broker_ids))
+    out = {}
+    for i, broker in enumerate(broker_ids):
+        mine = ports[per * i : per * (i + 1)]
+        out[broker] = BrokerPorts(mine[0], mine[1], mine[2]) if proxied else BrokerPorts(*mine * 2)
+    return out
+
+
 DATA_DIR = "/var/lib/kafka/data"
 LOCAL_ZOOKEEPER_IMAGE = "brokerjepsen/zookeeper:3.8.0-debian"
 LOCAL_KAFKA_REPO = "brokerjepsen/kafka"
@@ -77,7 +109,7 @@ def _wiring(cfg: KafkaClusterConfig) -> dict[str, str]:
 
 
 def node_environment(
-    cfg: KafkaClusterConfig, node: Node, host_port: int | None, cluster_id: str
+    cfg: KafkaClusterConfig, node: Node, ports: BrokerPorts | None, cluster_id: str
 ) -> dict[str, str]:
     """The environment of one container, in the official images' convention."""
     if node.role == "zookeeper":
@@ -97,10 +129,16 @@ def node_environment(
     protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
     listeners: list[str] = []
     if node.role in ("broker", "combined"):
+        assert ports is not None
         listeners += [f"INTERNAL://0.0.0.0:{INTERNAL_PORT}", f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT}"]
-        env["KAFKA_ADVERTISED_LISTENERS"] = (
-            f"INTERNAL://{node.name}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{host_port}"
+        advertised = (
+            f"INTERNAL://{node.name}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{ports.advertised}"
         )
+        if ports.harness is not None:
+            listeners.append(f"HARNESS://0.0.0.0:{HARNESS_PORT}")
+            advertised += f",HARNESS://127.0.0.1:{ports.harness}"
+            protocols += ",HARNESS:PLAINTEXT"
+        env["KAFKA_ADVERTISED_LISTENERS"] = advertised
         env["KAFKA_INTER_BROKER_LISTENER_NAME"] = "INTERNAL"
         if rack := cfg.racks.get(node.node_id):
             env["KAFKA_BROKER_RACK"] = rack
@@ -135,7 +173,7 @@ def render_compose(
     cfg: KafkaClusterConfig,
     project: str,
     images: dict[str, str],
-    host_ports: dict[int, int],
+    ports: dict[int, BrokerPorts],
     net_prefix: str,
     cluster_id: str,
     data_mounts: dict[str, Path] | None = None,
@@ -149,7 +187,7 @@ def render_compose(
         service: dict[str, Any] = {
             "image": images["zookeeper" if node.role == "zookeeper" else "kafka"],
             "hostname": node.name,
-            "environment": node_environment(cfg, node, host_ports.get(node.node_id), cluster_id),
+            "environment": node_environment(cfg, node, ports.get(node.node_id), cluster_id),
             "networks": {"cluster": {"ipv4_address": node.address}},
             "labels": {"org.brokerjepsen.role": f"kafka-{node.role}"},
             "stop_grace_period": "30s",
@@ -157,7 +195,10 @@ def render_compose(
         if data_mounts and node.name in data_mounts:
             service["volumes"] = [f"{data_mounts[node.name]}:{DATA_DIR}"]
         if node.role in ("broker", "combined"):
-            service["ports"] = [f"127.0.0.1:{host_ports[node.node_id]}:{EXTERNAL_PORT}"]
+            mine = ports[node.node_id]
+            service["ports"] = [f"127.0.0.1:{mine.published}:{EXTERNAL_PORT}"]
+            if mine.harness is not None:
+                service["ports"].append(f"127.0.0.1:{mine.harness}:{HARNESS_PORT}")
             if first_up:
                 service["depends_on"] = {n: {"condition": "service_started"} for n in first_up}
         services[node.name] = service
@@ -287,7 +328,10 @@ class KafkaCluster(ComposeCluster):
         project: str,
         net_prefix: str | None = None,
         client: docker.DockerClient | None = None,
+        proxied: bool = False,
     ) -> None:
+        """`proxied`: the brokers advertise ports of a proxy (compose.proxy) to the clients, and
+        a HARNESS listener of their own to the harness."""
         super().__init__(workdir, project, net_prefix, client)
         self.config = config
         self.images = {
@@ -296,9 +340,7 @@ class KafkaCluster(ComposeCluster):
         if config.mode == "zk":
             self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
         brokers = [n for n in self.nodes if n.role in ("broker", "combined")]
-        self.host_ports = dict(
-            zip([b.node_id for b in brokers], free_ports(len(brokers)), strict=True)
-        )
+        self.ports = broker_ports([b.node_id for b in brokers], proxied)
         self.node_of = {b.node_id: b.name for b in brokers}
         self.compose_file = workdir / "docker-compose.yml"
         # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
@@ -312,7 +354,25 @@ class KafkaCluster(ComposeCluster):
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{p}" for p in self.host_ports.values())
+        """Where the workload's clients bootstrap (the proxy, on a proxied run)."""
+        return ",".join(f"127.0.0.1:{p.advertised}" for p in self.ports.values())
+
+    @property
+    def admin_servers(self) -> str:
+        """Where the harness's own admin bootstraps: never through the proxy."""
+        return ",".join(
+            f"127.0.0.1:{p.harness if p.harness is not None else p.published}"
+            for p in self.ports.values()
+        )
+
+    def proxy_routes(self) -> dict[str, tuple[int, str]]:
+        """Per broker name, the port its proxy listens on and what it forwards to (a proxied
+        run's); empty otherwise."""
+        return {
+            self.node_of[b]: (p.advertised, f"127.0.0.1:{p.published}")
+            for b, p in self.ports.items()
+            if p.proxied
+        }
 
     @property
     def quorum(self) -> tuple[str, ...]:
@@ -323,7 +383,7 @@ class KafkaCluster(ComposeCluster):
             self.config,
             self.project,
             self.images,
-            self.host_ports,
+            self.ports,
             self.net_prefix,
             self.cluster_id,
             {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,

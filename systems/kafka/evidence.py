@@ -37,6 +37,7 @@ import zstandard
 
 from compose.cli import ComposeError
 from compose.cluster import ComposeCluster
+from contract.rundir import ZOOKEEPER_TXNS
 from systems.evidence import DATA_CAP_MIB, LEVEL, compressing
 from systems.kafka.cluster import DATA_DIR, INTERNAL_PORT
 
@@ -349,6 +350,49 @@ def find_hanging(cluster: ComposeCluster, broker: str, broker_id: int, out_dir: 
     node_dir.mkdir(parents=True, exist_ok=True)
     (node_dir / "find-hanging.txt").write_text(answer)
     return None
+
+
+# ZooKeeper's own reading of its transaction log (every create, setData and delete with its
+# time): in ZooKeeper mode the partitions' leaders and ISRs, the controller and the brokers'
+# registrations live there, as KRaft's live in its metadata log. The local image's paths.
+ZOOKEEPER_DUMP = (
+    "for f in /var/lib/zookeeper/version-2/log.*; do "
+    "java -Xmx128m -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar "
+    'org.apache.zookeeper.server.persistence.TxnLogToolkit --dump --yes "$f"; done'
+)
+
+
+def zookeeper_txns(cluster: ComposeCluster, node: str, out_dir: Path) -> NodeEvidence:
+    """One ZooKeeper node's transaction log as its own TxnLogToolkit prints it, kept as
+    `<node>/zookeeper-txns.txt.zst` (every node's: a node cut off in a partition logged less)."""
+    started = time.monotonic()
+    evidence = NodeEvidence(node)
+    try:
+        answer = cluster.run_in(
+            node, ["bash", "-c", ZOOKEEPER_DUMP], ZOOKEEPER_TXNS, DECODE_TIMEOUT_S
+        )
+    except ComposeError as e:
+        evidence.missing.append(f"{ZOOKEEPER_TXNS}: {str(e)[:300]}")
+    else:
+        node_dir = out_dir / node
+        node_dir.mkdir(parents=True, exist_ok=True)
+        target = node_dir / f"{ZOOKEEPER_TXNS}.txt.zst"
+        target.write_bytes(zstandard.ZstdCompressor(level=LEVEL).compress(answer.encode()))
+        evidence.dumps[ZOOKEEPER_TXNS] = str(target.relative_to(out_dir))
+    evidence.decode_seconds = round(time.monotonic() - started, 2)
+    return evidence
+
+
+def collect_zookeeper(
+    cluster: ComposeCluster, nodes: list[str], out_dir: Path
+) -> list[NodeEvidence]:
+    """Every running ZooKeeper node's transaction log, the nodes in parallel."""
+    containers = cluster.containers()
+    running = [n for n in nodes if n in containers and containers[n].status == "running"]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=max(1, len(running))) as pool:
+        found = list(pool.map(lambda n: zookeeper_txns(cluster, n, out_dir), running))
+    return found + [NodeEvidence(n, missing=["not running"]) for n in nodes if n not in running]
 
 
 def collect(

@@ -24,6 +24,7 @@ from contract.wait import wait_until
 from faults.registry import OPS, window_of
 from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis, NemesisError
+from systems.kafka.client_path import ClientPath
 from systems.kafka.targets import (
     COORDINATOR_TOPICS,
     Metadata,
@@ -137,8 +138,11 @@ class KafkaNemesis:
         coordinated: dict[str, str] | None = None,
         clients: ClientGroups | None = None,
         coordinator_keys: list[tuple[str, str]] | None = None,
+        client_path: ClientPath | None = None,
     ) -> None:
         self.net = net
+        # The clients' proxy (delay, blackhole, reset-clients): a run whose steps use it.
+        self.client_path = client_path
         self.control = control
         self.topic = topic
         self.partitions = partitions
@@ -165,6 +169,8 @@ class KafkaNemesis:
         try:
             if self.clients is not None and self.clients.paused:
                 self.resume_clients(sorted(self.clients.paused))
+            if self.client_path is not None and self.client_path.in_effect:
+                self.client_path.heal()
         finally:
             self.net.heal_all()
 
@@ -307,7 +313,24 @@ class KafkaNemesis:
 
     def _heal(self, step: Any) -> None:
         names = self._resolved(step).get("target")
+        if self.client_path is not None:
+            self.client_path.heal(names or None)
         self.net.heal(names or None)
+
+    def _path(self) -> ClientPath:
+        if self.client_path is None:
+            raise NemesisError("this run has no proxy on the clients' path")
+        return self.client_path
+
+    def _delay(self, step: Any) -> None:
+        target = self._resolved(step).get("target", [])
+        self._path().delay(target, step.delay_ms, step.jitter_ms, step.both_ways)
+
+    def _blackhole(self, step: Any) -> None:
+        self._path().blackhole(self._resolved(step).get("target", []))
+
+    def _reset_clients(self, step: Any) -> None:
+        self._path().reset(self._resolved(step).get("target", []))
 
     def _cut(self, step: Any) -> None:
         nodes = self._resolved(step)
@@ -475,6 +498,9 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "cut-clients": _on_target("cut_clients"),
     "cut-from-quorum": KafkaNemesis._cut_from_quorum,
     "degrade": KafkaNemesis._degrade,
+    "delay": KafkaNemesis._delay,
+    "blackhole": KafkaNemesis._blackhole,
+    "reset-clients": KafkaNemesis._reset_clients,
     "heal": KafkaNemesis._heal,
     "kill": _on_target("kill"),
     "stop": _on_target("stop"),

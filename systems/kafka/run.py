@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from compose.cli import ComposeError
+from compose.proxy import ProxyError, ProxyServer
 from contract.history import WATCH_PROCESS, HistoryWriter
 from contract.rundir import RunDir
 from contract.wait import wait_until
@@ -18,6 +19,7 @@ from nemesis.containers import Nemesis
 from systems.evidence import write_index
 from systems.kafka import evidence
 from systems.kafka.admin import ADMIN_LOG, KafkaAdmin
+from systems.kafka.client_path import ClientPath
 from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.cluster import KafkaCluster
 from systems.kafka.config import KafkaClusterConfig, mode_refusal
@@ -86,6 +88,9 @@ def check_release_keys(cluster: KafkaClusterSpec, image: str, version: str | Non
         raise ScenarioError(lines[0] + more, lines)
 
 
+PROXY_LOG = "toxiproxy.log"  # the clients' proxy's own log, beside the nodes'
+
+
 class KafkaRun(KafkaClientsRun):
     scenario: KafkaScenario
     nemesis: KafkaNemesis | None
@@ -106,6 +111,8 @@ class KafkaRun(KafkaClientsRun):
         self.cluster: KafkaCluster | None = None
         self.admin: KafkaAdmin | None = None
         self.watch: PartitionWatch | None = None
+        # Toxiproxy between the workload's clients and the brokers, when a step needs it.
+        self.proxy: ProxyServer | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -119,8 +126,11 @@ class KafkaRun(KafkaClientsRun):
             workdir=self.run_dir / "cluster",
             project=f"{self.scenario.id}-{self.mode}-{self.run_id}".lower().replace(".", "-"),
             net_prefix=self.opts.net_prefix,
+            proxied=self.scenario.uses_proxy(),
         )
         cluster = self.cluster
+        if cluster.proxy_routes():
+            self.proxy = self._client_proxy(cluster)
         self.manifest.images = cluster.image_info()
         self.manifest.settings = self._settings(cluster.config)
         self.manifest.settings_from_scenario = self._chosen(self.manifest.settings)
@@ -165,6 +175,7 @@ class KafkaRun(KafkaClientsRun):
             self.scenario.workload.coordinated(),
             ClientGroups(self.running_clients),
             coordinator_keys=self.scenario.workload.coordinator_keys(),
+            client_path=ClientPath(self.proxy, net.logged) if self.proxy is not None else None,
         )
         self.watch = PartitionWatch(
             admin.admin,
@@ -214,10 +225,28 @@ class KafkaRun(KafkaClientsRun):
             self.watch.start()
         super()._workload()
 
+    def _client_proxy(self, cluster: KafkaCluster) -> ProxyServer:
+        """Toxiproxy started, with a proxy per broker where its clients are told to connect
+        (each forwarding to the broker's published port); it ends with the run."""
+        proxy = ProxyServer(self.paths.logs / PROXY_LOG)
+        try:
+            proxy.start()
+            for broker, (listen, upstream) in sorted(cluster.proxy_routes().items()):
+                proxy.create(broker, upstream, listen)
+        except ProxyError as e:
+            proxy.stop()
+            raise ScenarioError(f"the clients' proxy: {e}") from None
+        self.manifest.client_proxy = dict(proxy.proxies)
+        return proxy
+
     def _teardown(self) -> None:
         if self.watch is not None:
             self.watch.stop()
-        super()._teardown()
+        try:
+            super()._teardown()
+        finally:
+            if self.proxy is not None:
+                self.proxy.stop()
 
     def _cluster_down(self) -> None:
         """The nodes' evidence copied out while their containers exist (a killed node's too),
@@ -235,6 +264,9 @@ class KafkaRun(KafkaClientsRun):
             )
             if self._transactional():
                 self._find_hanging(self.cluster, out, found)
+            zookeepers = [n.name for n in self.cluster.nodes if n.role == "zookeeper"]
+            if zookeepers:
+                found += evidence.collect_zookeeper(self.cluster, zookeepers, out)
         except Exception as e:  # noqa: BLE001 - evidence must never keep a cluster up
             log.error("the nodes' evidence was not copied: %s", e)
         super()._cluster_down()

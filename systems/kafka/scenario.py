@@ -411,7 +411,7 @@ class KafkaStep(Strict):
     to: Selector | None = None
     """cut, degrade: the other side."""
     both_ways: bool = False
-    """cut, degrade: both directions, not only from -> to."""
+    """cut, degrade: both directions, not only from -> to; delay: the answers too."""
     groups: list[list[str]] = Field(default_factory=list)
     """partition: the sides, each a list of node names, roles (leader, controller,
     transaction-coordinator, ...) and @labels, resolved when the step runs; a node in no group
@@ -420,10 +420,11 @@ class KafkaStep(Strict):
     """whose leader/followers/ISR a role means."""
     loss_pct: Annotated[float, Field(ge=0, le=100)] = 0.0
     """degrade: the share of packets dropped."""
-    delay_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
-    """degrade: added delay (needs the kernel's netem)."""
+    delay_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
+    """delay: the clients' requests arrive this much later (the proxy); degrade: added delay
+    (needs the kernel's netem)."""
     jitter_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
-    """degrade: delay jitter (needs the kernel's netem)."""
+    """delay, degrade: delay jitter."""
     rate_kbit: Annotated[int, Field(ge=0, le=10_000_000)] = 0
     """degrade: the bandwidth left."""
     election: Literal["preferred", "unclean"] = "preferred"
@@ -450,6 +451,8 @@ class KafkaStep(Strict):
             raise ValueError(f"{self.op} needs from and to")
         if self.op == "degrade" and not (self.loss_pct or self.delay_ms or self.rate_kbit):
             raise ValueError("degrade needs loss_pct, delay_ms or rate_kbit")
+        if self.op == "delay" and not self.delay_ms:
+            raise ValueError("delay needs delay_ms (jitter_ms and both_ways are optional)")
         if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
             raise ValueError(f"{self.op} needs at least two non-empty groups")
         if arguments == "client":
@@ -484,6 +487,11 @@ class KafkaScenario(ScenarioBase):
     """The clients: who writes, who reads, and how."""
     nemesis: list[KafkaStep] = Field(default_factory=list)
     """The faults, in time order: each step names an op, when it starts and whom it hits."""
+
+    def uses_proxy(self) -> bool:
+        """Whether a step faults the clients' path (delay, blackhole, ...): the run then puts
+        Toxiproxy between the workload's clients and the brokers."""
+        return any(fault(step.op).needs_proxy for step in self.nemesis)
 
     def kafka_line(self, requested: str | None = None) -> str:
         """The release line or release a run starts: --kafka's, else the scenario's, else 3.9."""

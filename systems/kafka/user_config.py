@@ -26,7 +26,7 @@ from systems.config_files import (
     taken,
 )
 from systems.kafka.configdefs import owned_refusal
-from systems.kafka.scenario import KafkaScenario
+from systems.kafka.scenario import KafkaScenario, config_problems
 from systems.kafka.settings import (
     OWNED_CLIENT,
     TYPED_BROKER,
@@ -35,7 +35,7 @@ from systems.kafka.settings import (
     TYPED_TOPIC,
     client_refusal,
 )
-from systems.registry import parse_scenario
+from systems.parsing import parse_as
 from systems.scenario import ScenarioError, scenario_data
 
 FIELDS = {"broker": ("broker_config", TYPED_BROKER), "topic": ("topic_config", TYPED_TOPIC)}
@@ -173,6 +173,5 @@ def with_config_files(
     if merge.conflicts:
         raise conflicts_error(merge.conflicts)
     text = yaml.safe_dump(merge.data, sort_keys=False)
-    merged = parse_scenario(text, f"{spec.id} with --config")
-    assert isinstance(merged, KafkaScenario)
+    merged = parse_as(text, f"{spec.id} with --config", KafkaScenario, config_problems)
     return merged, merge.fates

@@ -6,7 +6,8 @@ with whom, and on a quorum queue's members and their Raft state, and the disagre
 finding (a cluster split for good after a heal shows as two views of `cluster_status`). Each
 answer is kept as the tool printed it, one file per node and question, zstd-compressed; a node
 that does not answer (stopped, paused, hung) is said in evidence.json with the tool's error.
-The nodes' own logs are kept beside (RUN_DIR/logs/), whole.
+On 3.13 and later each node is also asked the metadata store's status (Mnesia, or Khepri's Raft
+membership and indexes). The nodes' own logs are kept beside (RUN_DIR/logs/), whole.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import zstandard
 
 from compose.cli import ComposeError
 from compose.cluster import ComposeCluster
+from contract.versions import version_key
 from systems.evidence import LEVEL
 
 ASK_TIMEOUT_S = 30.0
@@ -36,11 +38,26 @@ class NodeAnswers:
     seconds: float = 0.0
 
 
-def questions(queue_type: str, queues: list[str]) -> dict[str, list[str]]:
+# The metadata store's own status (Mnesia, or Khepri's Raft members and indexes): 3.13 and later.
+METADATA_STORE_SINCE = (3, 13)
+
+
+def _at_least(release: str | None, line: tuple[int, int]) -> bool:
+    try:
+        return release is not None and version_key(release)[:2] >= line
+    except ValueError:
+        return False  # a release named otherwise (a tag of the official image): not asked
+
+
+def questions(
+    queue_type: str, queues: list[str], release: str | None = None
+) -> dict[str, list[str]]:
     """Per question (its file's stem), the command a node is asked it with, as JSON (the
     tools' tables draw their borders with terminal escapes)."""
     json = JSON
     asked = {"cluster-status": ["rabbitmq-diagnostics", "-q", "cluster_status", *json]}
+    if _at_least(release, METADATA_STORE_SINCE):
+        asked["metadata-store"] = ["rabbitmq-diagnostics", "-q", "metadata_store_status", *json]
     for queue in queues:
         if queue_type == "quorum":
             asked[f"quorum-status-{queue}"] = [
@@ -107,10 +124,11 @@ def collect(
     queue_type: str,
     queues: list[str],
     out_dir: Path,
+    release: str | None = None,
 ) -> list[NodeAnswers]:
     """Every running node asked, in parallel (before the cluster comes down)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    asked = questions(queue_type, queues)
+    asked = questions(queue_type, queues, release)
     containers = cluster.containers()
     present = [n for n in nodes if n in containers and containers[n].status == "running"]
     with ThreadPoolExecutor(max_workers=max(1, len(present))) as pool:

@@ -22,15 +22,14 @@ from systems.rabbitmq import confschema, evidence
 from systems.rabbitmq.broker_log import mirror_story
 from systems.rabbitmq.cluster import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
 from systems.rabbitmq.nemesis import StepTargets, apply_step
-from systems.rabbitmq.scenario import Consumer, NemesisStep, RabbitMQScenario
-from systems.rabbitmq.settings import (
+from systems.rabbitmq.run_settings import (
     chosen_settings,
     conf_of,
-    consumer_process,
     effective_policies,
-    rendered,
     settings_of,
 )
+from systems.rabbitmq.scenario import Consumer, NemesisStep, RabbitMQScenario
+from systems.rabbitmq.settings import consumer_process, rendered
 from systems.run import PhaseProgress, RunOptions, ScenarioRun
 from systems.scenario import ScenarioError
 from workloads.rabbitmq.clients import DeclareRefused, declare_topology
@@ -232,7 +231,12 @@ class RabbitMQRun(ScenarioRun):
         out = RunDir(self.run_dir).evidence
         try:
             found = evidence.collect(
-                cluster, list(cluster.nodes), self.scenario.cluster.queue_type, queues, out
+                cluster,
+                list(cluster.nodes),
+                self.scenario.cluster.queue_type,
+                queues,
+                out,
+                cluster.release(),
             )
             write_index(out, found, time.monotonic() - started)
         except Exception as e:  # noqa: BLE001 - evidence must never keep a cluster up

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field, JsonValue, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
 from compose.releases import SPEC_PATTERN
 from contract.versions import version_key
@@ -15,6 +15,7 @@ from faults.registry import op as fault
 from nemesis.picks import RANDOM_NODE, Shape, shape_refusal
 from systems.problems import KeyProblem, did_you_mean
 from systems.rabbitmq.cluster import NODE_NAMES
+from systems.rabbitmq.policy import Policy
 from systems.rabbitmq.settings import (
     ScalarField,
     advanced_refusal,
@@ -40,20 +41,6 @@ PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_al
 # Streams (3.9+): append-only replicated logs read by offset; mirrored: classic queues under an
 # ha-mode policy, which RabbitMQ 4.0 removed.
 QueueType = Literal["mirrored", "quorum", "classic", "stream"]
-# What set_policy's --apply-to takes; 3.x only the first three (systems.rabbitmq.settings).
-ApplyTo = Literal["all", "queues", "exchanges", "classic_queues", "quorum_queues", "streams"]
-
-
-class Policy(Strict):
-    """A policy set with rabbitmqctl set_policy once the cluster has formed, before the
-    workload: RabbitMQ applies to each queue or exchange the one of highest priority whose
-    pattern (a regular expression) its name matches."""
-
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:@-]+$")]
-    pattern: Annotated[str, Field(min_length=1)]
-    definition: Annotated[dict[str, JsonValue], Field(min_length=1)]
-    apply_to: ApplyTo = "all"
-    priority: int = 0
 
 
 class RabbitMQClusterSpec(Strict):
@@ -111,7 +98,9 @@ class RabbitMQClusterSpec(Strict):
         line = None
         if self.advanced_config is not None:
             line = advanced_refusal(self.advanced_config, chosen)
-        line = line or policies_refusal(self, [])
+        line = line or policies_refusal(
+            self.policies, [], self.queue_type, self.version, self.model_fields_set
+        )
         if line:
             raise ValueError(line)
         return self
@@ -392,7 +381,9 @@ class RabbitMQScenario(ScenarioBase):
                 f"consumer of {odd.queue}: a stream is read by subscribing with manual acks "
                 f"(mode subscribe, ack manual or multiple), not mode {odd.mode}, ack {odd.ack}"
             )
-        line = line or policies_refusal(c, w.queues, where="cluster.")
+        line = line or policies_refusal(
+            c.policies, w.queues, c.queue_type, c.version, c.model_fields_set, "cluster."
+        )
         if line:
             raise ValueError(line)
         return self

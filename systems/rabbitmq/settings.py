@@ -10,6 +10,9 @@ a passthrough key that a typed knob the scenario set explicitly also sets is ref
 passthrough key alone overrides the knob's default (`net_ticktime` is the harness's 5 s until
 rabbitmq_conf says otherwise). What wires the cluster to the harness (peer discovery, the AMQP
 listener, the guest login, the console log) is the harness's and is refused with the reason.
+
+The scenario's schema checks itself against what is here, so this reads no scenario: a whole
+scenario's rabbitmq.conf, policies and manifest record are systems.rabbitmq.run_settings'.
 """
 
 from __future__ import annotations
@@ -18,17 +21,15 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
 from compose.releases import setup_releases
 from contract.versions import version_key
 from systems.rabbitmq import confschema
+from systems.rabbitmq.policy import Policy
 from workloads.rabbitmq.clients import CONNECTION_DEFAULTS, declare_arguments
-
-if TYPE_CHECKING:
-    from systems.rabbitmq.scenario import Policy, RabbitMQClusterSpec, RabbitMQScenario
 
 # A rabbitmq.conf value (or a queue argument) as YAML gives it.
 Scalar = bool | int | float | str
@@ -166,17 +167,6 @@ def typed_conf(
     return {**conf, **passthrough}
 
 
-def conf_of(c: RabbitMQClusterSpec) -> dict[str, str]:
-    """A scenario's rabbitmq.conf keys (typed knobs and passthrough), rendered."""
-    return typed_conf(
-        c.partition_handling,
-        c.net_ticktime,
-        c.pause_if_all_down_nodes,
-        c.pause_if_all_down_recover,
-        rendered(c.rabbitmq_conf),
-    )
-
-
 # ---- checking the cluster's configuration ------------------------------------------------------
 
 
@@ -265,7 +255,7 @@ def apply_to_refusal(apply_to: str, version: str | None) -> str | None:
     return f"{release} applies a policy to {', '.join(APPLY_TO_3)}, not {apply_to}"
 
 
-def _covers(policy: Policy, queue: str) -> bool:
+def covers(policy: Policy, queue: str) -> bool:
     """Whether a policy would apply to a classic workload queue (RabbitMQ's patterns are
     regular expressions searched in the name; one Python cannot compile is left to it)."""
     if policy.apply_to not in ("queues", "all", "classic_queues"):
@@ -276,24 +266,32 @@ def _covers(policy: Policy, queue: str) -> bool:
         return False
 
 
-def policies_refusal(c: RabbitMQClusterSpec, queues: Sequence[str], where: str = "") -> str | None:
-    """One line on the first policy the scenario may not set; with the workload's queues,
-    also a mirroring key of a typed knob set twice."""
-    names = [p.name for p in c.policies]
+def policies_refusal(
+    policies: Sequence[Policy],
+    queues: Sequence[str],
+    queue_type: str,
+    version: str | None,
+    chosen: Iterable[str],
+    where: str = "",
+) -> str | None:
+    """One line on the first of a cluster's policies the scenario may not set (on its release,
+    `version`; `chosen`: the cluster's knobs the scenario set); with the workload's queues, also
+    a mirroring key of a typed knob set twice."""
+    names = [p.name for p in policies]
     if len(names) != len(set(names)):
         return f"{where}policies: names must be unique"
-    mirrored = c.queue_type == "mirrored"
-    chosen = c.model_fields_set
-    for i, p in enumerate(c.policies):
+    mirrored = queue_type == "mirrored"
+    chosen = set(chosen)
+    for i, p in enumerate(policies):
         at = f"{where}policies.{i} ({p.name})"
         if mirrored and p.name == MIRRORING_POLICY:
             return f"{at}: {MIRRORING_POLICY} is the harness's mirroring policy"
-        if refused := apply_to_refusal(p.apply_to, c.version):
+        if refused := apply_to_refusal(p.apply_to, version):
             return f"{at}: {refused}"
         ha = sorted(k for k in p.definition if k.startswith("ha-"))
-        if ha and c.version is not None and version_key(c.version) >= (4,):
-            return f"{at}: RabbitMQ {c.version} has no {ha[0]} (4.0 removed mirrored queues)"
-        if not (mirrored and any(_covers(p, q) for q in queues)):
+        if ha and version is not None and version_key(version) >= (4,):
+            return f"{at}: RabbitMQ {version} has no {ha[0]} (4.0 removed mirrored queues)"
+        if not (mirrored and any(covers(p, q) for q in queues)):
             continue
         for knob, key in TYPED_POLICY.items():
             if knob in chosen and key in p.definition:
@@ -322,49 +320,6 @@ def queue_arguments_refusal(
 # ---- what a run applies ------------------------------------------------------------------------
 
 
-def mirroring_definition(c: RabbitMQClusterSpec) -> dict[str, Any]:
-    """The harness's mirroring policy: every node, synchronised automatically unless the
-    scenario says otherwise."""
-    settings = {
-        key: getattr(c, knob) for knob, key in TYPED_POLICY.items() if getattr(c, knob) is not None
-    }
-    return {"ha-mode": "all", **settings}
-
-
-def effective_policies(c: RabbitMQClusterSpec, queues: Sequence[str]) -> list[dict[str, Any]]:
-    """Every policy a run sets, in order: with mirrored queues the harness's on the workload's
-    queues first, then the scenario's. A queue follows one policy only (the highest priority),
-    so a scenario policy that covers a mirrored workload queue carries the mirroring keys too
-    (its own ha-* keys over them), or it would unmirror the queue."""
-    out: list[dict[str, Any]] = []
-    mirrored = c.queue_type == "mirrored"
-    ha = mirroring_definition(c) if mirrored else {}
-    if mirrored:
-        out.append(
-            {
-                "name": MIRRORING_POLICY,
-                "pattern": "^(" + "|".join(re.escape(q) for q in queues) + ")$",
-                "definition": ha,
-                "apply_to": "queues",
-                "priority": 0,
-            }
-        )
-    for p in c.policies:
-        definition = dict(p.definition)
-        if mirrored and any(_covers(p, q) for q in queues):
-            definition = {**ha, **definition}
-        out.append(
-            {
-                "name": p.name,
-                "pattern": p.pattern,
-                "definition": definition,
-                "apply_to": p.apply_to,
-                "priority": p.priority,
-            }
-        )
-    return out
-
-
 def declare_arguments_of(
     queue_type: str, queue: str, arguments: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
@@ -381,78 +336,3 @@ def connection_of(overrides: Mapping[str, Any]) -> dict[str, Any]:
 def consumer_process(i: int, queue: str) -> str:
     """The process name of the i-th consumer (from 1), as its history and logs name it."""
     return f"consumer{i}-{queue}"
-
-
-# ---- the manifest's record ---------------------------------------------------------------------
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def settings_of(spec: RabbitMQScenario) -> dict[str, dict[str, str]]:
-    """Every setting of a run that is not RabbitMQ's or pika's default, by section: the
-    scenario's own and the typed knobs as the keys they become (the harness's wiring left out)."""
-    c, w = spec.cluster, spec.workload
-    clients: dict[str, str] = {}
-    for p in w.publishers:
-        for key, value in connection_of(p.connection.overrides()).items():
-            clients[f"{p.id}.{key}"] = str(value)
-        clients[f"{p.id}.in_flight"] = str(p.in_flight)
-        clients[f"{p.id}.confirm_timeout"] = str(p.confirm_timeout)
-    for i, consumer in enumerate(w.consumers, 1):
-        name = consumer_process(i, consumer.queue)
-        for key, value in connection_of(consumer.connection.overrides()).items():
-            clients[f"{name}.{key}"] = str(value)
-        clients[f"{name}.prefetch"] = str(consumer.prefetch)
-    queue_arguments = {
-        q: _compact(args)
-        for q in w.queues
-        if (args := declare_arguments_of(c.queue_type, q, w.queue_arguments))
-    }
-    return {
-        "rabbitmq_conf": conf_of(c),
-        "advanced_config": {"advanced.config": c.advanced_config} if c.advanced_config else {},
-        "policies": {
-            p["name"]: _compact({k: v for k, v in p.items() if k != "name"})
-            for p in effective_policies(c, w.queues)
-        },
-        "queue_arguments": queue_arguments,
-        "clients": clients,
-    }
-
-
-def chosen_settings(
-    spec: RabbitMQScenario, settings: dict[str, dict[str, str]]
-) -> dict[str, list[str]]:
-    """Of settings_of's keys, those the scenario chose (the rest are typed knobs left at the
-    harness's defaults, and the harness's own mirroring policy)."""
-    c, w = spec.cluster, spec.workload
-    chosen_knobs = set(c.model_fields_set)
-    conf = [
-        k
-        for k in settings.get("rabbitmq_conf", {})
-        if k in c.rabbitmq_conf
-        or any(
-            knob in chosen_knobs and any(fnmatchcase(k, p) for p in patterns)
-            for knob, patterns in TYPED_CONF.items()
-        )
-    ]
-    own_policies = {p.name for p in c.policies}
-    clients = []
-    for p in w.publishers:
-        clients += [f"{p.id}.{k}" for k in connection_of(p.connection.overrides())]
-        clients += [
-            f"{p.id}.{k}" for k in ("in_flight", "confirm_timeout") if k in p.model_fields_set
-        ]
-    for i, consumer in enumerate(w.consumers, 1):
-        name = consumer_process(i, consumer.queue)
-        clients += [f"{name}.{k}" for k in connection_of(consumer.connection.overrides())]
-        clients += [f"{name}.prefetch"] if "prefetch" in consumer.model_fields_set else []
-    return {
-        "rabbitmq_conf": sorted(conf),
-        "advanced_config": sorted(settings.get("advanced_config", {})),
-        "policies": sorted(k for k in settings.get("policies", {}) if k in own_policies),
-        "queue_arguments": sorted(w.queue_arguments),
-        "clients": sorted(clients),
-    }

@@ -7,9 +7,9 @@ from __future__ import annotations
 import yaml
 
 from systems.config_files import ConfigFile, KeyFate, conflicts_error, knob_clash, taken
-from systems.rabbitmq.scenario import RabbitMQScenario
+from systems.parsing import parse_as
+from systems.rabbitmq.scenario import RabbitMQScenario, config_problems
 from systems.rabbitmq.settings import owned_refusal, typed_knob
-from systems.registry import parse_scenario
 from systems.scenario import ScenarioError, scenario_data
 
 
@@ -49,6 +49,6 @@ def with_config_files(
             fates.append(taken(f.path, "rabbitmq_conf", key, value, clash))
     if conflicts:
         raise conflicts_error(conflicts)
-    merged = parse_scenario(yaml.safe_dump(data, sort_keys=False), f"{spec.id} with --config")
-    assert isinstance(merged, RabbitMQScenario)
+    text = yaml.safe_dump(data, sort_keys=False)
+    merged = parse_as(text, f"{spec.id} with --config", RabbitMQScenario, config_problems)
     return merged, fates

@@ -385,3 +385,22 @@ def test_a_partitions_bridge_holds_its_roles_unfaulted() -> None:
     c = coverage_of(nemesis, FOLLOWER_LEADS_NOTHING, traffic(9), KAFKA, [], "safe", 0)
     assert c["steps"][0]["held"] == {"kafka2": []}
     assert "controller-faulted" not in c["situations"]
+
+
+def test_a_delay_on_the_clients_path_faults_the_leader_not_the_controller() -> None:
+    """delay-leader on 4.4 (kraft): the leader kafka2 was a controller too, but the proxy delays
+    only the clients' requests; the brokers' own traffic, the controller's, is untouched."""
+    resolved = {
+        "op": "delay",
+        "partition": 0,
+        "roles": {"target": "leader"},
+        "nodes": {"target": ["kafka2"]},
+        "held": {"kafka2": ["controller", "leader p0"]},
+    }
+    nemesis = [
+        ev(9.9, "info", "resolve", **resolved),
+        ev(10, "invoke", "start-delay", op="delay", nodes=["kafka2"], delay_ms=6000),
+    ]
+    c = coverage_of(nemesis, FOLLOWER_LEADS_NOTHING, traffic(9), KAFKA, [], "safe", 0)
+    assert c["situations"]["leader-faulted"] == 1 and c["situations"]["clients-delayed"] == 1
+    assert "controller-faulted" not in c["situations"]

@@ -165,7 +165,7 @@ def test_one_offset_in_two_partitions_is_two_positions_one_read_twice_is_one(
 
 
 def test_a_rabbitmq_history_has_zero_offset_anomalies(spark: Any, tmp_path: Path) -> None:
-    from checkers.bench_synth import synth
+    from checkers.synthetic import synth
 
     synth(tmp_path / "history", 200)
     result = check_history(spark, tmp_path / "history", tmp_path / "ids", ["g1", "g2"])

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from checkers.bench_synth import synth
 from checkers.read import PARQUET, HistoryError
 from checkers.run import check_run
+from checkers.synthetic import synth
 from contract.packed import pack_history
 
 pytestmark = pytest.mark.spark

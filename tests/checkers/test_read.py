@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from checkers import read
-from checkers.bench_synth import synth
+from checkers.synthetic import synth
 from contract.packed import pack_history, plain_size
 
 

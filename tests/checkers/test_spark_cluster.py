@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from checkers.bench_synth import synth
+from checkers.synthetic import synth
 from tests.conftest import missing
 from tests.helpers import ROOT
 

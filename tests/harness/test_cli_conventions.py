@@ -15,7 +15,7 @@ import pytest
 import typer
 
 from contract.retention import DEFAULT_KEEP_LAST
-from harness.cli import (
+from harness.commands.common import (
     EXIT_BUG,
     EXIT_MEANINGS,
     EXIT_MISMATCH,

@@ -8,12 +8,12 @@ import pytest
 from contract.expectations import COMBINABLE, known_expectation
 from contract.situations import SITUATIONS
 from faults.registry import OPS
-from harness.reference import (
+from harness.reference import reference_files
+from harness.reference_pages import (
     REFERENCE_DIR,
     SECTIONS,
     expectations_page,
     ops_named,
-    reference_files,
     step_options,
 )
 from systems.schema import scenario_schema

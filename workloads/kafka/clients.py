@@ -17,7 +17,6 @@ import argparse
 import functools
 import json
 import logging
-import os
 import signal
 import sys
 import time
@@ -37,7 +36,16 @@ from confluent_kafka import (
 )
 
 from contract.history import EventType, HistoryWriter, decode_body, encode_body
+from workloads.kafka.base import (
+    ProducerConfig,
+    TopicNotFound,
+    partitions_of,
+    producer_settings,
+    wait_to_start,
+)
+from workloads.kafka.copier import Copier, CopierConfig, run_java_copier
 from workloads.kafka.properties import properties
+from workloads.kafka.transactions import TransactionalProducer, TransactionConfig, run_java_producer
 from workloads.lifeline import tie_to_harness
 
 log = logging.getLogger("workloads.kafka.clients")
@@ -74,58 +82,6 @@ def delivery_outcome(err: KafkaError | None) -> tuple[EventType, str | None]:
     if err.code() in _LOCAL_NOT_SENT or err.code() in _BROKER_REJECTED:
         return "fail", text
     return "info", text
-
-
-@dataclass(frozen=True)
-class ProducerConfig:
-    process: str
-    topic: str
-    count: int
-    deadline: float  # Unix time
-    acks: str = "all"  # "0", "1" or "all"
-    enable_idempotence: bool = False
-    retries: int = 2147483647
-    delivery_timeout_ms: int = 30000
-    request_timeout_ms: int = 10000
-    max_in_flight: int = 5
-    rate: float = 0.0  # messages per second; 0 = as fast as the client takes them
-    linger_ms: int = 5
-    compression: str = "none"
-    config: dict[str, Any] = field(default_factory=dict)  # the scenario's own librdkafka keys
-    not_before: float = 0.0  # Unix time of its first send (the scenario's start_at); 0: at once
-
-
-def wait_to_start(cfg: ProducerConfig) -> None:
-    """A producer that starts late waits until its time (never past its deadline)."""
-    time.sleep(max(0.0, min(cfg.not_before, cfg.deadline) - time.time()))
-
-
-def client_diagnostics() -> dict[str, Any]:
-    """librdkafka's debug contexts (BJ_RDKAFKA_DEBUG, e.g. "metadata,broker"), written to the
-    client's log: which broker answered metadata and when a new leader was learnt is not in
-    the history, and is how one finds out why a client did or did not see a fault."""
-    contexts = os.environ.get("BJ_RDKAFKA_DEBUG", "").strip()
-    return {"debug": contexts, "log_level": 7} if contexts else {}
-
-
-def producer_settings(cfg: ProducerConfig, bootstrap_servers: str) -> dict[str, Any]:
-    """Every setting the scenario depends on, explicit (never the client's defaults)."""
-    return (
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "acks": cfg.acks,
-            "enable.idempotence": cfg.enable_idempotence,
-            "retries": cfg.retries,
-            "delivery.timeout.ms": cfg.delivery_timeout_ms,
-            "request.timeout.ms": cfg.request_timeout_ms,
-            "max.in.flight.requests.per.connection": cfg.max_in_flight,
-            "linger.ms": cfg.linger_ms,
-            "compression.type": cfg.compression,
-            "log_level": 3,
-        }
-        | properties(cfg.config)
-        | client_diagnostics()
-    )
 
 
 REFUSED_PAUSE_S = 0.1  # after a send the client refused at once: no spin while it refuses
@@ -322,26 +278,6 @@ def _commit(consumer: Consumer, cfg: ReaderConfig, history: HistoryWriter) -> No
     history.write(type_, "commit", stream=cfg.topic, group=cfg.group, error=error, value=value)
 
 
-class TopicNotFound(Exception):
-    """The topic never showed partitions in this client's metadata."""
-
-
-def partitions_of(consumer: Consumer, topic: str, deadline: float) -> list[int]:
-    """The topic's partitions, asked until some broker's metadata holds them: a KRaft broker
-    applies a new topic a moment after the one the harness asked, and a reader that took
-    "no partitions" for an answer would read nothing and call itself caught up."""
-    while True:
-        try:
-            tm = consumer.list_topics(topic, timeout=10).topics.get(topic)
-            if tm is not None and tm.error is None and tm.partitions:
-                return sorted(tm.partitions)
-        except KafkaException as e:
-            log.warning("metadata for %s: %s", topic, e)
-        if time.time() >= deadline:
-            raise TopicNotFound(f"topic {topic} has no partitions in the brokers' metadata")
-        time.sleep(0.5)
-
-
 def _caught_up(consumer: Consumer, topic: str, position: dict[int, int]) -> bool:
     """Every partition read up to its high-water mark, as its leader tells it now. The
     consumer's own position counts too: a transaction's commit or abort marker takes an offset
@@ -373,13 +309,6 @@ def _transactional(
     pcfg: ProducerConfig, transaction: dict[str, Any], bootstrap: str, history_dir: Path, work: Path
 ) -> int:
     """A transactional producer, on the client its scenario chose."""
-    # Imported here: the transactional producer builds on this module.
-    from workloads.kafka.transactions import (
-        TransactionalProducer,
-        TransactionConfig,
-        run_java_producer,
-    )
-
     txn = TransactionConfig(**transaction)
     if txn.client == "java":
         return run_java_producer(pcfg, txn, bootstrap, history_dir / f"{pcfg.process}.jsonl", work)
@@ -391,9 +320,6 @@ def _transactional(
 def _copier(data: dict[str, Any], bootstrap: str, history_dir: Path, work: Path) -> int:
     """An exactly-once copier, on the client its scenario chose: it drains when signalled
     (SIGUSR1), as a reader does; a Java copier is passed the signal on (run_java_copier)."""
-    # Imported here: the copier builds on this module.
-    from workloads.kafka.copier import Copier, CopierConfig, run_java_copier
-
     cfg = CopierConfig(**data)
     drain = {"now": False}
     signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))

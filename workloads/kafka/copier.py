@@ -47,7 +47,7 @@ from confluent_kafka import (
 )
 
 from contract.history import PLANNED_ABORT, EventType, HistoryWriter, decode_body
-from workloads.kafka.clients import (
+from workloads.kafka.base import (
     ProducerConfig,
     TopicNotFound,
     client_diagnostics,

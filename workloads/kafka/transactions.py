@@ -39,7 +39,7 @@ from contract.history import (
     HistoryWriter,
     encode_body,
 )
-from workloads.kafka.clients import ProducerConfig, producer_settings, wait_to_start
+from workloads.kafka.base import ProducerConfig, producer_settings, wait_to_start
 
 log = logging.getLogger("workloads.kafka.transactions")
 

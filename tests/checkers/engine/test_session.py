@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from checkers.bench_synth import GROUPS, synth_run
 from checkers.engine import CONNECT_MARK, kept_session, session
 from checkers.read import HistoryError
 from checkers.run import check_run
+from checkers.synthetic import GROUPS, synth_run
 from tests.checkers.test_cycles import TOPIC, write_history
 from tests.helpers import ROOT
 

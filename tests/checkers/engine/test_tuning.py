@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from checkers import read
-from checkers.bench_synth import synth
 from checkers.engine.tuning import ONE_PARTITION_CONF, session_conf
+from checkers.synthetic import synth
 
 UNSET = "spark.brokerjepsen.test.unset"  # no Spark default: absent unless set
 

@@ -56,7 +56,7 @@ from types import SimpleNamespace
 from systems.kafka.admin import KafkaAdmin
 
 log = Path(sys.argv[1])
-admin = KafkaAdmin(SimpleNamespace(bootstrap_servers="127.0.0.1:9"), "t", log)  # nothing listens
+admin = KafkaAdmin(SimpleNamespace(admin_servers="127.0.0.1:9"), "t", log)  # nothing listens
 try:
     admin.admin.list_topics(timeout=1)
 except Exception:

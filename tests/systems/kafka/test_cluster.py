@@ -19,7 +19,13 @@ from contract.manifest import Manifest
 from nemesis.clients import ClientGroups
 from nemesis.containers import NemesisError
 from nemesis.network import NetworkState
-from systems.kafka.cluster import KafkaUnavailable, choose_kafka_image, render_compose
+from systems.kafka.cluster import (
+    BrokerPorts,
+    KafkaUnavailable,
+    broker_ports,
+    choose_kafka_image,
+    render_compose,
+)
 from systems.kafka.config import KafkaClusterConfig, mode_refusal, nodes_of, quorum_nodes
 from systems.kafka.nemesis import KafkaNemesis
 from systems.kafka.scenario import KafkaScenario
@@ -33,7 +39,7 @@ IMAGES = {"kafka": "apache/kafka:3.9.1", "zookeeper": "brokerjepsen/zookeeper:3.
 
 def rendered(mode: str, brokers: int = 3, **settings: Any) -> dict[str, Any]:
     cfg = KafkaClusterConfig(mode=mode, brokers=brokers, **settings)  # type: ignore[arg-type]
-    ports = {i: 40000 + i for i in range(1, brokers + 1)}
+    ports = {i: BrokerPorts(40000 + i, 40000 + i) for i in range(1, brokers + 1)}
     return render_compose(
         cfg, "brokerjepsen-t", IMAGES, ports, "172.29.60", "AAAAAAAAAAAAAAAAAAAAAA"
     )
@@ -477,7 +483,8 @@ class FakeReaderConsumer:
 def test_reader_waits_for_the_topic_and_never_calls_nothing_caught_up() -> None:
     import time
 
-    from workloads.kafka.clients import TopicNotFound, _caught_up, partitions_of
+    from workloads.kafka.base import TopicNotFound, partitions_of
+    from workloads.kafka.clients import _caught_up
 
     assert partitions_of(FakeReaderConsumer(2), "t", time.time() + 10) == [0]  # type: ignore[arg-type]
     with pytest.raises(TopicNotFound):
@@ -660,3 +667,27 @@ def test_the_active_controller_is_the_leader_of_the_newest_epoch_a_voter_persist
     assert leader((-1, 7), (-1, 7), (102, 6)) is None
     # A field null or gone is no leader.
     assert KafkaCluster._leader_of(cluster, [{"leaderId": None}, {}]) is None  # type: ignore[arg-type]
+
+
+def test_a_proxied_broker_advertises_the_proxy_to_clients_and_its_own_listener_to_the_harness() -> (
+    None
+):
+    cfg = KafkaClusterConfig(mode="kraft")
+    ports = {i: BrokerPorts(40000 + i, 41000 + i, 42000 + i) for i in (1, 2, 3)}
+    services = render_compose(cfg, "p", IMAGES, ports, "172.29.60", "A" * 22)["services"]
+    env = services["kafka2"]["environment"]
+    assert env["KAFKA_ADVERTISED_LISTENERS"] == (
+        "INTERNAL://kafka2:9092,EXTERNAL://127.0.0.1:41002,HARNESS://127.0.0.1:42002"
+    )
+    assert "HARNESS://0.0.0.0:19093" in env["KAFKA_LISTENERS"]
+    assert env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].endswith(",HARNESS:PLAINTEXT")
+    assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] == "INTERNAL"
+    assert services["kafka2"]["ports"] == ["127.0.0.1:40002:19092", "127.0.0.1:42002:19093"]
+
+
+def test_broker_ports_are_distinct_and_one_per_broker_unless_proxied() -> None:
+    plain = broker_ports([1, 2, 3], proxied=False)
+    assert all(p.published == p.advertised and p.harness is None for p in plain.values())
+    proxied = broker_ports([1, 2, 3], proxied=True)
+    every = [x for p in proxied.values() for x in (p.published, p.advertised, p.harness)]
+    assert len(set(every)) == 9 and all(p.proxied for p in proxied.values())

@@ -31,6 +31,7 @@ from nemesis.containers import Nemesis, NemesisError
 from systems.kafka.admin import KafkaAdmin
 from systems.kafka.cluster import (
     LOCAL_ZOOKEEPER_IMAGE,
+    BrokerPorts,
     KafkaCluster,
     KafkaUnavailable,
     choose_kafka_image,
@@ -93,7 +94,7 @@ def ensemble(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> It
         cfg,
         PROJECT,
         {"kafka": "unused", "zookeeper": image},
-        {1: 1, 2: 2, 3: 3},
+        {i: BrokerPorts(i, i) for i in (1, 2, 3)},
         free_net_prefix(docker_client),
         "unused",
     )

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from checkers.coverage import ClusterFacts
-from systems.kafka.cluster import render_compose
+from systems.kafka.cluster import BrokerPorts, render_compose
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka.settings import (
     broker_properties,
@@ -59,7 +59,7 @@ def test_a_teams_own_settings_load_and_reach_every_node_and_the_topic() -> None:
     assert props["num.replica.fetchers"] == "4"
     assert props["unclean.leader.election.enable"] == "false"
     assert spec.cluster.topic_properties()["retention.ms"] == "600000"
-    ports = {i: 40000 + i for i in (1, 2, 3)}
+    ports = {i: BrokerPorts(40000 + i, 40000 + i) for i in (1, 2, 3)}
     images = {"kafka": "brokerjepsen/kafka:4.4.0-debian"}
     services = render_compose(cfg, "p", images, ports, "172.29.60", "A" * 22)["services"]
     for node in ("kafka1", "kafka2", "kafka3"):

@@ -17,14 +17,8 @@ from confluent_kafka import KafkaError
 from checkers.run import check_run
 from contract.history import HistoryWriter
 from systems.kafka_mock.cluster import TIER, MockKafkaCluster
-from workloads.kafka.clients import (
-    ProducerConfig,
-    ReaderConfig,
-    delivery_outcome,
-    producer_settings,
-    read_all,
-    run_producer,
-)
+from workloads.kafka.base import ProducerConfig, producer_settings
+from workloads.kafka.clients import ReaderConfig, delivery_outcome, read_all, run_producer
 
 
 @pytest.mark.parametrize(

@@ -55,3 +55,10 @@ def test_every_running_node_is_asked_and_says_what_it_could_not_answer(tmp_path:
 def test_a_stream_is_asked_its_stream_status_and_a_classic_queue_nothing_of_its_own() -> None:
     assert "stream-status-s" in questions("stream", ["s"])
     assert set(questions("classic", ["c"])) == {"cluster-status", "queues"}
+
+
+@pytest.mark.parametrize(
+    ("release", "asked"), [("3.10.8", False), ("3.13.7", True), ("4.3.6", True), (None, False)]
+)
+def test_the_metadata_store_is_asked_from_3_13(release: str | None, asked: bool) -> None:
+    assert ("metadata-store" in questions("quorum", ["q"], release)) is asked

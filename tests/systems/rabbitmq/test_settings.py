@@ -21,8 +21,9 @@ from systems.rabbitmq.cluster import (
     render_config,
 )
 from systems.rabbitmq.run import RabbitMQRun
+from systems.rabbitmq.run_settings import effective_policies, settings_of
 from systems.rabbitmq.scenario import RabbitMQScenario
-from systems.rabbitmq.settings import effective_policies, rendered, settings_of
+from systems.rabbitmq.settings import rendered
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
 from workloads.rabbitmq.clients import declare_arguments, params

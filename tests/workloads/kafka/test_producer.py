@@ -15,7 +15,8 @@ from confluent_kafka import KafkaError, KafkaException
 
 from contract.history import HistoryWriter
 from workloads.kafka import clients
-from workloads.kafka.clients import ProducerConfig, run_producer
+from workloads.kafka.base import ProducerConfig
+from workloads.kafka.clients import run_producer
 
 pytestmark = pytest.mark.unit
 

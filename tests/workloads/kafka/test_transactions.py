@@ -27,7 +27,7 @@ from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
 from tests.helpers import ROOT
 from workloads.kafka import java_client, transactions
-from workloads.kafka.clients import ProducerConfig, wait_to_start
+from workloads.kafka.base import ProducerConfig, wait_to_start
 from workloads.kafka.transactions import (
     TransactionalProducer,
     TransactionConfig,

@@ -177,7 +177,7 @@ def _write_ids(con: Any, metric: str, ids_dir: Path) -> list[tuple[str, int]]:
 
 
 def main(argv: list[str]) -> int:
-    """python -m checkers.bench_duckdb RUN_DIR OUT.json (the bench runs it in its own process)."""
+    """python -m bench.duckdb_check RUN_DIR OUT.json (the bench runs it in its own process)."""
     import json
 
     run, out = Path(argv[0]), Path(argv[1])

@@ -2,9 +2,9 @@
 
 For each size (BENCH_SIZES, default 60k, 1M and 10M messages; 60k is a run's size) a synthetic
 Kafka history
-(checkers.bench_synth) is checked three ways, each in a process of its own so its wall time and
+(checkers.synthetic) is checked three ways, each in a process of its own so its wall time and
 peak memory (the whole process tree: Python and Spark's JVM) are its own:
-  duckdb         checkers.bench_duckdb on the JSONL files, every size's before the warm
+  duckdb         bench.duckdb_check on the JSONL files, every size's before the warm
                  server starts (DuckDB takes most of the machine's memory at 10M)
   cold check     the first check in a local Spark of its own (--master local[*]): JSONL parsed
                  into the Parquet copy, then checked (and report.html and junit.xml written)
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.attribution import step_number
-from checkers.bench_synth import synth_run
+from checkers.synthetic import synth_run
 from contract.numbers import parse_counts
 
 DEFAULT_SIZES = "60k,1M,10M"
@@ -116,7 +116,7 @@ def _duckdb(run: Path, messages: int) -> Timing:
     """DuckDB's answers for a history of `messages` (made first when it is not there yet)."""
     synth_run(run, messages)
     python = sys.executable
-    return _timed([python, "-m", "checkers.bench_duckdb", str(run), str(duckdb_answers(run))])
+    return _timed([python, "-m", "bench.duckdb_check", str(run), str(duckdb_answers(run))])
 
 
 def duckdb_answers(run: Path) -> Path:

@@ -1,4 +1,6 @@
-"""Synthetic Kafka histories for `make bench`: every anomaly the checker counts, at any size.
+"""Synthetic Kafka histories: every anomaly the checker counts, at any size. The server's
+warm-up and the JVM's training check (checkers.rehearsal) check one, and so do
+`make bench` and the checker's tests.
 
 One producer writes seq 1..n round-robin over three partitions of topic x; two reader groups read
 the final log. Planted, at fixed rates: refused sends, retries written twice (duplicate offsets),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.bench import parse_sizes
+from bench.checker import parse_sizes
 
 pytestmark = pytest.mark.unit
 

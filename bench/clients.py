@@ -64,7 +64,8 @@ def _timed_ours(send_all: Callable[[], None], history_dir: Path) -> Figures:
 def _kafka(kind: str, target: dict[str, Any], count: int, history_dir: Path) -> Figures:
     from confluent_kafka import KafkaError, Message, Producer
 
-    from workloads.kafka.clients import ProducerConfig, producer_settings, run_producer
+    from workloads.kafka.base import ProducerConfig, producer_settings
+    from workloads.kafka.clients import run_producer
 
     cfg = ProducerConfig(process="P1", topic=TOPIC, count=count, deadline=time.time() + 300)
     bootstrap = target["bootstrap_servers"]
@@ -177,7 +178,7 @@ def one_client(system: str, kind: str, target_json: str, count: int) -> Figures:
 
 
 def _round(system: str, kind: str, target: dict[str, Any], count: int) -> Figures:
-    argv = [sys.executable, "-m", "systems.clients_bench", system, kind, json.dumps(target)]
+    argv = [sys.executable, "-m", "bench.clients", system, kind, json.dumps(target)]
     done = subprocess.run(
         [*argv, str(count)], cwd=ROOT, capture_output=True, text=True, timeout=CLIENT_TIMEOUT
     )
@@ -280,7 +281,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5:  # one client's round: python -m systems.clients_bench SYS KIND T N
+    if len(sys.argv) == 5:  # one client's round: python -m bench.clients SYS KIND T N
         _, system, kind, target, n = sys.argv
         print(json.dumps(asdict(one_client(system, kind, target, int(n)))))
         raise SystemExit(0)

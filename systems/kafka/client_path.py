@@ -1,0 +1,83 @@
+"""The faults of the clients' path to the brokers, through the run's Toxiproxy (compose.proxy):
+one proxy per broker, named after it, carrying only the workload's clients' traffic.
+
+Each fault is a toxic on the targets' proxies, recorded in the nemesis's history like every
+other fault; a heal removes the toxics of its targets (or all). The toxics in effect are known
+here, so that a heal of some nodes leaves the others' and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from compose.proxy import DOWNSTREAM, UPSTREAM, ProxyError, ProxyServer, Toxic, blackhole, delay
+from nemesis.containers import NemesisError
+
+# Runs `act` between the nemesis's invoke and ok events of one history name.
+Logged = Callable[[str, dict[str, Any], Callable[[], Any]], None]
+
+
+class ClientPath:
+    def __init__(self, proxy: ProxyServer, logged: Logged) -> None:
+        self.proxy = proxy
+        self.logged = logged
+        self.toxics: dict[str, set[str]] = {}  # broker -> names of its toxics in effect
+
+    def _put(self, nodes: list[str], toxics: list[Toxic]) -> dict[str, Any]:
+        for node in nodes:
+            if node not in self.proxy.proxies:
+                raise NemesisError(f"{node} has no proxy on the clients' path")
+            held = self.toxics.setdefault(node, set())
+            for toxic in toxics:
+                if toxic.name in held:  # a second fault of the kind replaces the first
+                    self._call(self.proxy.remove, node, toxic.name)
+                self._call(self.proxy.add, node, toxic)
+                held.add(toxic.name)
+        return {}
+
+    @staticmethod
+    def _call(act: Callable[..., None], *args: Any) -> None:
+        try:
+            act(*args)
+        except ProxyError as e:
+            raise NemesisError(str(e)) from None
+
+    def delay(self, nodes: list[str], delay_ms: int, jitter_ms: int, both_ways: bool) -> None:
+        """The clients' requests to `nodes` (and their answers: both_ways) arrive later."""
+        toxics = [delay("delay-up", delay_ms, jitter_ms, UPSTREAM)]
+        if both_ways:
+            toxics.append(delay("delay-down", delay_ms, jitter_ms, DOWNSTREAM))
+        value = {
+            "op": "delay",
+            "nodes": nodes,
+            "delay_ms": delay_ms,
+            "jitter_ms": jitter_ms,
+            "both_ways": both_ways,
+        }
+        self.logged("start-delay", value, lambda: self._put(nodes, toxics))
+
+    def blackhole(self, nodes: list[str]) -> None:
+        """The clients' requests to `nodes` dropped, their connections left open."""
+        value = {"op": "blackhole", "nodes": nodes}
+        self.logged("start-blackhole", value, lambda: self._put(nodes, [blackhole("blackhole")]))
+
+    def reset(self, nodes: list[str]) -> None:
+        """Every client connection to `nodes` closed."""
+
+        def act() -> None:
+            for node in nodes:
+                self._call(self.proxy.reset_connections, node)
+
+        self.logged("reset-clients", {"op": "reset-clients", "nodes": nodes}, act)
+
+    def heal(self, nodes: Iterable[str] | None = None) -> dict[str, Any]:
+        """The toxics of `nodes` (None: every node's) removed; returns what is left."""
+        for node in sorted(self.toxics if nodes is None else set(nodes) & set(self.toxics)):
+            for name in sorted(self.toxics.pop(node)):
+                self._call(self.proxy.remove, node, name)
+        return {"remaining_toxics": {n: sorted(t) for n, t in sorted(self.toxics.items()) if t}}
+
+    @property
+    def in_effect(self) -> bool:
+        return any(self.toxics.values())

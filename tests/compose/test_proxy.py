@@ -1,0 +1,139 @@
+"""Toxiproxy on the clients' path, seen from a client: a delayed request arrives late, a
+blackholed one never while the connection stays open, reset connections close, healed traffic
+flows again, and the proxy ends with the process that started it. Loopback only: a TCP echo
+server on 127.0.0.1 stands for the broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from compose.proxy import ProxyServer, blackhole, delay
+from contract.process import alive
+from contract.wait import wait_until
+from tests.helpers import ROOT
+
+
+@pytest.fixture
+def echo() -> Iterator[str]:
+    """A TCP echo server on 127.0.0.1 (each connection served until it closes)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            while data := conn.recv(4096):
+                conn.sendall(data)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join(timeout=2)
+    server.close()
+
+
+@pytest.fixture
+def proxy() -> Iterator[ProxyServer]:
+    with ProxyServer() as server:
+        yield server
+
+
+def connect(address: str) -> socket.socket:
+    host, port = address.rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=5)
+
+
+def round_trip(conn: socket.socket, timeout: float = 5.0) -> float:
+    conn.settimeout(timeout)
+    started = time.monotonic()
+    conn.sendall(b"ping")
+    assert conn.recv(4) == b"ping"
+    return time.monotonic() - started
+
+
+def test_a_delayed_request_arrives_late_and_on_time_once_healed(
+    echo: str, proxy: ProxyServer
+) -> None:
+    listen = proxy.create("kafka1", echo)
+    with connect(listen) as conn:
+        round_trip(conn)
+        proxy.add("kafka1", delay("held", 800))
+        assert round_trip(conn) >= 0.8
+        proxy.heal()
+        assert proxy.toxics("kafka1") == []
+        assert round_trip(conn) < 0.8
+
+
+def test_a_blackhole_drops_the_data_and_keeps_the_connection_until_healed(
+    echo: str, proxy: ProxyServer
+) -> None:
+    listen = proxy.create("kafka1", echo)
+    with connect(listen) as conn:
+        proxy.add("kafka1", blackhole("hole"))
+        conn.settimeout(1.0)
+        conn.sendall(b"lost")
+        with pytest.raises(TimeoutError):
+            conn.recv(4)
+        proxy.remove("kafka1", "hole")
+        # Toxiproxy closes the connections a timeout toxic held when it goes: the client
+        # reconnects, as after a broker that stopped answering.
+        conn.settimeout(5)
+        assert conn.recv(4) == b""
+    with connect(listen) as again:
+        assert round_trip(again) < 1.0
+
+
+def test_resetting_connections_closes_the_clients_and_lets_them_back(
+    echo: str, proxy: ProxyServer
+) -> None:
+    listen = proxy.create("kafka1", echo)
+    with connect(listen) as conn:
+        round_trip(conn)
+        proxy.reset_connections("kafka1")
+        conn.settimeout(5)
+        try:
+            closed = conn.recv(4) == b""
+        except ConnectionResetError:
+            closed = True
+        assert closed
+    with connect(listen) as again:
+        round_trip(again)
+
+
+def test_the_proxy_ends_with_the_process_that_started_it(tmp_path: object) -> None:
+    """A harness killed with SIGKILL runs no cleanup: its proxy must still go."""
+    starter = (
+        "import json, time\n"
+        "from compose.proxy import ProxyServer\n"
+        "p = ProxyServer(); p.start()\n"
+        "print(json.dumps({'pid': p.pid}), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", starter], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    proxy_pid = json.loads(child.stdout.readline())["pid"]
+    assert alive(proxy_pid)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=10)
+    assert wait_until(lambda: not alive(proxy_pid), 10), "the proxy outlived its starter"
