@@ -9,9 +9,10 @@ peak memory (the whole process tree: Python and Spark's JVM) are its own:
   cold check     the first check in a local Spark of its own (--master local[*]): JSONL parsed
                  into the Parquet copy, then checked (and report.html and junit.xml written)
   cold again     the Parquet copy there already (what re-checking a run costs)
-  warm check     the first check again, on a warm Spark Connect server (checkers.session) that
-                 the bench starts once and warms as `harness spark up` does (checkers.warm_up)
-                 before the first size; its peak memory adds the server's
+  warm check     the first check again, on a warm Spark Connect server (checkers.engine.session)
+                 that the bench starts once and warms as `harness spark up` does
+                 (checkers.rehearsal) before the first size; its peak memory adds the
+                 server's
   warm again     likewise, from the Parquet copy
   warm steady    run-sized histories only: the median of STEADY_CHECKS more, as a server that
                  has checked a few runs answers the next (the JVM's compiler still speeds up
@@ -85,9 +86,8 @@ def _warm_session() -> Iterator[int | None]:
     if os.environ.get("BENCH_WARM") == "0":
         yield None
         return
-    from checkers.read import HistoryError
-    from checkers.session import recorded_server, warm_server
-    from checkers.warm_up import MESSAGES, warm_up
+    from checkers.engine import HistoryError, recorded_server, warm_server
+    from checkers.rehearsal import MESSAGES, warm_up
 
     with warm_server() as url:
         if url is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from checkers.tuning import session_conf
+from checkers.engine import session_conf
 from contract.packed import either_form, pack_file, read_lines
 
 DataFrame = Any

@@ -33,10 +33,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from checkers import columnar
-from checkers.engine import on_this_machine
+from checkers.engine import SMALL_HISTORY_BYTES, HistoryError, on_this_machine
 from checkers.frames import small_frame
 from checkers.lines import EVENT_COLUMNS, EVENT_SCHEMA, parse_line
-from checkers.tuning import SMALL_HISTORY_BYTES
 from contract.history import EVENT_TYPES
 from contract.packed import PackError, history_paths, plain_history, plain_name, plain_size
 
@@ -45,10 +44,6 @@ SIDECAR = "_brokerjepsen.json"  # in it: the JSONL sizes it was made from, and c
 MALFORMED = "malformed"  # in the Parquet copy: the text of a line that is not an event
 CORRUPT = "_corrupt_record"  # where Spark's JSON parser puts a line it could not read whole
 JSON_SCHEMA = f"{EVENT_SCHEMA}, {CORRUPT} string"
-
-
-class HistoryError(Exception):
-    """A history that cannot be checked (malformed line, no files); one line for the user."""
 
 
 @dataclass

@@ -12,13 +12,18 @@ from typing import Any
 from checkers.broker_errors import broker_errors
 from checkers.cluster_views import cluster_views
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
-from checkers.engine import cancel_all
+from checkers.engine import (
+    Where,
+    cancel_all,
+    checker_session,
+    measured,
+    phase,
+    profiling,
+    session_of,
+)
 from checkers.explain import explain_run
-from checkers.jvm_cpu import measured
 from checkers.pace import with_pace
-from checkers.profile import phase, profiling
 from checkers.read import history_bytes, write_parquet
-from checkers.session import Where, checker_session, session_of
 from checkers.spark import HistoryError, check_history
 from checkers.verdict import (
     Counts,
@@ -45,9 +50,9 @@ def check_run(
     profile: bool = False,
 ) -> dict[str, Any]:
     """Checks RUN_DIR/history and writes the verdict files; returns the verdict. `master`
-    None: the warm Spark Connect server when one runs, else a local Spark (checkers.session);
+    None: the warm Spark Connect server when one runs, else a local Spark (checkers.engine.session);
     the verdict's `checker` says which, and with `profile` where the time went, phase by phase
-    (checkers.profile)."""
+    (checkers.engine.profile)."""
     if not run_dir.is_dir():
         raise HistoryError(f"{run_dir}: not a directory")
     # Absolute: a Connect server resolves a relative path against its own directory.

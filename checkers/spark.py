@@ -9,9 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
-import shutil
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,27 +17,30 @@ from checkers import queries as q
 from checkers import timeline
 from checkers.attribution import attribute, attribution_frame
 from checkers.cycles import check_cycles
-from checkers.engine import cancel_all, release
+from checkers.engine import (
+    ONE_PARTITION_CONF,
+    cancel_all,
+    in_phase,
+    phase,
+    release,
+    session_conf,
+    together,
+)
 from checkers.frames import collected_together, in_spark_order, small_frame
 from checkers.ids import in_natural_order, write_ids
-from checkers.jvm import checker_memory, driver_options
 from checkers.messages import MessageTable, message_table
 from checkers.packing import HistoryFacts, facts_by_names, facts_of, packing
-from checkers.profile import in_phase, phase
 from checkers.read import History, HistoryError, read_history
-from checkers.together import together
 from checkers.transactions import (
     check_transactions,
     read_committed_processes,
     transaction_event,
     without_aborted_records,
 )
-from checkers.tuning import CHECKER_CONF, ONE_PARTITION_CONF, session_conf
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
 from checkers.windows import client_pauses, fault_windows, overlap
-from contract.cache import cache_root
 
-__all__ = ["METRIC_IDS", "CheckResult", "HistoryError", "check_history", "spark_session"]
+__all__ = ["METRIC_IDS", "CheckResult", "HistoryError", "check_history"]
 
 
 @dataclass
@@ -85,86 +85,11 @@ class CheckResult:
     transactions: dict[str, Any] | None = None
 
 
-def spark_session(
-    master: str = "local[*]", history_bytes: int | None = None, archive_to: Path | None = None
-) -> Any:
-    """The checker's Spark session (an existing one as it is); its driver JVM starts as
-    checkers.jvm says for a history of `history_bytes`, or writes the class archive
-    `archive_to` when it exits."""
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise HistoryError("Java is not installed: PySpark needs Java 17 or newer (make setup)")
-
-    # Local mode stays on loopback; for a cluster master the driver binds where Spark's own
-    # rules say (SPARK_LOCAL_IP if set, else the host's address), so executors can reach it.
-    if master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        # The one Python task of a transactional check (checkers.cycles) runs in a worker of
-        # this interpreter, which has the checker's packages; PATH's python3 may have none.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    log4j = f"-Dlog4j2.configurationFile=file:{Path(__file__).parent / 'log4j2.properties'}"
-    if archive_to is not None:
-        jvm = f"-XX:ArchiveClassesAtExit={archive_to}"
-    else:
-        jvm = driver_options(history_bytes)
-    # A master named is a Spark of this process's own: SPARK_REMOTE would make it a Connect
-    # one, so the builder does not see it (and the environment keeps it for the children).
-    remote = os.environ.pop("SPARK_REMOTE", None)
-    try:
-        spark = _built(master, f"{log4j} {jvm}".strip())
-    finally:
-        if remote is not None:
-            os.environ["SPARK_REMOTE"] = remote
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-def _built(master: str, java_options: str) -> Any:
-    from pyspark import SparkConf, SparkContext
-    from pyspark.sql import SparkSession
-
-    settings = {
-        "spark.master": master,
-        "spark.app.name": "brokerjepsen-checker",
-        **CHECKER_CONF,
-        "spark.driver.memory": checker_memory(),
-        "spark.driver.extraJavaOptions": java_options,
-    }
-    if SparkContext._active_spark_context is None:
-        conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
-        SparkContext(conf=conf, gateway=_quiet_gateway(conf))
-    builder = SparkSession.builder
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
-
-
-def _quiet_gateway(conf: Any) -> Any:
-    """The driver JVM, its stderr in jvm_log() rather than on the user's console: the launcher's
-    own notes (an incubator module, the shell's log level) are no line of ours. A JVM that
-    does not start says why in one line, from that file."""
-    from pyspark.java_gateway import launch_gateway
-
-    path = jvm_log()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as log:  # the JVM keeps its own descriptor: ours can close
-        try:
-            return launch_gateway(conf, popen_kwargs={"stderr": log})
-        except Exception as e:  # noqa: BLE001 - PySpark's own error types vary by release
-            said = path.read_text(errors="replace").strip().splitlines()
-            last = said[-1] if said else (str(e).splitlines() or [type(e).__name__])[0]
-            raise HistoryError(f"the checker's JVM did not start: {last} (see {path})") from e
-
-
-def jvm_log() -> Path:
-    """Where the last local checker JVM of this machine wrote its own output."""
-    return cache_root() / "checker-jvm.log"
-
-
 def check_history(
     spark: Any, history_dir: Path, ids_dir: Path, expected_groups: list[str] | None = None
 ) -> CheckResult:
     """Counts every metric of every group; the ids behind them go to `ids_dir`. Each phase is
-    marked for `harness check --profile` (checkers.profile). A history read as one partition
+    marked for `harness check --profile` (checkers.engine.profile). A history read as one partition
     is checked with tuning.ONE_PARTITION_CONF, the session's own settings put back after."""
     with phase("read"):
         history = read_history(spark, history_dir)

@@ -1,5 +1,5 @@
 """Synthetic Kafka histories: every anomaly the checker counts, at any size. The server's
-warm-up (checkers.warm_up) and the JVM's training check (checkers.jvm) check one, and so do
+warm-up and the JVM's training check (checkers.rehearsal) check one, and so do
 `make bench` and the checker's tests.
 
 One producer writes seq 1..n round-robin over three partitions of topic x; two reader groups read

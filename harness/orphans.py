@@ -23,8 +23,11 @@ from contract.process import alive
 
 PROC = Path("/proc")
 _CLIENT_MODULE = re.compile(r"workloads\.\w+\.clients")
-# The checker's driver JVM is started with our log4j configuration (checkers.spark).
-_CHECKER_JVM = re.compile(r"-Dlog4j2\.configurationFile=file:\S*/checkers/log4j2\.properties")
+# The checker's driver JVM is started with our log4j configuration (checkers.engine), in
+# checkers/engine/ (checkers/ before it was there: a JVM an older harness started is one too).
+_CHECKER_JVM = re.compile(
+    r"-Dlog4j2\.configurationFile=file:\S*/checkers/(?:engine/)?log4j2\.properties"
+)
 STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
 
 
@@ -119,7 +122,7 @@ def orphan_checker_jvms(proc: Path = PROC) -> list[CheckerJvm]:
     """The checker JVMs whose Python driver is gone (their parent is no Python process), but
     for the warm Spark Connect server `harness spark up` started, which has none by design (a
     server started for a command that is gone is an orphan like any other)."""
-    from checkers.session import recorded_server
+    from checkers.engine import recorded_server
 
     warm = recorded_server()
     return [

@@ -47,9 +47,9 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   .venv/bin/pip install -q -e '.[dev,bench]'
   touch "$stamp"
 fi
-# The checker's JVM starts from an archive of the Spark classes a check loads (checkers.jvm):
-# written once per JDK and PySpark, by one check of a small synthetic history.
-.venv/bin/python -m checkers.jvm
+# The checker's JVM starts from an archive of the Spark classes a check loads (checkers.engine.jvm):
+# written once per JDK and PySpark, by one check of a small synthetic history (checkers.rehearsal).
+.venv/bin/python -m checkers.rehearsal
 
 if ! docker info >/dev/null 2>&1; then
   echo "setup: no Docker engine reachable (docker info failed): clusters cannot run here" >&2

@@ -26,7 +26,7 @@ def missing(reason: str) -> None:
 def spark() -> Iterator[Any]:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         missing("Java is not installed (PySpark needs Java 17+): run make setup")
-    from checkers.spark import spark_session
+    from checkers.engine import spark_session
 
     session = spark_session("local[2]")
     yield session
@@ -82,14 +82,14 @@ WARM = contextlib.ExitStack()
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Every `harness run` and `harness check` the tests start checks on one warm Spark Connect
     server, started here (outside any test's measured time) and ended with the session
-    (checkers.session), as make claims and make chaos do; a session of unit tests alone, or
+    (checkers.engine.session), as make claims and make chaos do; a session of unit tests alone, or
     one collecting only, starts none."""
     costly = ("spark", "cluster", "e2e")
     if session.config.option.collectonly or not any(
         i.get_closest_marker(m) for i in session.items for m in costly
     ):
         return
-    from checkers.session import warm_server
+    from checkers.engine import warm_server
 
     WARM.enter_context(warm_server())
 

@@ -35,7 +35,7 @@ from harness.commands.common import (
 def _warm_checker() -> Iterator[None]:
     """For a command that checks many runs: each run's check on one warm Spark Connect server
     (the one up already, or one that ends with this command), said in a line."""
-    from checkers.session import warm_server
+    from checkers.engine import warm_server
 
     with warm_server() as url:
         if url:

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from checkers.spark import HistoryError
+from checkers.engine import HistoryError
 from contract.expectations import known_expectation
 from harness.commands.common import (
     EXIT_INTERRUPTED,
@@ -61,7 +61,7 @@ def check(
 @contextlib.contextmanager
 def _check_status() -> Iterator[None]:
     """On a terminal, the phase a check is in, as it goes (nothing is printed when piped)."""
-    from checkers.profile import watching
+    from checkers.engine import watching
 
     with err.status("checking: starting Spark") as status:
         with watching(lambda name: status.update(f"checking: {name}")):
@@ -69,8 +69,7 @@ def _check_status() -> Iterator[None]:
 
 
 def _print_profile(checker: dict) -> None:
-    from checkers.jvm_cpu import said
-    from checkers.profile import Phase, Profile
+    from checkers.engine import Phase, Profile, cpu_said
 
     phases = [Phase(**p) for p in checker["profile"]]
     out.print(f"checker: {checker['session']}", markup=False)
@@ -78,7 +77,7 @@ def _print_profile(checker: dict) -> None:
     for line in Profile(None, phases).lines():
         out.print(line, markup=False)
     if checker.get("jvm_cpu"):
-        out.print(said(checker["jvm_cpu"]), markup=False)
+        out.print(cpu_said(checker["jvm_cpu"]), markup=False)
 
 
 spark_app = typer.Typer(no_args_is_help=True, help="the warm checker: a Spark Connect server")
@@ -98,8 +97,8 @@ def spark_up(
 ) -> None:
     """Start a Spark Connect server that every check on this machine uses until spark down,
     warmed by a few checks of a synthetic history so a run's first check is not a cold one."""
-    from checkers.session import recorded_server, start_server
-    from checkers.warm_up import MESSAGES, warm_up
+    from checkers.engine import recorded_server, start_server
+    from checkers.rehearsal import MESSAGES, warm_up
 
     running = recorded_server()
     if running is not None:
@@ -133,7 +132,7 @@ def _said_warm_check(n: int, seconds: float) -> None:
 @spark_app.command("down")
 def spark_down() -> None:
     """Stop the warm Spark Connect server."""
-    from checkers.session import stop_server
+    from checkers.engine import stop_server
 
     server = stop_server()
     said = f"stopped {server.url} (pid {server.pid})" if server else "no warm session was running"
@@ -143,7 +142,7 @@ def spark_down() -> None:
 @spark_app.command("status")
 def spark_status() -> None:
     """Which Spark a check would run on now; exit 0 when a warm session answers, else 1."""
-    from checkers.session import listening, warm_url
+    from checkers.engine import listening, warm_url
 
     url = warm_url()
     if url and not listening(url):

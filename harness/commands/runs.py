@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from checkers.spark import HistoryError
+from checkers.engine import HistoryError
 from contract.rundir import DATA_CAP_MIB, DEFAULT_ROOT, RunDir
 from harness.commands.common import (
     CONFIG_WINS_HELP,

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from checkers import read
 from checkers import spark as checker
+from checkers.engine import ONE_PARTITION_CONF
 from checkers.ids import read_ids
 from checkers.read import HistoryError
 from checkers.run import check_run
 from checkers.spark import check_history
 from checkers.synthetic import GROUPS, synth
-from checkers.tuning import ONE_PARTITION_CONF
 from checkers.verdict import METRICS
 from contract.history import FIELDS, HistoryWriter
 from tests.helpers import ROOT

@@ -74,8 +74,11 @@ def test_a_checker_jvm_is_an_orphan_once_its_python_driver_is_gone(tmp_path: Pat
     _fake_proc(proc, 50, 1, [sys.executable, "-m", "harness.cli", "check", "r"], tmp_path)
     _fake_proc(proc, 51, 50, [*java, "pyspark-shell"], tmp_path)  # its driver is alive
     _fake_proc(proc, 61, 1, [*java, "pyspark-shell"], tmp_path)  # its driver was killed
+    # Started from checkers/engine/, where the configuration is now.
+    engine = [*java[:3], log4j.replace("/checkers/", "/checkers/engine/"), *java[4:]]
+    _fake_proc(proc, 62, 1, [*engine, "pyspark-shell"], tmp_path)
     _fake_proc(proc, 71, 1, ["/usr/lib/jvm/bin/java", "-jar", "other.jar"], tmp_path)
-    assert [j.pid for j in orphan_checker_jvms(proc)] == [61]
+    assert [j.pid for j in orphan_checker_jvms(proc)] == [61, 62]
 
 
 def test_heal_stops_a_real_orphan_and_says_so(tmp_path: Path) -> None:
@@ -125,7 +128,8 @@ def test_a_paused_client_is_stopped_by_its_sigterm_not_left_stopped() -> None:
 
 def test_the_warm_checker_is_no_orphan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`harness spark up` leaves its server without a Python parent on purpose: heal spares it."""
-    import checkers.session as session
+    import checkers.engine
+    from checkers.engine import session
 
     proc = tmp_path / "proc"
     log4j = "-Dlog4j2.configurationFile=file:/src/brokerjepsen/checkers/log4j2.properties"
@@ -134,8 +138,8 @@ def test_the_warm_checker_is_no_orphan(tmp_path: Path, monkeypatch: pytest.Monke
     _fake_proc(proc, 61, 1, [*java, "pyspark-shell"], tmp_path)
     _fake_proc(proc, 81, 1, [*java, session.SERVER_CLASS], tmp_path)
     warm = session.Server("sc://127.0.0.1:15002", 81, "log", 0.0, detached=True)
-    monkeypatch.setattr(session, "recorded_server", lambda: warm)
+    monkeypatch.setattr(checkers.engine, "recorded_server", lambda: warm)
     assert [j.pid for j in orphan_checker_jvms(proc)] == [61]
     # One started for a command dies with it; if its command is gone and it is not, heal ends it.
-    monkeypatch.setattr(session, "recorded_server", lambda: replace(warm, detached=False))
+    monkeypatch.setattr(checkers.engine, "recorded_server", lambda: replace(warm, detached=False))
     assert [j.pid for j in orphan_checker_jvms(proc)] == [61, 81]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers import kept_session
+from checkers.engine import kept_session
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ code, scheduling, bringing rows back), so one question at a time keeps about one
 Two questions at a time keep a second core busy with the other's driver work while the first
 runs its tasks; two per core, up to four, also fill the waits of a warm server's round trips.
 Each part runs in a copy of the caller's context, so it reports its phases to the same profile
-and watcher (checkers.profile).
+and watcher (checkers.engine.profile).
 
 The threads live as long as the process: PySpark pins a JVM thread to each Python thread that
 calls it, and a pool made per check would leave a pair behind for every check of a long-lived

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers import session
+from checkers.engine import session
 
 
 @pytest.fixture(autouse=True)
@@ -85,7 +85,7 @@ def test_stop_without_a_server_says_none() -> None:
 def test_the_warm_server_starts_from_the_archive_with_the_heap_a_checks_own_jvm_gets(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from checkers import jvm
+    from checkers.engine import jvm
 
     monkeypatch.setenv("BJ_CHECKER_MEMORY", "3g")
     argv = session._server_argv(15002)

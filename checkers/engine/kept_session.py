@@ -10,7 +10,7 @@ before, and releases it when it ends.
 
 The record (in the cache) names the server and the session; its lock is the turn. A check
 that did not end cleanly may have left frames or settings in the session: the next check starts
-a new one. One that raised releases the old session as it ends (checkers.session); one killed
+a new one. One that raised releases the old session as it ends (checkers.engine.session); one killed
 in its turn leaves it to the server, which drops it once it has been idle for its timeout.
 """
 

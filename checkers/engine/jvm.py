@@ -4,8 +4,9 @@ the quick compiler alone for a run-sized history.
 A check is one short-lived JVM that loads thousands of Spark classes and compiles a few dozen
 queries before it has read much. Two JDK features cut that (figures: README, "The checker"):
   class-data sharing  the classes a check loads, parsed and verified once into an archive
-                      (`make setup` writes it by checking a small synthetic history); a JVM
-                      that cannot use it (another JDK or Spark) ignores it, silently
+                      (`make setup` writes it by checking a small synthetic history:
+                      checkers.rehearsal); a JVM that cannot use it (another JDK or
+                      Spark) ignores it, silently
   C1 alone            the JIT's quick tier: warm sooner, but slower code, so only where the
                       history is small enough that warming up is most of the work
 A JVM that keeps C2 (a big history's, and the warm server's) gets a smaller inlining budget.
@@ -17,12 +18,10 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
-from typing import Any
 
-from checkers.tuning import SMALL_HISTORY_BYTES  # up to it, C1 alone pays (README, "The checker")
+# Up to SMALL_HISTORY_BYTES, C1 alone pays (README, "The checker").
+from checkers.engine.tuning import SMALL_HISTORY_BYTES
 from contract.cache import cache_root
 
 _QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]  # an archive of another JDK: no warning
@@ -39,6 +38,8 @@ C1_ALONE = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
 # in the compiler. With this budget that first 1M check took 71 s instead of 101 s, and a warm
 # run-sized check 7.1 CPU-s instead of 8.6 (figures: docs/checker.md); verdicts the same.
 SMALL_INLINING = ["-XX:FreqInlineSize=100", "-XX:InlineSmallCode=1000"]
+# In the training check's environment: where its JVM writes the archive as it exits.
+ARCHIVE_TO = "BJ_ARCHIVE_TO"
 
 
 def cache_dir() -> Path:
@@ -76,19 +77,20 @@ def driver_options(history_bytes: int | None) -> str:
     return " ".join(options)
 
 
-def write_archive(timeout: float = 600.0) -> str:
-    """Writes the archive, unless it is there: one check of a small synthetic history in a JVM
-    of its own that dumps the classes it loaded when it exits. Returns what it did."""
+def write_archive(training: list[str], timeout: float = 600.0) -> str:
+    """Writes the archive, unless it is there: the command `training` checks a small synthetic
+    history in a JVM of its own (checkers.engine.local.archiving_session, where archive_to()
+    says) that dumps the classes it loaded when it exits. Returns what it did."""
     archive = archive_path()
     if archive.is_file():
         return f"present: {archive}"
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_suffix(".partial")
     partial.unlink(missing_ok=True)
-    env = os.environ | {"BJ_ARCHIVE_TO": str(partial)}
+    env = os.environ | {ARCHIVE_TO: str(partial)}
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "checkers.jvm"],
+            training,
             env=env,
             capture_output=True,
             text=True,
@@ -106,43 +108,8 @@ def write_archive(timeout: float = 600.0) -> str:
     return f"written: {archive}"
 
 
-def _train() -> int:
-    """The training check: a synthetic history with every anomaly, checked once."""
-    from checkers.run import check_run
-    from checkers.spark import spark_session
-    from checkers.synthetic import synth_run
-
-    with tempfile.TemporaryDirectory(prefix="brokerjepsen-jvm-") as tmp:
-        run = synth_run(Path(tmp), 20_000)
-        spark = spark_session(archive_to=Path(os.environ["BJ_ARCHIVE_TO"]))
-        check_run(run, spark=spark)
-    _stop_jvm(spark)
-    return 0
-
-
-def _stop_jvm(spark: Any) -> None:
-    """Stops Spark and waits for its JVM to exit, which is when the archive is written: the
-    JVM exits when the end of its standard input tells it its Python is gone."""
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    spark.stop()
-    proc = getattr(gateway, "proc", None)
-    if gateway is not None:
-        gateway.shutdown()
-    if proc is not None:
-        if proc.stdin:
-            proc.stdin.close()
-        proc.wait(timeout=300)
-
-
-def main() -> int:
-    """`python -m checkers.jvm`: writes the archive unless it is there (make setup)."""
-    if os.environ.get("BJ_ARCHIVE_TO"):
-        return _train()
-    print(f"setup: Spark class archive {write_archive()}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def archive_to() -> Path | None:
+    """In the training check's process (write_archive's command): where its JVM writes the
+    archive; None in any other."""
+    partial = os.environ.get(ARCHIVE_TO)
+    return Path(partial) if partial else None

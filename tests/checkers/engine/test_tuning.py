@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from checkers import read
+from checkers.engine.tuning import ONE_PARTITION_CONF, session_conf
 from checkers.synthetic import synth
-from checkers.tuning import ONE_PARTITION_CONF, session_conf
 
 UNSET = "spark.brokerjepsen.test.unset"  # no Spark default: absent unless set
 

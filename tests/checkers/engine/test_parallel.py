@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from checkers import together as t
+from checkers.engine import parallel as t
 
 pytestmark = pytest.mark.unit
 

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from checkers import kept_session, session
-from checkers.engine import CONNECT_MARK
+from checkers.engine import CONNECT_MARK, kept_session, session
 from checkers.read import HistoryError
 from checkers.run import check_run
 from checkers.synthetic import GROUPS, synth_run
@@ -111,7 +110,8 @@ def test_checks_take_turns_on_one_kept_session(warm: session.Server, tmp_path: P
     # Released on the server, as it releases a session idle past its timeout (in a process of
     # its own: a Connect session would turn this one's PySpark to Connect mode).
     release = (
-        "import sys; from checkers.session import connect_session as c; c(*sys.argv[1:]).stop()"
+        "import sys; from checkers.engine.session import connect_session as c; "
+        "c(*sys.argv[1:]).stop()"
     )
     argv = [sys.executable, "-c", release, warm.url, first["session"]]
     _command(argv, {**os.environ, "PYTHONPATH": str(ROOT)})
@@ -192,7 +192,7 @@ def test_a_server_started_for_a_command_ends_with_it(tmp_path: Path) -> None:
     """Not detached: when the Python that started it dies, however it dies, the server does."""
     script = (
         "import os, sys\n"
-        "from checkers.session import start_server\n"
+        "from checkers.engine.session import start_server\n"
         f"server = start_server({_free_port()})\n"
         "print(server.pid, flush=True)\n"
         "os._exit(0)\n"
@@ -228,12 +228,12 @@ def test_the_warm_up_checks_its_synthetic_history_on_the_server_it_warms(
     # In a process of its own: a Connect session would turn this one's PySpark to Connect mode.
     script = (
         "import json, sys\n"
-        "from checkers import warm_up\n"
-        "warm_up.MESSAGES = 2_000  # the queries of a run's size, sooner\n"
+        "from checkers import rehearsal\n"
+        "rehearsal.MESSAGES = 2_000  # the queries of a run's size, sooner\n"
         "seen = []\n"
-        "took = warm_up.warm_up(sys.argv[1], checks=2, said=lambda n, _s: seen.append(n))\n"
-        "none = warm_up.warm_up(sys.argv[1], checks=2, budget=0.0)\n"
-        "print(json.dumps([took, seen, none, str(warm_up.history_run())]))\n"
+        "took = rehearsal.warm_up(sys.argv[1], checks=2, said=lambda n, _s: seen.append(n))\n"
+        "none = rehearsal.warm_up(sys.argv[1], checks=2, budget=0.0)\n"
+        "print(json.dumps([took, seen, none, str(rehearsal.history_run())]))\n"
     )
     done = _command(
         [sys.executable, "-c", script, warm.url], {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers import jvm
+from checkers.engine import jvm
 
 pytestmark = pytest.mark.unit
 
@@ -46,4 +46,4 @@ def test_an_archive_present_is_not_written_again(
 ) -> None:
     monkeypatch.setenv("BJ_CACHE_DIR", str(tmp_path))
     jvm.archive_path().write_bytes(b"")
-    assert jvm.write_archive().startswith("present: ")
+    assert jvm.write_archive(["false"]).startswith("present: ")

@@ -44,7 +44,7 @@ def release(frame: Any) -> None:
     frame.unpersist()
     if is_connect(frame.sparkSession):
         # A Connect checkpoint's rows stay in the server's session until the client collects
-        # its plan, and the warm server's session outlives the check (checkers.kept_session):
+        # its plan, and the warm server's session outlives the check (checkers.engine.kept_session):
         # freed now, as collecting it would, and never again.
         plan = frame._plan  # noqa: SLF001
         if type(plan).__name__ == "CachedRemoteRelation" and plan._relation_id is not None:  # noqa: SLF001

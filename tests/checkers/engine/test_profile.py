@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checkers.profile import Phase, Profile
+from checkers.engine.profile import Phase, Profile
 
 
 def test_the_table_adds_up_its_phases() -> None:
@@ -35,7 +35,7 @@ def test_a_connect_session_has_wall_times_alone() -> None:
 
 
 def test_a_watcher_hears_each_phase_as_it_begins_without_a_profile() -> None:
-    from checkers.profile import phase, watching
+    from checkers.engine.profile import phase, watching
 
     heard: list[str] = []
     with watching(heard.append):

@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from typing import Any
 
 # A history up to this much JSONL (some 200 000 messages) is small: starting and warming the
-# JVM and planning the queries are most of its check, not its rows (checkers.jvm, checkers.read).
+# JVM and planning the queries are most of its check, not its rows (checkers.engine.jvm,
+# checkers.read).
 SMALL_HISTORY_BYTES = 200 << 20
 
 # Generated code compiled per distinct query, kept for the JVM's life. A check compiles a few

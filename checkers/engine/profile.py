@@ -3,8 +3,9 @@ of this process's own the Spark jobs and stages each phase ran.
 
 The checker marks its phases with `phase(name)`; outside a profile that costs nothing. A Connect
 session runs its jobs in the server, whose job list this process cannot see: its phases have
-wall times alone. Independent phases run at once (checkers.together), so each says when it began,
-and the wall time from the first phase's start to the last one's end is less than their sum.
+wall times alone. Independent phases run at once (checkers.engine.parallel), so each says when it
+began, and the wall time from the first phase's start to the last one's end is less than their
+sum.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from checkers.engine import is_connect
+from checkers.engine.kind import is_connect
 
 
 @dataclass

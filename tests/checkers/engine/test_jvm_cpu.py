@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers import jvm_cpu
-from checkers.jvm_cpu import CpuSample, kind_of, measured, sample, spent
+from checkers.engine import jvm_cpu
+from checkers.engine.jvm_cpu import CpuSample, kind_of, measured, sample, spent
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -88,9 +88,9 @@ def test_an_inactive_measure_reads_nothing_and_says_nothing() -> None:
 def test_a_connect_server_this_machine_did_not_start_is_not_measured(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import checkers.session
+    import checkers.engine.session
 
-    monkeypatch.setattr(checkers.session, "recorded_server", lambda: None)
+    monkeypatch.setattr(checkers.engine.session, "recorded_server", lambda: None)
     assert jvm_cpu.jvm_pid(spark=None, connect_url="sc://elsewhere:15002") is None
     with measured(spark=None, connect_url="sc://elsewhere:15002", active=True) as cpu:
         pass

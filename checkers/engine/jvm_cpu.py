@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.engine import session
+
 PROC = Path("/proc")
 KINDS = ("jit", "tasks", "gc")  # and "other": what the process used beyond them
 
@@ -81,9 +83,7 @@ def jvm_pid(spark: Any, connect_url: str | None) -> int | None:
         gateway = getattr(spark.sparkContext, "_gateway", None)  # PySpark's own, no API
         proc = getattr(gateway, "proc", None)
         return getattr(proc, "pid", None)
-    from checkers.session import recorded_server
-
-    server = recorded_server()
+    server = session.recorded_server()
     return server.pid if server is not None and server.url == connect_url else None
 
 

@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from checkers import kept_session
-from checkers.engine import CONNECT_MARK, forget_connect_mark, is_connect
-from checkers.jvm import SMALL_INLINING, archive_options, checker_memory
-from checkers.read import HistoryError
-from checkers.tuning import CHECKER_CONF
+from checkers.engine import kept_session
+from checkers.engine.errors import HistoryError
+from checkers.engine.jvm import SMALL_INLINING, archive_options, checker_memory
+from checkers.engine.kind import CONNECT_MARK, forget_connect_mark, is_connect
+from checkers.engine.local import LOG4J, spark_session
+from checkers.engine.tuning import CHECKER_CONF
 from contract.cache import cache_root, exclusive, write_whole
 from contract.process import alive
 
@@ -42,7 +43,6 @@ PORT = 15002  # Spark Connect's own default
 START_TIMEOUT = 180.0  # seconds for the server to listen: a JVM loading Spark on 2 busy cores
 STOP_TIMEOUT = 30.0
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-LOG4J = Path(__file__).parent / "log4j2.properties"
 ROLE = "-Dbrokerjepsen.role=warm-checker"  # on the server's command line: how it is known
 RETRIES = 4  # a client's retries of a call the server did not answer: about 4 s in all
 
@@ -218,8 +218,6 @@ def checker_session(master: str | None, history_bytes: int | None) -> Iterator[t
     answers, else a local Spark of this process's own (which stays, as a process's Spark
     does). A warm server of this machine that does not answer (it ended while this check
     began) costs a line and a local Spark; SPARK_REMOTE's or --master's is an error."""
-    from checkers.spark import spark_session
-
     if master and master.startswith("sc://"):
         with _released(connect_session(master)) as spark:
             yield spark, Where("pyspark-connect", master, f"Spark Connect at {master}")
@@ -243,8 +241,8 @@ def checker_session(master: str | None, history_bytes: int | None) -> Iterator[t
 
 @contextlib.contextmanager
 def server_session(url: str) -> Iterator[Any]:
-    """This machine's warm server's kept session when it is free (checkers.kept_session), else
-    a session of this check's own; a server elsewhere (SPARK_REMOTE) gets one of its own."""
+    """This machine's warm server's kept session when it is free (checkers.engine.kept_session),
+    else a session of this check's own; a server elsewhere (SPARK_REMOTE) gets one of its own."""
     server = None if os.environ.get("SPARK_REMOTE") else recorded_server()
     with (
         contextlib.nullcontext(None)
