@@ -369,7 +369,7 @@ def _step_situations(
     if window in ("node-down", "node-bounce"):
         out.append("node-faulted")
     if window == "client-down":
-        out.append("client-paused")
+        out.append("client-paused" if f == "pause-client" else "client-ended")
     if leaders_hit and window != "injected":
         out.append("leader-faulted")
         rf = facts.replication_factor

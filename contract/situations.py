@@ -36,6 +36,7 @@ SITUATIONS: dict[str, str] = {
     "clients-cut": "clients were cut from a node",
     "clients-delayed": "clients' requests to a node were delayed or dropped (the proxy)",
     "client-paused": "a workload client process was paused (SIGSTOP)",
+    "client-ended": "a workload client process was killed (SIGKILL) or stopped (SIGTERM)",
     "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",
     "node-faulted": "a node was killed, stopped, paused, restarted or lost power",
 }

@@ -108,6 +108,9 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("inject-errors", "injected errors", "injected"),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
     HistoryName("resume-client", "client resumed (SIGCONT)", "client-up"),
+    HistoryName("kill-client", "client killed (SIGKILL)", "client-down"),
+    HistoryName("stop-client", "client stopped (SIGTERM)", "client-down"),
+    HistoryName("restart-client", "client restarted (a new instance)", "client-up"),
     HistoryName("broker-down", "broker down", "node-down"),
     HistoryName("broker-up", "broker up", "node-up"),
     HistoryName("move-leader", "leader moved", "none"),
@@ -370,6 +373,37 @@ OPS: tuple[FaultOp, ...] = (
         ("resume-client",),
         None,
         does="Thaws a paused client (SIGCONT).",
+    ),
+    FaultOp(
+        "kill-client",
+        KAFKA,
+        "client",
+        ("kill-client",),
+        "restart-client",
+        does=(
+            "Kills one of the workload's clients and its process group (SIGKILL): a crash; "
+            "what it had sent but not heard back about stays unknown."
+        ),
+    ),
+    FaultOp(
+        "stop-client",
+        KAFKA,
+        "client",
+        ("stop-client",),
+        "restart-client",
+        does="Stops one of the workload's clients with SIGTERM: its own shutdown.",
+    ),
+    FaultOp(
+        "restart-client",
+        KAFKA,
+        "client",
+        ("restart-client",),
+        None,
+        does=(
+            "Starts a new instance of a killed or stopped copier: the same transactional id and "
+            "group, a process of its own in the history (`C1.2`, `C1.3`, ...), as Kafka's "
+            "TransactionsTest bounces its copiers."
+        ),
     ),
     # kafka-mock: librdkafka's mock cluster through its own API
     FaultOp(

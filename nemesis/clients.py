@@ -1,6 +1,8 @@
 """Faults on the workload's own client processes: a client paused (SIGSTOP) and resumed
 (SIGCONT), as a long GC pause or a VM its hypervisor froze stops an application instance while
-the brokers and every other client go on. Kafka's zombie fencing (KIP-98) is about such an
+the brokers and every other client go on; a client killed (SIGKILL: a crash) or stopped
+(SIGTERM: its own shutdown), and a new instance of it started, as Kafka's own TransactionsTest
+bounces its copiers. Kafka's zombie fencing (KIP-98) is about such an
 instance: a replacement takes its transactional id meanwhile, and the old one, resumed, must not
 commit.
 
@@ -34,9 +36,12 @@ class ClientGroups:
         self,
         groups: Callable[[], Mapping[str, int]],
         signal_group: Callable[[int, int], None] = os.killpg,
+        restart: Callable[[str], int] | None = None,
     ) -> None:
         self.groups = groups
         self.signal_group = signal_group
+        # Starts a new instance of an ended client and returns its group (the run's).
+        self.restart_one = restart
         # The paused clients' groups, as they were when paused: a resume needs no leader alive
         # (a Java child outlives its Python parent killed at teardown).
         self.paused: dict[str, int] = {}
@@ -58,6 +63,31 @@ class ClientGroups:
                 del self.paused[name]
                 raise NemesisError(f"client {name} ended as it was paused") from None
         return out
+
+    def end(self, names: Iterable[str], signum: int) -> dict[str, int]:
+        """SIGKILL or SIGTERM to each client's group (a paused one thawed first for a SIGTERM:
+        a stopped process holds it unheard); returns {client: group}."""
+        running = self.groups()
+        names = list(names)
+        if missing := [n for n in names if n not in running and n not in self.paused]:
+            raise NemesisError(f"client {missing[0]} is not running: it cannot be ended")
+        out = {}
+        for name in names:
+            group = self.paused.pop(name, None) or running[name]
+            try:
+                self.signal_group(group, signum)
+                if signum != signal.SIGKILL:
+                    self.signal_group(group, signal.SIGCONT)
+            except ProcessLookupError:
+                log.info("client %s had ended before its %s", name, signal.Signals(signum).name)
+            out[name] = group
+        return out
+
+    def restart(self, names: Iterable[str]) -> dict[str, int]:
+        """A new instance of each ended client; returns {client: its new group}."""
+        if self.restart_one is None:
+            raise NemesisError("this run cannot restart its clients")
+        return {name: self.restart_one(name) for name in names}
 
     def resume(self, names: Iterable[str]) -> dict[str, int]:
         """SIGCONT to each client's group (a client never paused is resumed all the same: a

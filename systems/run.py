@@ -119,6 +119,10 @@ class ScenarioRun:
             self.paths.schedule.write_text(to_yaml(scenario_data(scenario), SCHEDULE_HEADER))
             scenario_file = self.paths.schedule
         self.clients: dict[str, subprocess.Popen[bytes]] = {}
+        # A client restarted (restart-client) runs as a new process, C1.2, C1.3, ...: each
+        # client's current instance, and each instance's client.
+        self.instances: dict[str, str] = {}
+        self.client_of: dict[str, str] = {}
         self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
         self.cluster: Any = None  # the system's cluster: save_logs() and down()
         self.manifest = Manifest(
@@ -330,10 +334,18 @@ class ScenarioRun:
     def running_clients(self) -> dict[str, int]:
         """Each client process still running, by name: its pid, which is also its process
         group's (each starts in a session of its own)."""
-        return {name: proc.pid for name, proc in self.clients.items() if proc.poll() is None}
+        return {
+            self.client_of.get(name, name): proc.pid
+            for name, proc in self.clients.items()
+            if proc.poll() is None
+        }
+
+    def current(self, client: str) -> str:
+        """The process of a client's current instance (itself, until restarted)."""
+        return self.instances.get(client, client)
 
     def _wait_client(self, name: str, deadline: float) -> int:
-        proc = self.clients[name]
+        proc = self.clients[self.current(name)]
         try:
             return proc.wait(timeout=max(1.0, deadline - time.time()))
         except subprocess.TimeoutExpired:

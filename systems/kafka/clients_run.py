@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from nemesis.containers import NemesisError
 from systems.kafka.configdefs import to_property
 from systems.kafka.scenario import FINAL_READER, output_topic
 from systems.run import ScenarioRun
@@ -33,6 +34,7 @@ class KafkaClientsRun(ScenarioRun):
     """A run whose clients are workloads.kafka.clients producers and readers."""
 
     client_module = "workloads.kafka.clients"
+    read_deadline = 0.0  # Unix time: the readers' and copiers' (set as they start)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -121,6 +123,7 @@ class KafkaClientsRun(ScenarioRun):
     def _start_clients(self, start: float) -> list[str]:
         w, t = self.scenario.workload, self.scenario.timeouts
         read_deadline = start + t.workload + t.recovery + w.drain_timeout + 30
+        self.read_deadline = read_deadline
         for r in w.readers:
             config = self._client_config(
                 read_deadline,
@@ -148,6 +151,27 @@ class KafkaClientsRun(ScenarioRun):
             self._spawn("producer", p.id, config)
         return [p.id for p in w.producers]
 
+    def restart_client(self, client: str) -> int:
+        """A new instance of a copier that was killed or stopped: the same transactional id
+        and group, as a process of its own (`C1.2`, ...) whose history is its own; returns its
+        process group. Only copiers: a producer's or a reader's new instance would need the
+        checker to join two processes' sequence numbers or receipts into one."""
+        spec = next((c for c in self.scenario.workload.copiers if c.id == client), None)
+        if spec is None:
+            raise NemesisError(f"restart-client restarts a copier; {client} is none")
+        if self.clients[self.current(client)].poll() is None:
+            raise NemesisError(f"{client} still runs: kill-client or stop-client it first")
+        instance = 2 + sum(1 for c in self.client_of.values() if c == client)
+        process = f"{client}.{instance}"
+        copier = asdict(self._copier_config(self.read_deadline, spec))
+        copier["process"] = process
+        copier["transactional_id"] = copier["transactional_id"] or client
+        if spec.client == "java":
+            copier["java_version"] = self.kafka_release()
+        self._spawn("copier", process, {"bootstrap_servers": self.bootstrap_servers, **copier})
+        self.instances[client], self.client_of[process] = process, client
+        return self.clients[process].pid
+
     def _drain(self) -> None:
         """Copiers copy what is left of the input, then exit 0; then readers read every
         partition up to its high-water mark, then exit 0 (a reader of the copy's output drained
@@ -157,7 +181,7 @@ class KafkaClientsRun(ScenarioRun):
         codes: dict[str, int] = {}
         for stage in ([c.id for c in w.copiers], [r.id for r in w.readers]):
             for name in stage:
-                self.clients[name].send_signal(signal.SIGUSR1)
+                self.clients[self.current(name)].send_signal(signal.SIGUSR1)
             deadline = time.time() + w.drain_timeout + 30
             codes |= {name: self._wait_client(name, deadline) for name in stage}
         if self.scenario.workload.final_read:

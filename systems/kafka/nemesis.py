@@ -14,6 +14,7 @@ that faulted the controller must say so.
 from __future__ import annotations
 
 import functools
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -185,6 +186,17 @@ class KafkaNemesis:
         """SIGSTOP to each client's process group: a fault until resume_clients."""
         groups = self._client_groups()
         self.net.logged("pause-client", {"clients": names}, lambda: {"groups": groups.pause(names)})
+
+    def end_clients(self, names: list[str], f: str, signum: int) -> None:
+        """SIGKILL (kill-client) or SIGTERM (stop-client) to each client's process group."""
+        groups = self._client_groups()
+        self.net.logged(f, {"clients": names}, lambda: {"groups": groups.end(names, signum)})
+
+    def restart_clients(self, names: list[str]) -> None:
+        groups = self._client_groups()
+        self.net.logged(
+            "restart-client", {"clients": names}, lambda: {"groups": groups.restart(names)}
+        )
 
     def resume_clients(self, names: list[str]) -> None:
         groups = self._client_groups()
@@ -514,4 +526,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),
     "pause-client": lambda k, s: k.pause_clients([s.client]),
     "resume-client": lambda k, s: k.resume_clients([s.client]),
+    "kill-client": lambda k, s: k.end_clients([s.client], "kill-client", signal.SIGKILL),
+    "stop-client": lambda k, s: k.end_clients([s.client], "stop-client", signal.SIGTERM),
+    "restart-client": lambda k, s: k.restart_clients([s.client]),
 }

@@ -173,7 +173,7 @@ class KafkaRun(KafkaClientsRun):
             c.topic,
             c.partitions,
             self.scenario.workload.coordinated(),
-            ClientGroups(self.running_clients),
+            ClientGroups(self.running_clients, restart=self.restart_client),
             coordinator_keys=self.scenario.workload.coordinator_keys(),
             client_path=ClientPath(self.proxy, net.logged) if self.proxy is not None else None,
         )

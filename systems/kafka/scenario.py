@@ -463,7 +463,7 @@ class KafkaStep(Strict):
             if self.target is not None or self.from_ is not None or self.to is not None:
                 raise ValueError(f"{self.op} names a client, not nodes")
         elif self.client is not None:
-            raise ValueError(f"client is for {' and '.join(CLIENT_OPS)}, not {self.op}")
+            raise ValueError(f"client is for {', '.join(CLIENT_OPS)}, not {self.op}")
         return self
 
     def named_nodes(self) -> list[str]:
@@ -535,11 +535,14 @@ class KafkaScenario(ScenarioBase):
     @model_validator(mode="after")
     def _clients_exist(self) -> KafkaScenario:
         """Producers start within the workload; each client step names a client of the
-        workload, and each resume follows a pause of its client."""
+        workload, each resume follows a pause of its client, and each restart a kill or stop
+        of a copier."""
         if line := self.workload.late_start_refusal(self.timeouts.workload):
             raise ValueError(line)
         ids = self.workload.client_ids()
+        copiers = {c.id for c in self.workload.copiers}
         paused: set[str] = set()
+        ended: set[str] = set()
         for i, step in enumerate(self.nemesis):
             if step.client is None:
                 continue
@@ -550,12 +553,27 @@ class KafkaScenario(ScenarioBase):
                 )
             if step.op == "pause-client":
                 paused.add(step.client)
-            elif step.client not in paused:
-                raise ValueError(
-                    f"nemesis.{i}: {step.op} {step.client} follows no pause-client of it"
-                )
-            else:
+            elif step.op == "resume-client":
+                if step.client not in paused:
+                    raise ValueError(
+                        f"nemesis.{i}: {step.op} {step.client} follows no pause-client of it"
+                    )
                 paused.discard(step.client)
+            elif step.op in ("kill-client", "stop-client"):
+                paused.discard(step.client)
+                ended.add(step.client)
+            elif step.op == "restart-client":
+                if step.client not in copiers:
+                    raise ValueError(
+                        f"nemesis.{i}: restart-client restarts a copier; {step.client} is none "
+                        "(a new producer or reader instance is not supported yet)"
+                    )
+                if step.client not in ended:
+                    raise ValueError(
+                        f"nemesis.{i}: restart-client {step.client} follows no kill-client or "
+                        "stop-client of it"
+                    )
+                ended.discard(step.client)
         return self
 
     @model_validator(mode="after")

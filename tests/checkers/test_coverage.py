@@ -404,3 +404,18 @@ def test_a_delay_on_the_clients_path_faults_the_leader_not_the_controller() -> N
     c = coverage_of(nemesis, FOLLOWER_LEADS_NOTHING, traffic(9), KAFKA, [], "safe", 0)
     assert c["situations"]["leader-faulted"] == 1 and c["situations"]["clients-delayed"] == 1
     assert "controller-faulted" not in c["situations"]
+
+
+def test_a_killed_copier_is_a_client_ended_and_its_restart_ends_the_fault() -> None:
+    """T7: a copier killed -9 and restarted 4 s later with the same transactional id."""
+    nemesis = [
+        ev(30, "invoke", "kill-client", clients=["C1"]),
+        ev(34, "invoke", "restart-client", clients=["C1"]),
+    ]
+    section = {"open_in_faults": 3}
+    c = coverage_of(
+        nemesis, WATCH, traffic(), KAFKA, ["client-ended"], "no-duplicates", 0.0, section
+    )
+    assert not c["vacuous"], c["why_vacuous"]
+    assert [s["step"] for s in c["steps"]] == ["1. kill-client C1 at +30.0 s"]
+    assert c["situations"]["client-ended"] == 1 and "client-paused" not in c["situations"]

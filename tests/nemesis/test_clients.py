@@ -122,3 +122,65 @@ def test_a_real_client_and_its_child_stop_and_run_again_together() -> None:
     finally:
         os.killpg(client.pid, signal.SIGKILL)
         client.wait()
+
+
+def test_a_client_is_killed_or_stopped_by_its_process_group() -> None:
+    running = {"P1": 4242, "C1": 4343}
+    signals = Signals()
+    clients = ClientGroups(lambda: running, signals)
+    assert clients.end(["P1"], signal.SIGKILL) == {"P1": 4242}
+    assert clients.end(["C1"], signal.SIGTERM) == {"C1": 4343}
+    # A SIGTERM is followed by a SIGCONT: a paused client holds it unheard until then.
+    assert signals.sent == [
+        (4242, signal.SIGKILL),
+        (4343, signal.SIGTERM),
+        (4343, signal.SIGCONT),
+    ]
+
+
+def test_a_paused_client_killed_is_no_longer_paused() -> None:
+    running = {"C1": 4343}
+    clients = ClientGroups(lambda: running, Signals())
+    clients.pause(["C1"])
+    clients.end(["C1"], signal.SIGKILL)
+    assert clients.paused == {}
+
+
+def test_a_client_not_running_cannot_be_ended_and_one_restarted_through_the_run() -> None:
+    started: list[str] = []
+
+    def restart(name: str) -> int:
+        started.append(name)
+        return 5050
+
+    clients = ClientGroups(lambda: {}, Signals(), restart)
+    with pytest.raises(NemesisError, match="C1 is not running"):
+        clients.end(["C1"], signal.SIGKILL)
+    assert clients.restart(["C1"]) == {"C1": 5050} and started == ["C1"]
+    with pytest.raises(NemesisError, match="cannot restart"):
+        ClientGroups(lambda: {}, Signals()).restart(["C1"])
+
+
+def test_a_real_client_killed_takes_its_group_with_it() -> None:
+    """A client and its child (a Java client's JVM under its Python) end together."""
+    child = (
+        "import subprocess, sys, time; "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "print('up', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", child], start_new_session=True, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+    clients = ClientGroups(lambda: {"C1": proc.pid})
+    clients.end(["C1"], signal.SIGKILL)
+    assert proc.wait(timeout=10) == -signal.SIGKILL
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the client's child outlived its kill")

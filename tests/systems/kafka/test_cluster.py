@@ -237,7 +237,11 @@ workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
         ),
         ("[{at: 1, op: pause-client}]", "pause-client needs a client (a producer's, reader's"),
         ("[{at: 1, op: pause-client, client: P, target: leader}]", "names a client, not nodes"),
-        ("[{at: 1, op: kill, target: leader, client: P}]", "client is for pause-client and"),
+        ("[{at: 1, op: kill, target: leader, client: P}]", "client is for pause-client, resume"),
+        (
+            "[{at: 1, op: kill-client, client: P}, {at: 2, op: restart-client, client: P}]",
+            "restart-client restarts a copier; P is none",
+        ),
         ("[{at: 1, op: resume-client, client: P}]", "resume-client P follows no pause-client"),
     ],
 )
@@ -423,8 +427,13 @@ def test_the_clients_a_nemesis_may_pause_are_those_still_running() -> None:
     run.clients = {  # type: ignore[dict-item]
         "P1": SimpleNamespace(pid=4242, poll=lambda: None),
         "P2": SimpleNamespace(pid=4343, poll=lambda: 0),  # ended
+        "C1": SimpleNamespace(pid=4444, poll=lambda: -9),  # killed, then restarted as C1.2
+        "C1.2": SimpleNamespace(pid=4545, poll=lambda: None),
     }
-    assert run.running_clients() == {"P1": 4242}
+    run.instances, run.client_of = {"C1": "C1.2"}, {"C1.2": "C1"}
+    # A restarted client answers to its own name, with its current instance's group.
+    assert run.running_clients() == {"P1": 4242, "C1": 4545}
+    assert run.current("C1") == "C1.2" and run.current("P1") == "P1"
 
 
 def test_a_nemesis_without_the_runs_clients_refuses_a_client_step() -> None:
@@ -597,6 +606,7 @@ def recorded_drain(final_exit: int) -> tuple[Any, list[Any]]:
     run.scenario = SimpleNamespace(workload=workload, cluster=SimpleNamespace(topic="t"))
     run.manifest = Manifest()
     run.clients = {"r": SimpleNamespace(send_signal=lambda s: log.append("signal"))}  # type: ignore[dict-item]
+    run.instances, run.client_of = {}, {}
     exits = {"r": 0, "final": final_exit}
     run._spawn = lambda role, name, cfg: log.append((role, name, cfg))  # type: ignore[method-assign]
     run._wait_client = lambda name, deadline: log.append(name) or exits[name]  # type: ignore[method-assign]
@@ -691,3 +701,36 @@ def test_broker_ports_are_distinct_and_one_per_broker_unless_proxied() -> None:
     proxied = broker_ports([1, 2, 3], proxied=True)
     every = [x for p in proxied.values() for x in (p.published, p.advertised, p.harness)]
     assert len(set(every)) == 9 and all(p.proxied for p in proxied.values())
+
+
+def test_a_copier_restarted_is_a_new_process_with_the_same_transactional_id() -> None:
+    """restart-client: C1 killed, a new instance C1.2 started with C1's transactional id and
+    group; the run's clients then answer to C1 with C1.2's group."""
+    from systems.kafka.clients_run import KafkaClientsRun
+
+    spawned: list[tuple[str, str, dict[str, Any]]] = []
+
+    class Recorded(KafkaClientsRun):
+        bootstrap_servers = "b:9092"  # type: ignore[assignment]
+
+        def _spawn(self, role: str, process: str, config: dict[str, Any]) -> None:
+            spawned.append((role, process, config))
+            self.clients[process] = SimpleNamespace(pid=7000 + len(spawned), poll=lambda: None)  # type: ignore[assignment]
+
+    run = object.__new__(Recorded)
+    spec = parse_scenario((ROOT / "scenarios" / "T7.yaml").read_text(), "T7.yaml")
+    assert isinstance(spec, KafkaScenario)
+    run.scenario = spec
+    run.read_deadline = 1234.0
+    run.instances, run.client_of = {}, {}
+    run.clients = {"C1": SimpleNamespace(pid=4444, poll=lambda: -9)}  # type: ignore[dict-item]
+    assert run.restart_client("C1") == 7001
+    ((role, process, config),) = spawned
+    assert (role, process) == ("copier", "C1.2")
+    assert config["process"] == "C1.2" and config["transactional_id"] == "C1"
+    assert config["deadline"] == 1234.0
+    assert run.running_clients() == {"C1": 7001}
+    with pytest.raises(NemesisError, match="C1 still runs"):
+        run.restart_client("C1")
+    with pytest.raises(NemesisError, match="restarts a copier; P1 is none"):
+        run.restart_client("P1")

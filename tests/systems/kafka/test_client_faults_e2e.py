@@ -1,0 +1,39 @@
+"""Client faults on real Kafka (the nightly tier): T7's copiers killed -9 and restarted with
+their transactional ids. Kafka's behaviour is measured by the claims matrix, not asserted here:
+the harness's contract is — each kill and restart recorded with the process groups it hit, each
+new instance a process of its own that took its copier's transactional id, the coverage saying
+so, and the verdict following from its counts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, history_events
+from tests.systems.kafka.test_real_cluster import kafka_image_or_missing
+
+pytestmark = [pytest.mark.spark, pytest.mark.e2e]
+
+
+def test_copiers_killed_and_restarted_keep_their_transactional_ids(tmp_path: Path) -> None:
+    kafka_image_or_missing("4.4")
+    command = [".venv/bin/harness", "run", "T7", "--kafka", "4.4", "--results", str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    run_dir = (tmp_path / "latest").resolve()
+    assert result.returncode in (0, 1), result.stderr
+    nemesis = history_events(run_dir / "history", "nemesis")
+    done = [(e["f"], e["value"]["clients"]) for e in nemesis if e["type"] == "ok"]
+    kills = [c for f, c in done if f == "kill-client"]
+    restarts = [c for f, c in done if f == "restart-client"]
+    assert kills == restarts == [["C1"], ["C2"], ["C1"], ["C2"], ["C1"], ["C2"]]
+    for copier in ("C1", "C2"):
+        for instance in (2, 3, 4):
+            events = history_events(run_dir / "history", f"{copier}.{instance}")
+            opened = next(e for e in events if e["f"] == "open" and e["type"] == "ok")
+            assert opened["value"]["transactional_id"] == copier
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["coverage"]["situations"].get("client-ended") == 6
+    assert verdict["matched"] == (result.returncode == 0)
