@@ -37,6 +37,16 @@ def compress_file(source: Path, target: Path) -> None:
         shutil.copyfileobj(src, sink)
 
 
+def keep_text(out_dir: Path, node: str, name: str, text: str, suffix: str = "txt") -> str:
+    """A node's answer kept as `<node>/<name>.<suffix>.zst` under `out_dir`; returns that path,
+    relative to `out_dir`, as evidence.json names it."""
+    node_dir = out_dir / node
+    node_dir.mkdir(parents=True, exist_ok=True)
+    target = node_dir / f"{name}.{suffix}.zst"
+    target.write_bytes(zstandard.ZstdCompressor(level=LEVEL).compress(text.encode()))
+    return str(target.relative_to(out_dir))
+
+
 def write_index(out_dir: Path, nodes: list[Any], seconds: float) -> None:
     """evidence.json: per node, what was had and what not (dataclasses), and the time spent."""
     index = {"seconds": round(seconds, 2), "nodes": [asdict(n) for n in nodes]}

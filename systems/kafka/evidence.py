@@ -38,7 +38,7 @@ import zstandard
 from compose.cli import ComposeError
 from compose.cluster import ComposeCluster
 from contract.rundir import ZOOKEEPER_TXNS
-from systems.evidence import DATA_CAP_MIB, LEVEL, compressing
+from systems.evidence import DATA_CAP_MIB, LEVEL, compressing, keep_text
 from systems.kafka.cluster import DATA_DIR, INTERNAL_PORT
 
 log = logging.getLogger(__name__)
@@ -374,11 +374,7 @@ def zookeeper_txns(cluster: ComposeCluster, node: str, out_dir: Path) -> NodeEvi
     except ComposeError as e:
         evidence.missing.append(f"{ZOOKEEPER_TXNS}: {str(e)[:300]}")
     else:
-        node_dir = out_dir / node
-        node_dir.mkdir(parents=True, exist_ok=True)
-        target = node_dir / f"{ZOOKEEPER_TXNS}.txt.zst"
-        target.write_bytes(zstandard.ZstdCompressor(level=LEVEL).compress(answer.encode()))
-        evidence.dumps[ZOOKEEPER_TXNS] = str(target.relative_to(out_dir))
+        evidence.dumps[ZOOKEEPER_TXNS] = keep_text(out_dir, node, ZOOKEEPER_TXNS, answer)
     evidence.decode_seconds = round(time.monotonic() - started, 2)
     return evidence
 

@@ -17,12 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import zstandard
-
 from compose.cli import ComposeError
 from compose.cluster import ComposeCluster
 from contract.versions import version_key
-from systems.evidence import LEVEL
+from systems.evidence import keep_text
 
 ASK_TIMEOUT_S = 30.0
 JSON = ["--formatter", "json"]
@@ -89,17 +87,13 @@ def ask(
     .txt.zst)."""
     started = time.monotonic()
     found = NodeAnswers(node)
-    node_dir = out_dir / node
-    node_dir.mkdir(parents=True, exist_ok=True)
     for name, argv in asked.items():
         answer = _answer(cluster, node, name, argv)
         if isinstance(answer, str):
             found.missing.append(answer)
             continue
         text, suffix = answer
-        target = node_dir / f"{name}.{suffix}.zst"
-        target.write_bytes(zstandard.ZstdCompressor(level=LEVEL).compress(text.encode()))
-        found.answers[name] = str(target.relative_to(out_dir))
+        found.answers[name] = keep_text(out_dir, node, name, text, suffix)
     found.seconds = round(time.monotonic() - started, 2)
     return found
 
