@@ -383,7 +383,7 @@ def _step_situations(
         out.append("network-partitioned")
     if v.get("op") == "cut-clients":
         out.append("clients-cut")
-    if v.get("op") in ("delay", "blackhole"):
+    if v.get("op") in ("delay", "blackhole", "slow-link"):
         out.append("clients-delayed")
     return out
 

@@ -34,7 +34,7 @@ SITUATIONS: dict[str, str] = {
     "majority-down": "more than half of the brokers were down at once",
     "network-partitioned": "nodes were cut apart from each other",
     "clients-cut": "clients were cut from a node",
-    "clients-delayed": "clients' requests to a node were delayed or dropped (the proxy)",
+    "clients-delayed": "clients' requests to a node were delayed, slowed or dropped (the proxy)",
     "client-paused": "a workload client process was paused (SIGSTOP)",
     "client-ended": "a workload client process was killed (SIGKILL) or stopped (SIGTERM)",
     "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",

@@ -95,6 +95,7 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("start-slow", "slow link", "network-start"),
     HistoryName("start-delay", "clients' link delayed (proxy)", "network-start"),
     HistoryName("start-blackhole", "clients' link blackholed (proxy)", "network-start"),
+    HistoryName("start-slow-link", "clients' link slowed (proxy)", "network-start"),
     HistoryName("reset-clients", "clients' connections reset (proxy)", "none"),
     HistoryName("stop-partition", "heal", "network-heal"),
     HistoryName("heal", "heal everything", "heal-all"),
@@ -344,6 +345,18 @@ OPS: tuple[FaultOp, ...] = (
             "What the workload's clients send the targets is dropped while their connections "
             "stay open: no error until the clients' own timeouts (the proxy closes those "
             "connections at the heal)."
+        ),
+    ),
+    FaultOp(
+        "slow-link",
+        KAFKA,
+        "target",
+        ("start-slow-link",),
+        "heal",
+        needs_proxy=True,
+        does=(
+            "What the workload's clients send the targets (and, both_ways, the answers) passes "
+            "at rate_kbit at most, through the clients' proxy: a slow link where degrade cannot."
         ),
     ),
     FaultOp(

@@ -11,7 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from compose.proxy import DOWNSTREAM, UPSTREAM, ProxyError, ProxyServer, Toxic, blackhole, delay
+from compose.proxy import (
+    DOWNSTREAM,
+    UPSTREAM,
+    ProxyError,
+    ProxyServer,
+    Toxic,
+    bandwidth,
+    blackhole,
+    delay,
+)
 from nemesis.containers import NemesisError
 
 # Runs `act` between the nemesis's invoke and ok events of one history name.
@@ -56,6 +65,15 @@ class ClientPath:
             "both_ways": both_ways,
         }
         self.logged("start-delay", value, lambda: self._put(nodes, toxics))
+
+    def slow(self, nodes: list[str], rate_kbit: int, both_ways: bool) -> None:
+        """The clients' traffic to `nodes` (and back: both_ways) at `rate_kbit` at most."""
+        kb_per_s = max(1, rate_kbit // 8)  # Toxiproxy's bandwidth toxic counts KB/s
+        toxics = [bandwidth("slow-up", kb_per_s, UPSTREAM)]
+        if both_ways:
+            toxics.append(bandwidth("slow-down", kb_per_s, DOWNSTREAM))
+        value = {"op": "slow-link", "nodes": nodes, "rate_kbit": rate_kbit, "both_ways": both_ways}
+        self.logged("start-slow-link", value, lambda: self._put(nodes, toxics))
 
     def blackhole(self, nodes: list[str]) -> None:
         """The clients' requests to `nodes` dropped, their connections left open."""

@@ -338,6 +338,10 @@ class KafkaNemesis:
         target = self._resolved(step).get("target", [])
         self._path().delay(target, step.delay_ms, step.jitter_ms, step.both_ways)
 
+    def _slow_link(self, step: Any) -> None:
+        target = self._resolved(step).get("target", [])
+        self._path().slow(target, step.rate_kbit, step.both_ways)
+
     def _blackhole(self, step: Any) -> None:
         self._path().blackhole(self._resolved(step).get("target", []))
 
@@ -512,6 +516,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "degrade": KafkaNemesis._degrade,
     "delay": KafkaNemesis._delay,
     "blackhole": KafkaNemesis._blackhole,
+    "slow-link": KafkaNemesis._slow_link,
     "reset-clients": KafkaNemesis._reset_clients,
     "heal": KafkaNemesis._heal,
     "kill": _on_target("kill"),

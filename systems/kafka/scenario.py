@@ -426,7 +426,7 @@ class KafkaStep(Strict):
     jitter_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
     """delay, degrade: delay jitter."""
     rate_kbit: Annotated[int, Field(ge=0, le=10_000_000)] = 0
-    """degrade: the bandwidth left."""
+    """degrade, slow-link: the bandwidth left, in kbit/s."""
     election: Literal["preferred", "unclean"] = "preferred"
     """elect: a preferred or an unclean leader election."""
     within: Annotated[float, Field(gt=0, le=600)] = 60.0
@@ -453,6 +453,8 @@ class KafkaStep(Strict):
             raise ValueError("degrade needs loss_pct, delay_ms or rate_kbit")
         if self.op == "delay" and not self.delay_ms:
             raise ValueError("delay needs delay_ms (jitter_ms and both_ways are optional)")
+        if self.op == "slow-link" and not self.rate_kbit:
+            raise ValueError("slow-link needs rate_kbit (both_ways is optional)")
         if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
             raise ValueError(f"{self.op} needs at least two non-empty groups")
         if arguments == "client":

@@ -74,3 +74,14 @@ def test_a_broker_without_a_proxy_is_refused(path: tuple[ClientPath, Events]) ->
     client_path, _ = path
     with pytest.raises(NemesisError, match="kafka3 has no proxy"):
         client_path.blackhole(["kafka3"])
+
+
+def test_a_slow_link_limits_the_bandwidth_both_ways(path: tuple[ClientPath, Events]) -> None:
+    client_path, events = path
+    client_path.slow(["kafka1"], 800, both_ways=True)
+    assert events[-1][1] == "start-slow-link" and events[-1][2]["rate_kbit"] == 800
+    toxics = {t["name"]: t for t in client_path.proxy.toxics("kafka1")}
+    assert sorted(toxics) == ["slow-down", "slow-up"]
+    assert (
+        toxics["slow-up"]["type"] == "bandwidth" and toxics["slow-up"]["attributes"]["rate"] == 100
+    )
