@@ -9,7 +9,6 @@ from dataclasses import asdict
 from typing import Any
 
 from nemesis.containers import NemesisError
-from systems.kafka.configdefs import to_property
 from systems.kafka.scenario import FINAL_READER, output_topic
 from systems.run import ScenarioRun
 from systems.scenario import ScenarioError
@@ -23,6 +22,7 @@ from workloads.kafka.copier import (
     copier_java_properties,
     copier_producer_settings,
 )
+from workloads.kafka.properties import to_property
 from workloads.kafka.transactions import (
     TransactionConfig,
     java_properties,
