@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from nemesis.containers import NemesisError
-from systems.kafka.scenario import FINAL_READER, output_topic
+from systems.kafka.workload_spec import FINAL_READER, output_topic
 from systems.run import ScenarioRun
 from systems.scenario import ScenarioError
 from workloads.kafka.base import ProducerConfig, producer_settings
