@@ -32,7 +32,7 @@ from systems.rabbitmq.scenario import Consumer, NemesisStep, RabbitMQScenario
 from systems.rabbitmq.settings import consumer_process, rendered
 from systems.run import PhaseProgress, RunOptions, ScenarioRun
 from systems.scenario import ScenarioError
-from workloads.rabbitmq.clients import DeclareRefused, declare_topology
+from workloads.rabbitmq.topology import DeclareRefused, declare_topology
 
 log = logging.getLogger("harness")
 

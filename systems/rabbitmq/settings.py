@@ -29,7 +29,7 @@ from compose.releases import setup_releases
 from contract.versions import version_key
 from systems.rabbitmq import confschema, erlang_terms, key_check
 from systems.rabbitmq.policy import Policy
-from workloads.rabbitmq.clients import CONNECTION_DEFAULTS, declare_arguments
+from workloads.rabbitmq.topology import CONNECTION_DEFAULTS, declare_arguments
 
 # A rabbitmq.conf value (or a queue argument) as YAML gives it.
 Scalar = bool | int | float | str

@@ -26,7 +26,7 @@ from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.rabbitmq.settings import rendered
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
-from workloads.rabbitmq.clients import declare_arguments, params
+from workloads.rabbitmq.topology import declare_arguments, params
 
 
 @pytest.fixture(autouse=True)
