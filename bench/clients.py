@@ -128,7 +128,7 @@ def _bare_pika(cfg: Any) -> int:
     import pika
     from pika.adapters.select_connection import SelectConnection
 
-    from workloads.rabbitmq.clients import params
+    from workloads.rabbitmq.topology import params
 
     state = {"next": 1, "tag": 0, "confirmed": 0, "acked": 0}
     channel: Any = None
@@ -211,7 +211,7 @@ def rabbitmq_cluster(workdir: Path) -> Iterator[dict[str, Any]]:
     import docker
 
     from systems.rabbitmq.cluster import ClusterConfig, RabbitMQCluster, choose_image
-    from workloads.rabbitmq.clients import declare_topology
+    from workloads.rabbitmq.topology import declare_topology
 
     image = choose_image(None, docker.from_env())
     cluster = RabbitMQCluster(

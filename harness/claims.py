@@ -30,7 +30,8 @@ from harness.hunt_rates import hunted_section
 from harness.trial import run_once
 from reports.junit import Case, matrix_case
 from systems.kafka.config import KAFKA_LINES, mode_refusal
-from systems.kafka.scenario import FINAL_READER, KafkaScenario
+from systems.kafka.scenario import KafkaScenario
+from systems.kafka.workload_spec import FINAL_READER
 from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
 from systems.registry import load_scenario
 from systems.scenario import ScenarioError

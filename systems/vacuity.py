@@ -22,7 +22,8 @@ from math import floor
 from typing import Protocol
 
 from faults.registry import FAULT_WINDOWS, op, window_of
-from systems.kafka.scenario import KafkaScenario, KafkaWorkload
+from systems.kafka.scenario import KafkaScenario
+from systems.kafka.workload_spec import KafkaWorkload
 from systems.kafka_mock.scenario import KafkaMockScenario
 from systems.rabbitmq.scenario import RabbitMQScenario, Workload
 

@@ -9,8 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from nemesis.containers import NemesisError
-from systems.kafka.configdefs import to_property
-from systems.kafka.scenario import FINAL_READER, output_topic
+from systems.kafka.workload_spec import FINAL_READER, output_topic
 from systems.run import ScenarioRun
 from systems.scenario import ScenarioError
 from workloads.kafka.base import ProducerConfig, producer_settings
@@ -23,6 +22,7 @@ from workloads.kafka.copier import (
     copier_java_properties,
     copier_producer_settings,
 )
+from workloads.kafka.properties import to_property
 from workloads.kafka.transactions import (
     TransactionConfig,
     java_properties,

@@ -25,7 +25,7 @@ from systems.kafka.cluster import KafkaCluster
 from systems.kafka.config import KafkaClusterConfig, mode_refusal
 from systems.kafka.configdefs import has_definitions
 from systems.kafka.nemesis import KafkaNemesis
-from systems.kafka.scenario import KafkaClusterSpec, KafkaScenario, KafkaStep, output_topic
+from systems.kafka.scenario import KafkaClusterSpec, KafkaScenario, KafkaStep
 from systems.kafka.settings import (
     TYPED_BROKER,
     TYPED_PRODUCER,
@@ -37,6 +37,7 @@ from systems.kafka.settings import (
     release_refusals,
 )
 from systems.kafka.watch import PartitionWatch
+from systems.kafka.workload_spec import output_topic
 from systems.run import PhaseProgress, RunOptions
 from systems.scenario import ScenarioError
 

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from systems.kafka.config import KafkaClusterConfig, PropertyValue
-from systems.kafka.configdefs import Kind, check_setting, owned_refusal, setting_refusal
+from systems.kafka.configdefs import Kind
+from systems.kafka.key_check import check_setting, owned_refusal, setting_refusal
 from workloads.kafka.properties import properties
 
 # YAML scalars a property may take; a list is written comma-joined (a list-typed property).

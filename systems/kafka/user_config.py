@@ -25,7 +25,7 @@ from systems.config_files import (
     knob_clash,
     taken,
 )
-from systems.kafka.configdefs import owned_refusal
+from systems.kafka.key_check import owned_refusal
 from systems.kafka.scenario import KafkaScenario, config_problems
 from systems.kafka.settings import (
     OWNED_CLIENT,

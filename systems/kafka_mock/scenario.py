@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from faults.registry import op as fault
-from systems.kafka.scenario import KafkaWorkload
+from systems.kafka.workload_spec import KafkaWorkload
 from systems.scenario import KnownOp, ScenarioBase, Strict
 
 # The roles the mock's metadata can answer (it has no control-plane quorum).

@@ -18,7 +18,7 @@ from contract.topology import Endpoint
 from contract.wait import wait_until
 from nemesis.containers import Nemesis
 from systems.evidence import write_index
-from systems.rabbitmq import confschema, evidence
+from systems.rabbitmq import confschema, evidence, key_check
 from systems.rabbitmq.broker_log import mirror_story
 from systems.rabbitmq.cluster import LOAD_BALANCER, ClusterConfig, RabbitMQCluster
 from systems.rabbitmq.nemesis import StepTargets, apply_step
@@ -32,7 +32,7 @@ from systems.rabbitmq.scenario import Consumer, NemesisStep, RabbitMQScenario
 from systems.rabbitmq.settings import consumer_process, rendered
 from systems.run import PhaseProgress, RunOptions, ScenarioRun
 from systems.scenario import ScenarioError
-from workloads.rabbitmq.clients import DeclareRefused, declare_topology
+from workloads.rabbitmq.topology import DeclareRefused, declare_topology
 
 log = logging.getLogger("harness")
 
@@ -160,9 +160,9 @@ class RabbitMQRun(ScenarioRun):
         except confschema.ConfSchemaError as e:
             log.warning("rabbitmq.conf not checked against %s: %s", cluster.image, e)
             return
-        if refused := next(iter(confschema.refusals(schema, conf)), None):
+        if refused := next(iter(key_check.refusals(schema, conf)), None):
             raise ScenarioError(f"cluster.rabbitmq_conf: {refused}")
-        for key, note in confschema.ignored(schema, conf).items():
+        for key, note in key_check.ignored(schema, conf).items():
             log.warning("RabbitMQ %s ignores %s (its schema: %s)", schema.release, key, note)
 
     def _start_clients(self, start: float) -> list[str]:

@@ -147,7 +147,7 @@ class RabbitMQClusterSpec(Strict):
 
 class Connection(Strict):
     """pika's ConnectionParameters of a client's connections; unset: the harness's
-    (workloads.rabbitmq.clients.CONNECTION_DEFAULTS), else pika's."""
+    (workloads.rabbitmq.topology.CONNECTION_DEFAULTS), else pika's."""
 
     heartbeat: Annotated[int, Field(ge=0, le=65_535)] | None = None
     """seconds; 0: none."""

@@ -27,9 +27,9 @@ from pydantic import BeforeValidator
 
 from compose.releases import setup_releases
 from contract.versions import version_key
-from systems.rabbitmq import confschema
+from systems.rabbitmq import confschema, erlang_terms, key_check
 from systems.rabbitmq.policy import Policy
-from workloads.rabbitmq.clients import CONNECTION_DEFAULTS, declare_arguments
+from workloads.rabbitmq.topology import CONNECTION_DEFAULTS, declare_arguments
 
 # A rabbitmq.conf value (or a queue argument) as YAML gives it.
 Scalar = bool | int | float | str
@@ -197,7 +197,7 @@ def conf_refusal(
     schema = confschema.for_version(version, DEFAULT_RELEASE)
     if schema is None:
         return None
-    refused = next(iter(confschema.refusals(schema, rendered(conf))), None)
+    refused = next(iter(key_check.refusals(schema, rendered(conf))), None)
     if refused and version is None:
         refused += f" (a scenario without cluster.version is checked against {schema.release})"
     return f"rabbitmq_conf: {refused}" if refused else None
@@ -217,10 +217,10 @@ def _app_settings(terms: Any) -> Iterable[tuple[str, str]]:
 def advanced_refusal(text: str, chosen: Iterable[str]) -> str | None:
     """One line when advanced_config is not one balanced Erlang list ending with `].`, or when
     (read as plain data) it sets the harness's wiring or a typed knob the scenario set."""
-    if why := confschema.terms_refusal(text):
+    if why := erlang_terms.terms_refusal(text):
         return f"advanced_config: {why}"
     try:
-        terms = confschema.parse_terms(text)
+        terms = erlang_terms.parse_terms(text)
     except ValueError:
         return None  # funs and the like: the node reads it
     chosen = set(chosen)
@@ -240,7 +240,7 @@ def sets_partition_handling(conf: Mapping[str, Scalar], advanced: str | None) ->
     if "cluster_partition_handling" in conf:
         return True
     try:
-        terms = confschema.parse_terms(advanced) if advanced else None
+        terms = erlang_terms.parse_terms(advanced) if advanced else None
     except ValueError:
         return False
     return ("rabbit", "cluster_partition_handling") in set(_app_settings(terms))

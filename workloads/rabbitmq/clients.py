@@ -15,7 +15,6 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,29 +22,15 @@ from typing import Any
 import pika
 import pika.exceptions
 from pika.adapters.select_connection import SelectConnection
-from pika.adapters.utils.connection_workflow import AMQPConnectorException
 from pika.channel import Channel
 from tenacity import Retrying, retry_if_result, wait_exponential
 
 from contract.history import HistoryWriter, decode_body, encode_body
 from contract.topology import Endpoint
 from workloads.lifeline import tie_to_harness
+from workloads.rabbitmq.topology import CONNECTION_ERRORS, HEARTBEAT, params
 
 log = logging.getLogger("workloads.rabbitmq.clients")
-
-HEARTBEAT = 5  # seconds; a dead TCP connection is noticed within two of these
-# pika's ConnectionParameters every client connects with unless its scenario says otherwise:
-# one attempt per node (the client goes on to the next node itself), bounded waits.
-CONNECTION_DEFAULTS: dict[str, Any] = {
-    "heartbeat": HEARTBEAT,
-    "blocked_connection_timeout": 30,
-    "connection_attempts": 1,
-    "socket_timeout": 5,
-    "stack_timeout": 10,
-}
-# What a lost, refused or timed-out connection raises (pika's connector errors are not
-# AMQPErrors).
-CONNECTION_ERRORS = (pika.exceptions.AMQPError, AMQPConnectorException, OSError)
 
 
 @dataclass(frozen=True)
@@ -89,13 +74,6 @@ class ConsumerConfig:
     # forgets a message as it sends it: one in flight when a connection drops is gone).
     ack: str = "manual"
     seed: int = 0
-
-
-def params(ep: Endpoint, connection: Mapping[str, Any] | None = None) -> pika.ConnectionParameters:
-    """Where and how a client connects: the harness's parameters, then the scenario's."""
-    return pika.ConnectionParameters(
-        host=ep.host, port=ep.port, **{**CONNECTION_DEFAULTS, **(connection or {})}
-    )
 
 
 def _retry_until(deadline: float) -> Retrying:
@@ -498,7 +476,7 @@ class Consumer:
         return {"partition": 0, "offset": offset}
 
 
-# ---- topology and entry point ------------------------------------------------------------
+# ---- dead letters and the entry point ------------------------------------------------------------
 
 
 def death_reason(props: Any) -> str | None:
@@ -512,56 +490,6 @@ def death_reason(props: Any) -> str | None:
     if isinstance(reason, bytes):
         reason = reason.decode(errors="replace")
     return str(reason) if reason else None
-
-
-def declare_arguments(
-    queue_type: str, own: Mapping[str, Any] | None = None
-) -> dict[str, Any] | None:
-    """queue.declare's arguments for a queue type (classic and mirrored queues need none: a
-    policy mirrors them), then the queue's own."""
-    typed = {"x-queue-type": queue_type} if queue_type in ("quorum", "stream") else {}
-    return {**typed, **(own or {})} or None
-
-
-class DeclareRefused(Exception):
-    """The broker refused a queue's declare (its arguments); one line naming the queue."""
-
-
-def declare_topology(
-    endpoints: list[Endpoint],
-    exchange: str,
-    queues: list[str],
-    queue_type: str,
-    arguments: Mapping[str, Mapping[str, Any]] | None = None,
-    unbound: list[str] | None = None,
-) -> None:
-    """A durable fanout exchange bound to durable queues of the scenario's kind, and the
-    `unbound` queues (dead-letter queues) beside it; `arguments`: a queue's own declare
-    arguments, over its type's."""
-    last: Exception | None = None
-    for ep in endpoints:
-        try:
-            conn = pika.BlockingConnection(params(ep))
-        except CONNECTION_ERRORS as e:
-            last = e
-            continue
-        try:
-            channel = conn.channel()
-            channel.exchange_declare(exchange, exchange_type="fanout", durable=True)
-            # A dead-letter queue first: a queue dead-letters from its first message on.
-            for q in [*(unbound or []), *queues]:
-                args = declare_arguments(queue_type, (arguments or {}).get(q))
-                try:
-                    channel.queue_declare(q, durable=True, arguments=args)
-                except pika.exceptions.ChannelClosedByBroker as e:
-                    raise DeclareRefused(f"RabbitMQ refused queue {q}: {e.reply_text}") from None
-                if q in queues:
-                    channel.queue_bind(q, exchange)
-        finally:
-            if conn.is_open:
-                conn.close()
-        return
-    raise ConnectionError(f"no node accepted a connection to declare queues: {last!r}")
 
 
 def _load(cls: type, path: Path) -> Any:

@@ -24,7 +24,7 @@ from nemesis import network
 from nemesis.containers import Nemesis
 from systems.rabbitmq.cluster import RabbitMQCluster
 from tests.systems.rabbitmq.clusters import running_cluster
-from workloads.rabbitmq.clients import CONNECTION_ERRORS
+from workloads.rabbitmq.topology import CONNECTION_ERRORS
 
 pytestmark = pytest.mark.cluster
 NODES = ("rabbit1", "rabbit2", "rabbit3")
@@ -281,11 +281,8 @@ def publish(endpoints: Any, history: Path, exchange: str, process: str, count: i
 
 def test_publisher_outcomes_and_consumer_history(cluster: RabbitMQCluster, tmp_path: Path) -> None:
     """Confirmed -> ok; returned unroutable -> fail; each delivery logged before its ack."""
-    from workloads.rabbitmq.clients import (
-        Consumer,
-        ConsumerConfig,
-        declare_topology,
-    )
+    from workloads.rabbitmq.clients import Consumer, ConsumerConfig
+    from workloads.rabbitmq.topology import declare_topology
 
     endpoints = cluster.endpoints()
     declare_topology(endpoints, "t.bound", ["t.q"], "quorum")
@@ -328,11 +325,8 @@ def test_a_polling_consumer_reads_everything_and_says_how(
 ) -> None:
     """basic.get with its own acks: every message read once, the queue left empty, and each
     connection's `open` event saying how it read."""
-    from workloads.rabbitmq.clients import (
-        Consumer,
-        ConsumerConfig,
-        declare_topology,
-    )
+    from workloads.rabbitmq.clients import Consumer, ConsumerConfig
+    from workloads.rabbitmq.topology import declare_topology
 
     endpoints = cluster.endpoints()
     queue = f"t.{mode}"

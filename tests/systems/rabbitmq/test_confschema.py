@@ -1,5 +1,5 @@
-"""RabbitMQ's own list of rabbitmq.conf settings per release (the committed JSON read from each
-image's cuttlefish schemas), and the one-line checks of a key and a value against it."""
+"""RabbitMQ's own list of rabbitmq.conf settings per release: the committed JSON read from each
+image's cuttlefish schemas, merged as cuttlefish merges them."""
 
 from __future__ import annotations
 
@@ -12,13 +12,11 @@ from systems.rabbitmq import confschema
 from systems.rabbitmq.confschema import (
     ConfSchema,
     from_json,
-    key_refusal,
     load,
     schema_from_files,
-    terms_refusal,
     to_json,
-    value_refusal,
 )
+from systems.rabbitmq.key_check import value_refusal
 
 
 @pytest.fixture(autouse=True)
@@ -44,107 +42,6 @@ def test_the_setup_releases_are_committed() -> None:
     assert counts == {"3.10.8": 828, "4.0.5": 965, "4.3.6": 1123}
     assert all(load(r).plugins_enabled == () for r in counts)
     assert load("4.3.6").mappings["channel_max"].alias_of == "max_channels_per_connection"
-
-
-@pytest.mark.parametrize(
-    "key",
-    [
-        "cluster_partition_handling",
-        "net_ticktime",
-        "vm_memory_high_watermark.relative",
-        "listeners.tcp.default",  # listeners.tcp.$name
-        "default_user_tags.administrator",  # default_user_tags.$tag
-        "queue_master_locator",
-    ],
-)
-@pytest.mark.parametrize("release", ["3.10.8", "4.3.6"])
-def test_settings_both_releases_have(release: str, key: str) -> None:
-    assert key_refusal(load(release), key) is None
-
-
-def test_settings_of_one_release_only() -> None:
-    old, new = load("3.10.8"), load("4.3.6")
-    # 4.x: quorum queue membership reconciliation; TLS options included from a partial (4.3).
-    for key in (
-        "quorum_queue.continuous_membership_reconciliation.enabled",
-        "amqp10_client.ssl_options.verify",
-    ):
-        assert key_refusal(new, key) is None
-        assert key_refusal(old, key) == f'"{key}" is not a RabbitMQ 3.10.8 setting'
-    # Gone in 4.3: the AMQP 1.0 plugin's default user.
-    assert key_refusal(old, "amqp1_0.default_user") is None
-    assert key_refusal(new, "amqp1_0.default_user") is not None
-
-
-def test_a_typo_gets_one_line_with_the_nearest_setting() -> None:
-    assert key_refusal(load("4.3.6"), "cluster_partition_handlin") == (
-        '"cluster_partition_handlin" is not a RabbitMQ 4.3.6 setting '
-        "(did you mean cluster_partition_handling?)"
-    )
-    # A pattern's $ segment is filled from the key.
-    assert key_refusal(load("4.3.6"), "listeners.tpc.default") == (
-        '"listeners.tpc.default" is not a RabbitMQ 4.3.6 setting '
-        "(did you mean listeners.tcp.default?)"
-    )
-    assert key_refusal(load("4.3.6"), "zzz_nothing_like_it") == (
-        '"zzz_nothing_like_it" is not a RabbitMQ 4.3.6 setting'
-    )
-
-
-@pytest.mark.parametrize(
-    ("release", "key", "value", "expected"),
-    [
-        ("3.10.8", "net_ticktime", "abc", "it must be an integer"),
-        ("4.3.6", "net_ticktime", "0", "it must be an integer of at least 1"),
-        ("4.3.6", "net_ticktime", "5.0", "it must be an integer of at least 1"),
-        (
-            "4.3.6",
-            "cluster_partition_handling",
-            "pause_minorty",
-            "it must be one of ignore, pause_minority, autoheal, pause_if_all_down",
-        ),
-        ("4.3.6", "vm_memory_high_watermark_paging_ratio", "1.5", "below 1"),
-        ("4.3.6", "collect_statistics_interval", "5s", "an integer"),
-    ],
-)
-def test_a_value_the_datatype_refuses_names_key_release_and_reason(
-    release: str, key: str, value: str, expected: str
-) -> None:
-    line = value_refusal(load(release), key, value)
-    assert line is not None and "\n" not in line
-    assert line.startswith(f'{key}: "{value}" is not a value RabbitMQ {release} takes')
-    assert expected in line
-
-
-@pytest.mark.parametrize(
-    ("key", "value"),
-    [
-        ("net_ticktime", "10"),
-        ("cluster_partition_handling", "autoheal"),
-        ("vm_memory_high_watermark.relative", "0.6"),
-        ("listeners.tcp.default", "5673"),  # [integer, ip]: the integer fits
-        ("listeners.tcp.default", "0.0.0.0:5673"),  # and so may the ip
-        ("disk_free_limit.absolute", "2GB"),  # [integer, string]: any string fits
-        ("cluster_name", "anything at all"),
-        ("channel_max", "2047"),  # 4.3's old name of max_channels_per_connection
-    ],
-)
-def test_values_the_schema_takes_or_cannot_judge_pass(key: str, value: str) -> None:
-    assert value_refusal(load("4.3.6"), key, value) is None
-
-
-def test_a_plugins_setting_is_refused_where_no_plugin_runs() -> None:
-    line = confschema.plugin_refusal(load("4.3.6"), "management.rates_mode")
-    assert line is not None and "rabbitmq_management plugin" in line
-    assert confschema.plugin_refusal(load("4.3.6"), "net_ticktime") is None
-
-
-def test_what_a_release_says_it_ignores() -> None:
-    keys = ["cluster_partition_handling", "net_ticktime"]
-    assert confschema.ignored(load("3.10.8"), keys) == {}
-    assert confschema.ignored(load("4.3.6"), keys) == {
-        "cluster_partition_handling": "No longer used, exists only for backwards compatibility"
-    }
 
 
 SCHEMA = r"""
@@ -199,26 +96,3 @@ def test_schemas_are_read_as_cuttlefish_merges_them() -> None:
     assert value_refusal(schema, "a.list.x", "infinity") is None
     assert value_refusal(schema, "a.list.x", "0") is not None
     assert from_json(to_json(schema)) == schema
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("[].", None),
-        ("[{rabbit, [{quorum_tick_interval, 1000}]}].\n", None),
-        ('[{rabbit, [{a, "]}"}, {b, $]}]}]. % done\n', None),
-        ("[{rabbit, [{a, 1}]}\n", "the [ of line 1 is never closed"),
-        ("[{rabbit, [{a, 1}]]}].", "] at line 1 does not close the { of line 1"),
-        ("[{rabbit,\n [{a, 1}]}]}].", "} at line 2 closes nothing"),
-        ('[{rabbit, [{a, "x}]}].', 'the quote " at line 1 is never closed'),
-        ("[{rabbit, []}]. [].", "more than one term"),
-        ("{rabbit, []}.", "it must be one list ending with ]."),
-        ("[{rabbit, []}]", "it must be one list ending with ]."),
-    ],
-)
-def test_advanced_config_is_one_balanced_list(text: str, expected: str | None) -> None:
-    line = terms_refusal(text)
-    if expected is None:
-        assert line is None
-    else:
-        assert line is not None and expected in line

@@ -23,7 +23,7 @@ from systems.rabbitmq.scenario import NemesisStep
 from tests.conftest import missing
 from tests.systems.rabbitmq.clusters import running_cluster
 from tests.systems.rabbitmq.test_cluster import tcp_reachable
-from workloads.rabbitmq.clients import declare_topology
+from workloads.rabbitmq.topology import declare_topology
 
 # Five Erlang VMs booting on two cores: over the fast tier's 90 s a test.
 pytestmark = [pytest.mark.cluster, pytest.mark.nightly]

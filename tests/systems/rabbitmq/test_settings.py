@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from contract.topology import Endpoint
-from systems.rabbitmq import confschema
+from systems.rabbitmq import erlang_terms
 from systems.rabbitmq.cluster import (
     ClusterConfig,
     RabbitMQCluster,
@@ -26,7 +26,7 @@ from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.rabbitmq.settings import rendered
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
-from workloads.rabbitmq.clients import declare_arguments, params
+from workloads.rabbitmq.topology import declare_arguments, params
 
 
 @pytest.fixture(autouse=True)
@@ -249,7 +249,7 @@ def test_advanced_config_is_written_as_given_else_an_empty_list() -> None:
     cfg = ClusterConfig(partition_handling="autoheal", advanced_config=terms)
     assert render_advanced_config(cfg) == terms + "\n"
     empty = render_advanced_config(ClusterConfig(partition_handling="autoheal"))
-    assert empty.rstrip().endswith("\n[].") and confschema.terms_refusal(empty) is None
+    assert empty.rstrip().endswith("\n[].") and erlang_terms.terms_refusal(empty) is None
     assert settings_of(spec)["advanced_config"] == {"advanced.config": terms}
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from contract.history import HistoryWriter
-from workloads.rabbitmq.clients import Consumer, ConsumerConfig, declare_arguments
+from workloads.rabbitmq.clients import Consumer, ConsumerConfig
+from workloads.rabbitmq.topology import declare_arguments
 
 
 def consumer(tmp_path: Path, stream: bool) -> Consumer:
