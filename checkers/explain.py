@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.attribution import fault_steps, step_label
+from checkers.attribution import BEFORE_ANY_FAULT, fault_steps, step_label
 from checkers.evidence_dumps import (
     LeaderChange,
     Record,
@@ -40,7 +40,6 @@ from checkers.evidence_dumps import (
     text_lines,
     zookeeper_leader_changes,
 )
-from checkers.queries import BEFORE_ANY_FAULT
 from contract.history import NEMESIS_PROCESS, event_value
 from contract.packed import frames, history_paths, is_packed
 from contract.rundir import EVIDENCE_INDEX, ZOOKEEPER_TXNS, RunDir

@@ -498,7 +498,7 @@ def _across_moves(
 ) -> int:
     """How many commits were in flight over the whole of a move of one of their client's
     coordinators: asked before the last answer naming the old broker, ended after the first
-    naming the new one (checkers.queries.coordinator_moves)."""
+    naming the new one (checkers.control.coordinator_moves)."""
     if not moves:
         return 0
     F = _F()

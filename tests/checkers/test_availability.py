@@ -1,6 +1,5 @@
-"""The named queries on their own: the coordinators' moves from the partition watch (no Spark),
-and the unavailable intervals, their overlap with the fault windows and the windows' traffic
-against a plain reading of their definitions."""
+"""The availability queries on their own: the unavailable intervals, their overlap with the
+fault windows and the windows' traffic against a plain reading of their definitions."""
 
 from __future__ import annotations
 
@@ -10,49 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.frames import small_frame
-from checkers.queries import (
+from checkers.availability import (
     BUCKET_SECONDS,
-    coordinator_moves,
     unavailable_intervals,
     window_traffic,
     with_fault_overlap,
 )
+from checkers.frames import small_frame
 from checkers.spark import _window_traffic
-
-TXN = "transaction-coordinator"
-
-
-def state(t: float, leader: str | None, since: float | None, key: str = "P1") -> dict[str, Any]:
-    value = {"role": TXN, "key": key, "leader": leader, "since": since}
-    return {
-        "time": t,
-        "process": "partition-watch",
-        "type": "info",
-        "f": "coordinator-state",
-        "partition": 7,
-        "value": value,
-    }
-
-
-def test_a_move_is_bounded_by_the_last_answer_naming_the_old_broker() -> None:
-    control = [
-        state(1.0, None, None),  # the internal topic still forming: no move
-        state(2.0, "kafka1", 1.0),
-        state(9.0, "kafka2", 8.0),  # kafka1 named until +8.0, kafka2 from +9.0
-        state(12.0, None, 11.0),  # no leader: kafka2 last named at +11.0 ...
-        state(14.0, "kafka2", 13.0),  # ... and back: no move
-        state(20.0, None, 19.0),
-        state(23.0, "kafka3", 22.0),  # kafka2 (last named at +19.0) to kafka3: one move
-        state(30.0, "kafka1", 29.0, key="C1"),  # another id's first state
-    ]
-    assert coordinator_moves(control) == [(TXN, "P1", 8.0, 9.0), (TXN, "P1", 19.0, 23.0)]
-
-
-def test_a_history_without_since_bounds_a_move_by_the_state_before_it() -> None:
-    control = [state(2.0, "kafka1", None), state(9.0, "kafka2", None)]
-    assert coordinator_moves(control) == [(TXN, "P1", 2.0, 9.0)]
-
 
 # (producer, invoke_time or None if the history lacks it, seconds to its outcome or None if it
 # never came, outcome): times in hundredths, so that ties in completion happen and the order
