@@ -11,7 +11,7 @@ import pytest
 
 from checkers.run import check_run
 from reports.write import write_run_reports
-from tests.checkers.test_run import event, recv, send, write
+from tests.checkers.histories import event, recv, send, write
 from tests.reports.test_reports import section
 
 PLANTED = (

@@ -20,7 +20,7 @@ from reports.junit import matrix_case, suite
 from reports.run_data import load
 from reports.write import write_run_reports
 from tests.browser import render
-from tests.checkers.test_run import event, recv, send, write
+from tests.checkers.histories import event, recv, send, write
 from tests.helpers import ROOT
 
 
