@@ -7,7 +7,7 @@ windows.
 A run whose faults carried no traffic, or in which a situation the scenario requires never
 happened, is vacuous: it tested nothing of what it claims, so a pass becomes inconclusive
 (a loss found is a loss, vacuous or not). Pure Python over the few nemesis and partition-watch
-rows of a run and the per-window counts the Spark check made (checkers.queries.window_traffic).
+rows of a run and the per-window counts the Spark check made (checkers.availability.window_traffic).
 """
 
 from __future__ import annotations

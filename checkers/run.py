@@ -25,6 +25,7 @@ from checkers.explain import explain_run
 from checkers.pace import with_pace
 from checkers.read import history_bytes, write_parquet
 from checkers.spark import HistoryError, check_history
+from checkers.summary import summary_lines
 from checkers.verdict import (
     Counts,
     Judgement,
@@ -32,7 +33,6 @@ from checkers.verdict import (
     judge,
     missing_errors,
     placement_mismatches,
-    summary_lines,
     with_client_expectations,
     with_producers_ended,
     with_sync_windows,

@@ -1,6 +1,7 @@
 """The PySpark checker: counts lost, duplicated, reordered, unexpected and recovered messages.
 
-What each count means is in checkers.queries, one named query per count; the history is read
+What each count means is in checkers.queries, one named query per count (unavailability and
+stalls in checkers.availability, the control events in checkers.control); the history is read
 by checkers.read and the ids behind the counts are written by checkers.ids.
 """
 
@@ -13,9 +14,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from checkers import availability, timeline
 from checkers import queries as q
-from checkers import timeline
 from checkers.attribution import attribute, attribution_frame
+from checkers.control import (
+    control_events,
+    control_rows,
+    coordinator_moves,
+    nemesis_events,
+    partition_states,
+)
 from checkers.cycles import check_cycles
 from checkers.engine import (
     ONE_PARTITION_CONF,
@@ -139,9 +147,9 @@ def _checked(
             # Few, mostly none: one sort for both, rather than a job to sample each.
             in_natural_order(_tag(reordered, "reordered").unionByName(_tag(unseen, "unseen"))),
         ]
-        nemesis = q.nemesis_events(control)
+        nemesis = nemesis_events(control)
         windows = fault_windows(nemesis, span["last"] or 0.0)
-        states = q.partition_states(control)
+        states = partition_states(control)
 
         def per_message() -> tuple[dict[str, dict[str, int]], dict[str, Any] | None]:
             # In this order: the ids files first, then the transactions' beside them.
@@ -152,7 +160,7 @@ def _checked(
                     events,
                     ids_dir,
                     windows,
-                    q.coordinator_moves(control),
+                    coordinator_moves(control),
                     lost,
                     client_pauses(nemesis, span["last"] or 0.0),
                     transactional,
@@ -224,21 +232,21 @@ def _facts_and_control(
     events: Any,
 ) -> tuple[HistoryFacts, dict[str, Any], bool, list[dict[str, Any]]]:
     """The history's facts (checkers.packing), its first and last time, whether any of it is a
-    transaction's, and its control events (checkers.queries.control_rows), in one action."""
+    transaction's, and its control events (checkers.control.control_rows), in one action."""
     from pyspark.sql import functions as F
 
     rows = collected_together(
         {
             "facts": facts_by_names(events),
             "span": q.run_span(events, transactional=F.max(transaction_event())),
-            "control": q.control_rows(events),
+            "control": control_rows(events),
         }
     )
     facts = facts_of(rows["facts"])
     (times,) = rows["span"]
     span = {"first": times["first"], "last": times["last"]}
     _within_a_day(events, span)
-    return facts, span, bool(times["transactional"]), q.control_events(rows["control"])
+    return facts, span, bool(times["transactional"]), control_events(rows["control"])
 
 
 def _tag(flagged: Any, metric: str) -> Any:
@@ -352,11 +360,13 @@ def _unavailability_and_stalls(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The producers' unavailability and the groups' stalls, asked in one action: only their
     figures and longest few come back, however many there are."""
-    intervals = q.with_fault_overlap(q.unavailable_intervals(summary), windows)
+    intervals = availability.with_fault_overlap(
+        availability.unavailable_intervals(summary), windows
+    )
     rows = collected_together(
         {
-            "intervals": q.longest_unavailable(intervals, LONGEST),
-            "stalls": q.stalls(summary, receives, groups, STALL_SECONDS),
+            "intervals": availability.longest_unavailable(intervals, LONGEST),
+            "stalls": availability.stalls(summary, receives, groups, STALL_SECONDS),
         }
     )
     return _unavailability(rows["intervals"]), _stalls(rows["stalls"], windows)
@@ -365,7 +375,7 @@ def _unavailability_and_stalls(
 def _unavailability(longest: list[Any]) -> dict[str, Any]:
     """Per producer, in producer order: how many unavailable intervals, their span, their
     seconds, the seconds of them inside fault windows, and the longest few (longest: the rows
-    of checkers.queries.longest_unavailable)."""
+    of checkers.availability.longest_unavailable)."""
     out: dict[str, Any] = {}
     for r in in_spark_order(longest, "producer", "n"):
         if r["n"] == 1:
@@ -411,7 +421,7 @@ def _over_time(
         "placed": attribution_frame(spark, nemesis, run_start, summary, flagged),
     }
     if windows:
-        frames["traffic"] = q.window_traffic(summary, receives, windows)
+        frames["traffic"] = availability.window_traffic(summary, receives, windows)
     rows = collected_together(frames)
     return (
         timeline.build(rows, rows["placed"], nemesis, states, span, windows),
@@ -421,12 +431,12 @@ def _over_time(
 
 
 def _window_traffic(rows: list[Any], windows: list[tuple[float, float]]) -> list[dict[str, Any]]:
-    """Per fault window, in order: its traffic (rows of checkers.queries.window_traffic), 0
+    """Per fault window, in order: its traffic (rows of checkers.availability.window_traffic), 0
     where it saw none."""
     seen = {(r["w_start"], r["w_end"]): r for r in rows}
-    none = dict.fromkeys(q.TRAFFIC, 0)
+    none = dict.fromkeys(availability.TRAFFIC, 0)
     return [
-        {"start": a, "end": b, **{k: seen.get((a, b), none)[k] or 0 for k in q.TRAFFIC}}
+        {"start": a, "end": b, **{k: seen.get((a, b), none)[k] or 0 for k in availability.TRAFFIC}}
         for a, b in sorted(windows)
     ]
 
@@ -435,7 +445,7 @@ STALL_SECONDS = 1.0  # under continuous load, a second without progress is a blo
 
 
 def _stalls(rows: list[Any], windows: list[tuple[float, float]]) -> dict[str, Any]:
-    """Per group: its stalls (rows of checkers.queries.stalls: gaps of a second or more are
+    """Per group: its stalls (rows of checkers.availability.stalls: gaps of a second or more are
     few, they all come back), their seconds and the seconds inside fault windows, and the
     longest few."""
     out: dict[str, Any] = {}

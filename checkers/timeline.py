@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers import queries as q
-from checkers.attribution import fault_steps, step_label
+from checkers.attribution import ATTRIBUTED, fault_steps, run_second, step_label
 from checkers.messages import ABORTED
 from contract.history import event_value
 
@@ -34,7 +33,7 @@ def send_rates(summary: Any, run_start: float) -> Any:
     quantiles = F.percentile_approx(latency_ms, list(LATENCY_QUANTILES), 1000)
     return (
         summary.filter(done.isNotNull())
-        .groupBy(q.run_second(done, run_start).alias("second"), "outcome")
+        .groupBy(run_second(done, run_start).alias("second"), "outcome")
         .agg(F.count("*").alias("sends"), quantiles.alias("latency"))
         .select(
             "second",
@@ -48,7 +47,7 @@ def send_rates(summary: Any, run_start: float) -> Any:
 
 def delivery_rates(receives: Any, run_start: float) -> Any:
     """(group, second, deliveries): every ok receive, redeliveries included."""
-    second = q.run_second(_F().col("time"), run_start)
+    second = run_second(_F().col("time"), run_start)
     return receives.groupBy("group", second.alias("second")).count()
 
 
@@ -62,7 +61,7 @@ def anomalies_by_ack_second(placed: list[Any]) -> dict[str, dict[str, list[list[
         if r["second"] is not None:
             key = (r["metric"], r["group"], r["second"])
             counts[key] = counts.get(key, 0) + r["count"]
-    out: dict[str, dict[str, list[list[int]]]] = {m: {} for m in q.ATTRIBUTED}
+    out: dict[str, dict[str, list[list[int]]]] = {m: {} for m in ATTRIBUTED}
     for (metric, group, second), n in sorted(counts.items()):
         out[metric].setdefault(group, []).append([second, n])
     return out

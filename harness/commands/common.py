@@ -29,7 +29,7 @@ from rich.console import Console
 # typer vendors click; its base exception is not re-exported
 from typer._click.exceptions import ClickException
 
-from checkers.verdict import summary_lines
+from checkers.summary import summary_lines
 from contract.numbers import parse_count
 from harness.progress import STATUS_CONSOLE
 

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from checkers.verdict import summary_lines
+from checkers.summary import summary_lines
 from contract.retention import DEFAULT_KEEP_DAYS, DEFAULT_KEEP_FAILURES_DAYS, DEFAULT_KEEP_LAST
 from contract.rundir import DEFAULT_ROOT, RunDir
 from harness.commands.common import _fail, out

@@ -14,7 +14,7 @@ import zstandard
 from checkers.cluster_views import cluster_views, summary_lines
 from contract.rundir import RunDir
 from reports.write import write_run_reports
-from tests.reports.test_reports import section
+from tests.reports.pages import section
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ import pytest
 from checkers import columnar
 from checkers.read import HistoryError, parquet_path, write_parquet
 from checkers.run import check_run
-from tests.checkers.test_run import event, recv, send, write
+from tests.checkers.histories import event, recv, send, write
 
 pytestmark = pytest.mark.spark
 

@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
-from checkers.verdict import Judgement, coverage_lines
+from checkers.summary import coverage_lines
+from checkers.verdict import Judgement
 
 KAFKA = ClusterFacts(replication_factor=3, min_insync_replicas=2, brokers=3)
 

@@ -20,7 +20,7 @@ from checkers.pace import (
     with_pace,
 )
 from checkers.run import check_run
-from tests.checkers.test_run import send, write
+from tests.checkers.histories import send, write
 
 
 @pytest.mark.unit

@@ -11,8 +11,8 @@ import pytest
 
 from checkers.run import check_run
 from reports.write import write_run_reports
-from tests.checkers.test_run import event, recv, send, write
-from tests.reports.test_reports import section
+from tests.checkers.histories import event, recv, send, write
+from tests.reports.pages import section
 
 PLANTED = (
     "2026-11-29T05:10:03.000000001Z 2026-11-29 05:10:03.000003+00:00 [error] <0.2100.0> "

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from reports.write import write_run_reports
-from tests.reports.test_reports import section
+from tests.reports.pages import section
 
 
 def test_the_producers_table_marks_a_producer_far_below_its_rate(tmp_path: Path) -> None:

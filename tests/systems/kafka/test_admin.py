@@ -79,3 +79,63 @@ def test_the_harness_admin_clients_librdkafka_lines_go_to_the_runs_log(tmp_path:
     assert done.returncode == 0, done.stderr
     assert done.stderr == "" and done.stdout == ""
     assert "Connection refused" in log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "outcome"),
+    [
+        ("Successfully completed leader election (UNCLEAN) for partitions jepsen-0", "ok"),
+        ("Valid replica already elected for partitions jepsen-0", "ELECTION_NOT_NEEDED"),
+        (
+            "Error completing leader election (UNCLEAN) for partition: jepsen-0: "
+            "org.apache.kafka.common.errors.EligibleLeadersNotAvailableException: none alive",
+            "org.apache.kafka.common.errors.EligibleLeadersNotAvailableException: none alive",
+        ),
+        ("", "no answer"),
+    ],
+)
+def test_the_election_tools_answers(text: str, outcome: str) -> None:
+    from systems.kafka.admin import election_tool_outcome
+
+    assert election_tool_outcome(text).endswith(outcome.rsplit(".", 1)[-1])
+
+
+@pytest.mark.parametrize("assignment", [None, [[2, 3, 4]], [[1, 2, 3], [2, 3, 1]]])
+def test_the_topic_request_passes_the_clients_own_checks(assignment: Any) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    from systems.kafka.admin import new_topic
+
+    # No broker answers port 1: only the client's validation of the request runs.
+    admin = AdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    topic = new_topic("t", 1, 3, assignment, {"min.insync.replicas": "2"})
+    futures = admin.create_topics([topic], request_timeout=1)  # raises ValueError if malformed
+    assert set(futures) == {"t"}
+
+
+def test_an_election_request_is_sent_not_refused_by_the_client() -> None:
+    """The first real K13 run: elect_leaders(..., request_timeout=10) raised SystemError in
+    confluent-kafka's binding. The request must reach the wire; with no broker it times out."""
+    import concurrent.futures
+
+    from confluent_kafka.admin import AdminClient
+
+    from systems.kafka.admin import KafkaAdmin
+
+    admin = KafkaAdmin.__new__(KafkaAdmin)
+    admin.topic = "t"
+    admin.admin = AdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    with pytest.raises((concurrent.futures.TimeoutError, TimeoutError)):
+        admin.elect("unclean", [0], wait=1)
+
+
+def test_election_outcomes_as_the_client_reports_them() -> None:
+    """K2's first real run: per-partition results are KafkaError objects, which have no args."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from systems.kafka.admin import election_outcome
+
+    assert election_outcome(None) == "ok"
+    assert election_outcome(KafkaError(KafkaError.ELECTION_NOT_NEEDED)) == "ELECTION_NOT_NEEDED"
+    wrapped = KafkaException(KafkaError(KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE))
+    assert election_outcome(wrapped) == "ELIGIBLE_LEADERS_NOT_AVAILABLE"

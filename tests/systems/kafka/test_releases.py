@@ -17,7 +17,7 @@ from systems.kafka.releases import (
     newest_per_line,
     resolve,
 )
-from tests.systems.kafka.test_cluster import FakeDocker, FakeImage
+from tests.systems.kafka.docker_fakes import FakeDocker, FakeImage
 
 ROOT = Path(__file__).resolve().parents[3]
 MAVEN = ["3.6.2", "3.7.2", "3.9.1", "3.9.2", "4.0.0", "4.1.2", "4.3.0", "4.3.1", "4.4.0"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.verdict import summary_lines
+from checkers.summary import summary_lines
 from systems.rabbitmq.broker_log import mirror_story
 
 T = "2026-11-23T12:27:27.000000000Z 2026-11-23 12:27:{s}+00:00 [info] <0.1098.0> "
