@@ -72,7 +72,9 @@ def broker_ports(broker_ids: list[int], proxied: bool) -> dict[int, BrokerPorts]
     out = {}
     for i, broker in enumerate(broker_ids):
         mine = ports[per * i : per * (i + 1)]
-        out[broker] = BrokerPorts(mine[0], mine[1], mine[2]) if proxied else BrokerPorts(*mine * 2)
+        out[broker] = (
+            BrokerPorts(mine[0], mine[1], mine[2]) if proxied else BrokerPorts(mine[0], mine[0])
+        )
     return out
 
 

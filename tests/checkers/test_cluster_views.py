@@ -14,7 +14,7 @@ import zstandard
 from checkers.cluster_views import cluster_views, summary_lines
 from contract.rundir import RunDir
 from reports.write import write_run_reports
-from tests.reports.pages import section
+from tests.reports.pages import safe_verdict_run, section
 
 pytestmark = pytest.mark.unit
 
@@ -152,20 +152,10 @@ def test_a_kafka_run_has_no_cluster_views(tmp_path: Path) -> None:
 
 
 def test_the_report_shows_the_split(tmp_path: Path) -> None:
-    run_dir = tmp_path / "R9" / "r1"
-    run_dir.mkdir(parents=True)
-    manifest = {"scenario": "R9", "run_id": "r1", "tier": "real-cluster", "expect": "safe"}
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
-    verdict = {
-        "outcome": "safe",
-        "matched": True,
-        "expect": "safe",
-        "reason": "nothing lost",
-        "groups": {},
-        "sends": {"ok": 1},
-        "cluster_views": cluster_views(split_run(run_dir)),
-    }
-    (run_dir / "verdict.json").write_text(json.dumps(verdict))
+    evidence_dir = tmp_path / "evidence-of-the-split"
+    run_dir = safe_verdict_run(
+        tmp_path / "R9" / "r1", cluster_views=cluster_views(split_run(evidence_dir))
+    )
     report, _ = write_run_reports(run_dir)
     html = report.read_text()
     said = section(html, "p", "cluster-views-summary")

@@ -28,6 +28,25 @@ def checked_run(run_dir: Path, transactions: dict[str, Any] | None) -> Path:
     return run_dir
 
 
+def safe_verdict_run(run_dir: Path, **sections: Any) -> Path:
+    """A run checked safe as the report reads it (manifest and verdict.json only), its verdict
+    with the sections given (`sends` among them, to replace the default)."""
+    run_dir.mkdir(parents=True)
+    scenario, run_id = run_dir.parent.name, run_dir.name
+    manifest = {"scenario": scenario, "run_id": run_id, "tier": "real-cluster", "expect": "safe"}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    verdict = {
+        "outcome": "safe",
+        "matched": True,
+        "expect": "safe",
+        "reason": "nothing lost",
+        "groups": {},
+        "sends": {"ok": 1},
+    } | sections
+    (run_dir / "verdict.json").write_text(json.dumps(verdict))
+    return run_dir
+
+
 def section(html: str, element: str, element_id: str) -> str:
     found = re.search(rf'<{element} id="{element_id}">(.*?)</{element}>', html, re.S)
     assert found is not None, f"no {element}#{element_id}"

@@ -12,7 +12,7 @@ import pytest
 from checkers.run import check_run
 from reports.write import write_run_reports
 from tests.checkers.histories import event, recv, send, write
-from tests.reports.pages import section
+from tests.reports.pages import safe_verdict_run, section
 
 PLANTED = (
     "2026-11-29T05:10:03.000000001Z 2026-11-29 05:10:03.000003+00:00 [error] <0.2100.0> "
@@ -86,10 +86,6 @@ def test_an_unknown_broker_error_surfaces_in_a_safe_runs_verdict_and_report(
 
 
 def test_a_run_whose_broker_logged_only_benign_errors_shows_no_table(tmp_path: Path) -> None:
-    run_dir = tmp_path / "K1" / "r1"
-    run_dir.mkdir(parents=True)
-    manifest = {"scenario": "K1", "run_id": "r1", "tier": "real-cluster", "expect": "safe"}
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
     benign = {
         "template": "ERROR [RaftManager id=<n>] Graceful shutdown of RaftClient failed",
         "count": 2,
@@ -99,23 +95,15 @@ def test_a_run_whose_broker_logged_only_benign_errors_shows_no_table(tmp_path: P
         "allowed": True,
         "why": "a voter stopped while it cannot reach the quorum",
     }
-    verdict = {
-        "outcome": "safe",
-        "matched": True,
-        "expect": "safe",
-        "reason": "nothing lost",
-        "groups": {},
-        "sends": {"ok": 1},
-        "broker_errors": {
-            "system": "kafka",
-            "release_line": "4.1",
-            "logs": ["kafka1", "kafka2", "kafka3"],
-            "lines": 2,
-            "templates": [benign],
-            "unexplained": 0,
-        },
+    broker_errors = {
+        "system": "kafka",
+        "release_line": "4.1",
+        "logs": ["kafka1", "kafka2", "kafka3"],
+        "lines": 2,
+        "templates": [benign],
+        "unexplained": 0,
     }
-    (run_dir / "verdict.json").write_text(json.dumps(verdict))
+    run_dir = safe_verdict_run(tmp_path / "K1" / "r1", broker_errors=broker_errors)
     report, _ = write_run_reports(run_dir)
     html = report.read_text()
     said = section(html, "p", "broker-errors-summary")

@@ -3,27 +3,18 @@ slow ones marked."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from reports.write import write_run_reports
-from tests.reports.pages import section
+from tests.reports.pages import safe_verdict_run, section
 
 
 def test_the_producers_table_marks_a_producer_far_below_its_rate(tmp_path: Path) -> None:
-    run_dir = tmp_path / "T2" / "t1"
-    run_dir.mkdir(parents=True)
-    manifest = {"scenario": "T2", "run_id": "t1", "tier": "real-cluster", "expect": "safe"}
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
     figures = {"nonmonotonic_sends": 0, "sends_begun": 4060, "sending_seconds": 70.0}
-    verdict = {
-        "outcome": "safe",
-        "matched": True,
-        "expect": "safe",
-        "reason": "nothing lost",
-        "groups": {},
-        "sends": {"ok": 4060, "fail": 0, "info": 0},
-        "producers": {
+    run_dir = safe_verdict_run(
+        tmp_path / "T2" / "t1",
+        sends={"ok": 4060, "fail": 0, "info": 0},
+        producers={
             "P1": figures
             | {
                 "rate_asked": 500.0,
@@ -34,8 +25,7 @@ def test_the_producers_table_marks_a_producer_far_below_its_rate(tmp_path: Path)
             "P2": figures | {"rate_asked": 60.0, "rate_reached": 58.0, "slow": False},
             "P3": figures | {"rate_asked": 0.0, "rate_reached": 58.0, "slow": False},
         },
-    }
-    (run_dir / "verdict.json").write_text(json.dumps(verdict))
+    )
     report, _ = write_run_reports(run_dir)
     table = section(report.read_text(), "table", "producers")
     assert "<th>rate asked / reached</th>" in table

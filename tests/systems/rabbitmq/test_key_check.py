@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from systems.rabbitmq import confschema
-from systems.rabbitmq.confschema import ConfSchema, load
+from systems.rabbitmq.confschema import load
 from systems.rabbitmq.key_check import ignored, key_refusal, plugin_refusal, value_refusal
-
-
-@pytest.fixture(autouse=True)
-def _no_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The committed files alone: nothing a local cache holds, and no image read."""
-    monkeypatch.setenv("BJ_CACHE_DIR", str(tmp_path / "cache"))
-
-    def no_docker(image: str, timeout_s: float = 0) -> ConfSchema:
-        raise AssertionError(f"a unit test read {image}")
-
-    monkeypatch.setattr(confschema, "extract", no_docker)
-    yield
+from tests.systems.rabbitmq.test_confschema import _no_cache  # noqa: F401 - autouse: no image read
 
 
 @pytest.mark.parametrize(
