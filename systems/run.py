@@ -119,9 +119,8 @@ class ScenarioRun:
             self.paths.schedule.write_text(to_yaml(scenario_data(scenario), SCHEDULE_HEADER))
             scenario_file = self.paths.schedule
         self.clients: dict[str, subprocess.Popen[bytes]] = {}
-        # A client restarted (restart-client) runs as a new process, C1.2, C1.3, ...: each
-        # client's current instance, and each instance's client.
-        self.instances: dict[str, str] = {}
+        # A client restarted (restart-client) runs as a new process, C1.2, C1.3, ...: each such
+        # instance's client, in the order they started.
         self.client_of: dict[str, str] = {}
         self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
         self.cluster: Any = None  # the system's cluster: save_logs() and down()
@@ -342,7 +341,8 @@ class ScenarioRun:
 
     def current(self, client: str) -> str:
         """The process of a client's current instance (itself, until restarted)."""
-        return self.instances.get(client, client)
+        later = [process for process, of in self.client_of.items() if of == client]
+        return later[-1] if later else client
 
     def _wait_client(self, name: str, deadline: float) -> int:
         proc = self.clients[self.current(name)]

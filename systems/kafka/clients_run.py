@@ -169,7 +169,7 @@ class KafkaClientsRun(ScenarioRun):
         if spec.client == "java":
             copier["java_version"] = self.kafka_release()
         self._spawn("copier", process, {"bootstrap_servers": self.bootstrap_servers, **copier})
-        self.instances[client], self.client_of[process] = process, client
+        self.client_of[process] = client
         return self.clients[process].pid
 
     def _drain(self) -> None:

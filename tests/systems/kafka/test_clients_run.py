@@ -25,7 +25,7 @@ def test_the_clients_a_nemesis_may_pause_are_those_still_running() -> None:
         "C1": SimpleNamespace(pid=4444, poll=lambda: -9),  # killed, then restarted as C1.2
         "C1.2": SimpleNamespace(pid=4545, poll=lambda: None),
     }
-    run.instances, run.client_of = {"C1": "C1.2"}, {"C1.2": "C1"}
+    run.client_of = {"C1.2": "C1"}
     # A restarted client answers to its own name, with its current instance's group.
     assert run.running_clients() == {"P1": 4242, "C1": 4545}
     assert run.current("C1") == "C1.2" and run.current("P1") == "P1"
@@ -46,7 +46,7 @@ def recorded_drain(final_exit: int) -> tuple[Any, list[Any]]:
     run.scenario = SimpleNamespace(workload=workload, cluster=SimpleNamespace(topic="t"))
     run.manifest = Manifest()
     run.clients = {"r": SimpleNamespace(send_signal=lambda s: log.append("signal"))}  # type: ignore[dict-item]
-    run.instances, run.client_of = {}, {}
+    run.client_of = {}
     exits = {"r": 0, "final": final_exit}
     run._spawn = lambda role, name, cfg: log.append((role, name, cfg))  # type: ignore[method-assign]
     run._wait_client = lambda name, deadline: log.append(name) or exits[name]  # type: ignore[method-assign]
@@ -91,7 +91,7 @@ def test_a_copier_restarted_is_a_new_process_with_the_same_transactional_id() ->
     assert isinstance(spec, KafkaScenario)
     run.scenario = spec
     run.read_deadline = 1234.0
-    run.instances, run.client_of = {}, {}
+    run.client_of = {}
     run.clients = {"C1": SimpleNamespace(pid=4444, poll=lambda: -9)}  # type: ignore[dict-item]
     assert run.restart_client("C1") == 7001
     ((role, process, config),) = spawned
