@@ -124,6 +124,8 @@ TRANSACTION_SITUATIONS = {
     "fenced_commits": "fenced-commit-asked",
     "fenced_open": "fenced-transaction-open",
     "fenced_while_paused": "zombie-fenced-while-paused",
+    "held_past_end": "request-held-past-end-txn",
+    "commits_delayed": "commit-delayed",
 }
 
 
@@ -383,7 +385,7 @@ def _step_situations(
         out.append("network-partitioned")
     if v.get("op") == "cut-clients":
         out.append("clients-cut")
-    if v.get("op") in ("delay", "blackhole", "slow-link"):
+    if v.get("op") in ("delay", "hold", "blackhole", "slow-link"):
         out.append("clients-delayed")
     return out
 

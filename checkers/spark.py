@@ -46,7 +46,7 @@ from checkers.transactions import (
     without_aborted_records,
 )
 from checkers.verdict import METRICS as METRIC_IDS  # every count has its ids
-from checkers.windows import client_pauses, fault_windows, overlap
+from checkers.windows import client_path_spells, client_pauses, fault_windows, overlap
 
 __all__ = ["METRIC_IDS", "CheckResult", "HistoryError", "check_history"]
 
@@ -164,6 +164,7 @@ def _checked(
                     lost,
                     client_pauses(nemesis, span["last"] or 0.0),
                     transactional,
+                    client_path_spells(nemesis, span["last"] or 0.0),
                 )
             if transactions is not None:
                 with phase("cycles"):

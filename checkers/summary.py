@@ -107,6 +107,12 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
             f"{txns.get('commits_across_coordinator_moves', 0)} committing as their "
             "coordinator moved"
         )
+    if "held_past_end" in txns:
+        lines.append(
+            f"clients' path: {txns['held_past_end']} transactions ended while a request of "
+            f"theirs was held; {txns.get('commits_delayed', 0)} had their commit in flight "
+            "through a delayed or held coordinator link"
+        )
     if "zombie_commits" in txns:
         lines.append(
             f"fencing: {txns.get('fenced_open', 0)} transactions open when a newer instance "

@@ -59,12 +59,19 @@ from typing import Any
 from checkers.eos import aborted_copies_read, check_copy
 from checkers.fencing import fenced_commits, fenced_open, initialisations
 from checkers.frames import small_frame
+from checkers.held import Span, held_counts
+from checkers.windows import PathSpell
 from contract.history import END_TXN
 
 DataFrame = Any
 SAMPLES = 10  # per anomaly, in verdict.json; the ids files hold all
 TXN_METRICS = ("aborted_reads", "torn", "lost_txns")
-ZOMBIE_COMMITS = "zombie_commits"  # ids/zombie_commits.txt: the transactions, one a line
+ZOMBIE_COMMITS = "zombie_commits"
+# A transaction's end saying its instance had been fenced (librdkafka's _FENCED, the Java
+# client's ProducerFencedException or InvalidProducerEpochException), lower-cased.
+FENCED_ERRORS = (
+    "fenced|invalid_?producer_?epoch"  # ids/zombie_commits.txt: the transactions, one a line
+)
 
 
 def _F() -> Any:
@@ -227,13 +234,16 @@ def check_transactions(
     lost: DataFrame | None = None,
     pauses: list[tuple[str, float, float]] | None = None,
     transactional: bool | None = None,
+    client_path: list[PathSpell] | None = None,
 ) -> dict[str, Any] | None:
     """The transactions section of the verdict, or None for a history without transactions.
     `lost` is the message table's (group, msg_id) of every lost message; `pauses` the
     (client, start, end) spells a client was paused (checkers.windows). The ids behind each
     count go to ids/<group>/aborted_reads.txt (msg_ids), torn.txt and lost_txns.txt
     (transaction ids), and ids/zombie_commits.txt (transaction ids). `transactional`: whether
-    the history has transactions, when the caller knows (None: asked of `events`)."""
+    the history has transactions, when the caller knows (None: asked of `events`).
+    `client_path`: the spells of the proxy's faults (checkers.windows.client_path_spells); with
+    any, the section counts the transactions they held or delayed (checkers.held)."""
     if not (has_transactions(events) if transactional is None else transactional):
         return None
     F = _F()
@@ -259,6 +269,8 @@ def check_transactions(
             summary["commits_across_coordinator_moves"] = _across_moves(
                 commits, _coordinator_keys(events), coordinator_moves or []
             )
+            if client_path:
+                summary |= _held(spans, events, client_path)
             seen = verdicts.filter(F.col("seen_by").isNotNull())
             summary["unknown_seen_committed"] = seen.filter(F.col("outcome") == "info").count()
             fenced = fenced_commits(commits, inits, outcomes, seen.select("txn"))
@@ -339,6 +351,28 @@ def _spans(events: DataFrame) -> DataFrame:
     return spans.join(last, "producer", "left").select(
         "producer", "txn", "begin", "asked", F.coalesce("ended", "last").alias("end")
     )
+
+
+def _held(spans: DataFrame, events: DataFrame, spells: list[PathSpell]) -> dict[str, int]:
+    """checkers.held's counts, on the driver: a run holds a few thousand transactions."""
+    F = _F()
+    keys = _coordinator_keys(events).filter(F.col("role") == "transaction-coordinator")
+    ids: dict[str, set[str]] = {}
+    for r in keys.collect():
+        ids.setdefault(r["producer"], set()).add(r["key"])
+    error = F.lower(F.coalesce(F.col("error"), F.lit("")))
+    fenced = (
+        events.filter((F.col("f") == "txn") & (F.col("type") != "invoke"))
+        .filter(error.rlike(FENCED_ERRORS))
+        .select("producer", _txn_of(F.col("value")).alias("txn"), F.lit(True).alias("fenced"))
+        .distinct()
+    )
+    rows = (
+        spans.join(fenced, ["producer", "txn"], "left")
+        .select("producer", "txn", "begin", "asked", "end", F.coalesce("fenced", F.lit(False)))
+        .collect()
+    )
+    return held_counts((Span(*r) for r in rows if r["begin"] is not None), spells, ids)
 
 
 def _overlapping(spans: DataFrame, begin: str, windows: list[tuple[float, float]]) -> int:

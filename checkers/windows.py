@@ -10,6 +10,8 @@ history name does to it is the fault registry's (faults.registry.Window):
             that invoke until a heal: when the queue empties is the client's to see, not ours
   client    a workload client paused (SIGSTOP), from that invoke until the ok of the resume
             that lets it run again
+  proxy     a node's clients' path delayed, held, blackholed or slowed, from that invoke until
+            the ok of the `release-clients` that removes its last toxic
 Elections and leader-placement snapshots are not faults. A fault still in effect when the
 history ends lasts to the end of the run.
 """
@@ -20,7 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract.history import event_value
-from faults.registry import window_of
+from faults.registry import OPS, window_of
+
+# The history names of the faults of the clients' path (through the proxy): a node's such
+# fault lasts until a release-clients leaves it no toxic.
+CLIENT_PATH_STARTS = frozenset(f for o in OPS if o.needs_proxy and o.healed_by for f in o.writes)
+RELEASE = "release-clients"
 
 
 @dataclass
@@ -30,10 +37,12 @@ class _State:
     down: set[str] = field(default_factory=set)
     restarting: set[str] = field(default_factory=set)
     paused_clients: set[str] = field(default_factory=set)
+    proxied: set[str] = field(default_factory=set)
 
     def faulty(self) -> bool:
         return (
             self.network
+            or bool(self.proxied)
             or self.injected
             or bool(self.down)
             or bool(self.restarting)
@@ -66,7 +75,9 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
     named = nodes if isinstance(nodes, list) else value.get("brokers")
     names = {str(n) for n in named} if isinstance(named, list) else set()
     window = window_of(f)
-    if type_ == "invoke" and window == "network-start":
+    if f in CLIENT_PATH_STARTS or f == RELEASE:
+        _apply_proxy(state, type_, f, value, names)
+    elif type_ == "invoke" and window == "network-start":
         state.network = True
     elif type_ == "ok" and window in ("network-heal", "heal-all"):
         # The heal reports what it left in place; a heal of some nodes may leave other cuts.
@@ -74,6 +85,7 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
         if not remaining and (nodes in (None, "all") or "remaining_cuts" in value):
             state.network = False
         if window == "heal-all":  # the mock tier's heal also brings every broker back
+            state.proxied.clear()
             state.down.clear()
             state.injected = False
     elif type_ == "invoke" and window == "injected":
@@ -93,6 +105,54 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
             state.paused_clients |= named_clients
         elif type_ == "ok" and window == "client-up":
             state.paused_clients -= named_clients
+
+
+def _apply_proxy(state: _State, type_: str, f: str, value: dict[str, Any], names: set[str]) -> None:
+    if type_ == "invoke" and f in CLIENT_PATH_STARTS:
+        state.proxied |= names
+    elif type_ == "ok" and f == RELEASE:
+        remaining = value.get("remaining_toxics")
+        state.proxied = set(remaining) if isinstance(remaining, dict) else set()
+
+
+@dataclass(frozen=True)
+class PathSpell:
+    """One node's clients' path under one proxy fault: from its invoke to the ok of the
+    release-clients that removed it (what a hold held is delivered then), or the run's end;
+    `roles`: what the node held as the step began (the step's resolve event)."""
+
+    op: str
+    node: str
+    start: float
+    end: float
+    roles: tuple[str, ...]
+
+
+def client_path_spells(nemesis: list[dict[str, Any]], run_end: float) -> list[PathSpell]:
+    """Every spell of a node's clients' path under a proxy fault, in the order they began."""
+    open_: dict[str, tuple[str, float, tuple[str, ...]]] = {}
+    out: list[PathSpell] = []
+    held: dict[str, Any] = {}
+    for e in nemesis:
+        v = event_value(e.get("value"))
+        if e["type"] == "info" and e["f"] == "resolve":
+            said = v.get("held")
+            held = said if isinstance(said, dict) else {}
+        elif e["type"] == "invoke" and e["f"] in CLIENT_PATH_STARTS:
+            for node in v.get("nodes") or []:
+                if node in open_:  # a second fault of the node replaces the first
+                    op, start, roles = open_.pop(node)
+                    out.append(PathSpell(op, node, start, e["time"], roles))
+                roles = tuple(str(r) for r in held.get(node) or [])
+                open_[str(node)] = (str(v.get("op")), e["time"], roles)
+        elif e["type"] == "ok" and (e["f"] == RELEASE or window_of(e["f"]) == "heal-all"):
+            toxics = v.get("toxics") if e["f"] == RELEASE else None
+            ended = set(open_) if not isinstance(toxics, dict) else set(toxics) & set(open_)
+            for node in sorted(ended):
+                op, start, roles = open_.pop(node)
+                out.append(PathSpell(op, node, start, e["time"], roles))
+    out += [PathSpell(op, n, s, max(run_end, s), r) for n, (op, s, r) in open_.items()]
+    return sorted(out, key=lambda s: (s.start, s.node))
 
 
 def _clients_named(value: dict[str, Any]) -> set[str]:

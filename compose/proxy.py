@@ -37,6 +37,9 @@ BUILD_TIMEOUT_S = 600.0
 START_TIMEOUT_S = 10.0
 API_TIMEOUT_S = 5.0
 UPSTREAM, DOWNSTREAM = "upstream", "downstream"
+# A hold is a latency longer than any step (a scenario lasts an hour at most): removing the toxic
+# delivers what it held at once and in order, even to a client that closed its connection.
+HOLD_MS = 3_600_000
 
 
 class ProxyError(Exception):

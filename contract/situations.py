@@ -31,10 +31,17 @@ SITUATIONS: dict[str, str] = {
         "a transactional instance asked a commit after a newer instance of its transactional id "
         "had initialised (fencing it)"
     ),
+    "request-held-past-end-txn": (
+        "a transaction's produce or EndTxn request was held by the clients' proxy until after "
+        "the transaction had ended (delivered late)"
+    ),
+    "commit-delayed": "a transaction's commit was asked while its coordinator's link was delayed",
     "majority-down": "more than half of the brokers were down at once",
     "network-partitioned": "nodes were cut apart from each other",
     "clients-cut": "clients were cut from a node",
-    "clients-delayed": "clients' requests to a node were delayed, slowed or dropped (the proxy)",
+    "clients-delayed": (
+        "clients' requests to a node were delayed, held, slowed or dropped (the proxy)"
+    ),
     "client-paused": "a workload client process was paused (SIGSTOP)",
     "client-ended": "a workload client process was killed (SIGKILL) or stopped (SIGTERM)",
     "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",

@@ -96,6 +96,8 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("start-delay", "clients' link delayed (proxy)", "network-start"),
     HistoryName("start-blackhole", "clients' link blackholed (proxy)", "network-start"),
     HistoryName("start-slow-link", "clients' link slowed (proxy)", "network-start"),
+    HistoryName("start-hold", "clients' requests held (proxy)", "network-start"),
+    HistoryName("release-clients", "clients' path healed, held requests delivered", "network-heal"),
     HistoryName("reset-clients", "clients' connections reset (proxy)", "none"),
     HistoryName("stop-partition", "heal", "network-heal"),
     HistoryName("heal", "heal everything", "heal-all"),
@@ -170,11 +172,11 @@ OPS: tuple[FaultOp, ...] = (
         "heal",
         REAL | MOCK,
         "optional",
-        ("stop-partition", "heal"),
+        ("stop-partition", "heal", "release-clients"),
         None,
         does=(
-            "Ends every network fault (cuts and degraded links), or those of the targets when "
-            "named."
+            "Ends every network fault (cuts and degraded links, and the clients' proxy's: what a "
+            "hold held is delivered then), or those of the targets when named."
         ),
     ),
     # processes, both real systems (Docker)
@@ -332,6 +334,20 @@ OPS: tuple[FaultOp, ...] = (
         does=(
             "What the workload's clients send the targets arrives delay_ms later (jitter_ms "
             "either way; both_ways: the answers too), through the clients' proxy."
+        ),
+    ),
+    FaultOp(
+        "hold",
+        KAFKA,
+        "target",
+        ("start-hold",),
+        "heal",
+        needs_proxy=True,
+        does=(
+            "What the workload's clients send the targets (both_ways: and their answers) is "
+            "held by the proxy and delivered, in order, only when the step is healed, even to a "
+            "client that gave up and closed the connection meanwhile: the late request of a "
+            "transaction that ended while it was held."
         ),
     ),
     FaultOp(

@@ -13,6 +13,7 @@ from typing import Any
 
 from compose.proxy import (
     DOWNSTREAM,
+    HOLD_MS,
     UPSTREAM,
     ProxyError,
     ProxyServer,
@@ -75,6 +76,15 @@ class ClientPath:
         value = {"op": "slow-link", "nodes": nodes, "rate_kbit": rate_kbit, "both_ways": both_ways}
         self.logged("start-slow-link", value, lambda: self._put(nodes, toxics))
 
+    def hold(self, nodes: list[str], both_ways: bool) -> None:
+        """What the clients send `nodes` (and their answers: both_ways) held until the heal,
+        which delivers it in order: a latency no step outlasts, ended by removing the toxic."""
+        toxics = [delay("hold-up", HOLD_MS, 0, UPSTREAM)]
+        if both_ways:
+            toxics.append(delay("hold-down", HOLD_MS, 0, DOWNSTREAM))
+        value = {"op": "hold", "nodes": nodes, "both_ways": both_ways}
+        self.logged("start-hold", value, lambda: self._put(nodes, toxics))
+
     def blackhole(self, nodes: list[str]) -> None:
         """The clients' requests to `nodes` dropped, their connections left open."""
         value = {"op": "blackhole", "nodes": nodes}
@@ -89,12 +99,25 @@ class ClientPath:
 
         self.logged("reset-clients", {"op": "reset-clients", "nodes": nodes}, act)
 
-    def heal(self, nodes: Iterable[str] | None = None) -> dict[str, Any]:
-        """The toxics of `nodes` (None: every node's) removed; returns what is left."""
-        for node in sorted(self.toxics if nodes is None else set(nodes) & set(self.toxics)):
-            for name in sorted(self.toxics.pop(node)):
-                self._call(self.proxy.remove, node, name)
-        return {"remaining_toxics": {n: sorted(t) for n, t in sorted(self.toxics.items()) if t}}
+    def heal(self, nodes: Iterable[str] | None = None) -> None:
+        """The toxics of `nodes` (None: every node's) removed, in the history as
+        `release-clients` with the toxics each node had (what a hold held is delivered as its
+        toxic goes) and what is left; nothing is written when none of them had a toxic."""
+        chosen = sorted(self.toxics if nodes is None else set(nodes) & set(self.toxics))
+        removed = {node: sorted(self.toxics[node]) for node in chosen if self.toxics[node]}
+        if not removed:
+            return
+
+        def act() -> dict[str, Any]:
+            for node, names in removed.items():
+                for name in names:
+                    self._call(self.proxy.remove, node, name)
+                    self.toxics[node].discard(name)
+            left = {n: sorted(t) for n, t in sorted(self.toxics.items()) if t}
+            return {"remaining_toxics": left}
+
+        value = {"op": "heal", "nodes": "all" if nodes is None else chosen, "toxics": removed}
+        self.logged("release-clients", value, act)
 
     @property
     def in_effect(self) -> bool:

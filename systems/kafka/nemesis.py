@@ -27,6 +27,7 @@ from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis, NemesisError
 from systems.kafka.client_path import ClientPath
 from systems.kafka.targets import (
+    ALL_BUT,
     COORDINATOR_TOPICS,
     Metadata,
     TargetError,
@@ -219,6 +220,8 @@ class KafkaNemesis:
             return sorted(self.net.down)
         if selector in COORDINATOR_TOPICS:
             return self._coordinator(selector)
+        if selector in ALL_BUT:
+            return self._all_but(ALL_BUT[selector])
         md = self.now.metadata if self.now is not None else None
         if md is None:
             md = self.control.metadata(need_controller=selector in _CONTROLLER_ROLES)
@@ -240,6 +243,12 @@ class KafkaNemesis:
             return coordinator_of(self.control.metadata(topic=COORDINATOR_TOPICS[role]), role, key)
         except TargetError as e:
             raise NemesisError(f"cannot aim at {role}: {e}") from None
+
+    def _all_but(self, role: str) -> list[str]:
+        coordinator = set(self._coordinator(role))
+        md = self.now.metadata if self.now is not None else None
+        md = md if md is not None else self.control.metadata()
+        return [n for n in resolve(md, "brokers") if n not in coordinator]
 
     def roles_now(self) -> RolesNow:
         """Every role of the cluster now, asked at once and for at most HELD_ROLES_WITHIN: the
@@ -337,6 +346,9 @@ class KafkaNemesis:
     def _delay(self, step: Any) -> None:
         target = self._resolved(step).get("target", [])
         self._path().delay(target, step.delay_ms, step.jitter_ms, step.both_ways)
+
+    def _hold(self, step: Any) -> None:
+        self._path().hold(self._resolved(step).get("target", []), step.both_ways)
 
     def _slow_link(self, step: Any) -> None:
         target = self._resolved(step).get("target", [])
@@ -515,6 +527,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "cut-from-quorum": KafkaNemesis._cut_from_quorum,
     "degrade": KafkaNemesis._degrade,
     "delay": KafkaNemesis._delay,
+    "hold": KafkaNemesis._hold,
     "blackhole": KafkaNemesis._blackhole,
     "slow-link": KafkaNemesis._slow_link,
     "reset-clients": KafkaNemesis._reset_clients,

@@ -29,7 +29,7 @@ from systems.kafka.settings import (
     passthrough_refusals,
     topic_properties,
 )
-from systems.kafka.targets import COORDINATOR_TOPICS, SELECTOR_ROLES, is_selector
+from systems.kafka.targets import ALL_BUT, COORDINATOR_TOPICS, SELECTOR_ROLES, is_selector
 from systems.kafka.workload_spec import (
     KafkaWorkload,
 )
@@ -166,7 +166,7 @@ class KafkaStep(Strict):
     to: Selector | None = None
     """cut, degrade: the other side."""
     both_ways: bool = False
-    """cut, degrade: both directions, not only from -> to; delay: the answers too."""
+    """cut, degrade: both directions, not only from -> to; delay, hold: the answers too."""
     groups: list[list[str]] = Field(default_factory=list)
     """partition: the sides, each a list of node names, roles (leader, controller,
     transaction-coordinator, ...) and @labels, resolved when the step runs; a node in no group
@@ -339,10 +339,11 @@ class KafkaScenario(ScenarioBase):
         coordinated = self.workload.coordinated()
         for i, step in enumerate(self.nemesis):
             for sel in step.selectors():
-                if sel in COORDINATOR_TOPICS and sel not in coordinated:
+                role = ALL_BUT.get(sel, sel)
+                if role in COORDINATOR_TOPICS and role not in coordinated:
                     client = (
                         "a transactional producer"
-                        if "transaction" in sel
+                        if "transaction" in role
                         else "a reader in mode group"
                     )
                     raise ValueError(f"nemesis.{i}: {sel} needs {client}")

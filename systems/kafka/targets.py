@@ -28,6 +28,9 @@ Role = Literal[
     # group's (the leader of the __consumer_offsets partition of the group id).
     "transaction-coordinator",
     "group-coordinator",
+    # Every broker but that transaction coordinator: where the producer's records go and its
+    # EndTxn does not (a hold there outlasts a transaction its client can still abort).
+    "non-transaction-coordinators",
 ]
 
 # What a step may name besides node lists and @labels: a role, or "stopped" (the nodes the
@@ -45,6 +48,8 @@ COORDINATOR_TOPICS = {
     "transaction-coordinator": "__transaction_state",
     "group-coordinator": "__consumer_offsets",
 }
+# A role resolved as every broker but the one playing another (a coordinator) role.
+ALL_BUT = {"non-transaction-coordinators": "transaction-coordinator"}
 
 
 def java_string_hash(text: str) -> int:
@@ -114,7 +119,7 @@ def resolve(md: Metadata, role: Role, topic: str | None = None, partition: int =
         return sorted(md.quorum)
     if topic is None:
         raise TargetError(f"{role} needs a topic")
-    if role in COORDINATOR_TOPICS:
+    if role in COORDINATOR_TOPICS or role in ALL_BUT:
         raise TargetError(f"{role} is resolved from its internal topic (coordinator_of)")
     p = md.partition(topic, partition)
     if role == "leader":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.windows import fault_windows, overlap
+from checkers.windows import PathSpell, client_path_spells, fault_windows, overlap
 
 
 def nem(t: float, type_: str, f: str, value: Any = None) -> dict[str, Any]:
@@ -71,3 +71,36 @@ def test_client_pauses_run_from_the_pause_to_its_resumes_ok() -> None:
         {"time": 40.2, "type": "ok", "f": "resume-client", "value": {"clients": ["P1"]}},
     ]
     assert client_pauses(nemesis, 90.0) == [("P1", 20.0, 40.2), ("C1", 30.0, 90.0)]
+
+
+def test_a_proxy_fault_lasts_until_the_release_leaves_its_node_no_toxic() -> None:
+    events = [
+        nem(10, "invoke", "start-hold", {"op": "hold", "nodes": ["k1"]}),
+        nem(12, "invoke", "start-delay", {"op": "delay", "nodes": ["k2"]}),
+        # Releasing k1 leaves k2's delay: the window goes on.
+        nem(15, "ok", "release-clients", {"nodes": ["k1"], "remaining_toxics": {"k2": ["d"]}}),
+        nem(20, "ok", "release-clients", {"nodes": "all", "remaining_toxics": {}}),
+        nem(20.1, "ok", "stop-partition", {"nodes": "all", "remaining_cuts": []}),
+    ]
+    assert fault_windows(events, run_end=40) == [(10, 20)]
+
+
+def test_each_nodes_proxy_spell_runs_from_its_fault_to_its_release_with_its_roles() -> None:
+    held = {"k1": ["leader p0", "transaction-coordinator P"], "k2": ["follower p0"]}
+    events = [
+        nem(9.9, "info", "resolve", {"held": held}),
+        nem(10, "invoke", "start-hold", {"op": "hold", "nodes": ["k1", "k2"]}),
+        nem(10.1, "ok", "start-hold", {"op": "hold", "nodes": ["k1", "k2"]}),
+        nem(15, "invoke", "release-clients", {"nodes": ["k1"], "toxics": {"k1": ["hold-up"]}}),
+        nem(15.2, "ok", "release-clients", {"nodes": ["k1"], "toxics": {"k1": ["hold-up"]}}),
+        nem(18, "info", "resolve", {"held": {"k3": ["leader p0"]}}),
+        nem(18.1, "invoke", "start-delay", {"op": "delay", "nodes": ["k3"]}),
+        nem(25, "ok", "heal", {}),  # heals everything left: k2's hold and k3's delay
+        nem(30, "invoke", "start-blackhole", {"op": "blackhole", "nodes": ["k1"]}),
+    ]
+    assert client_path_spells(events, run_end=40) == [
+        PathSpell("hold", "k1", 10, 15.2, ("leader p0", "transaction-coordinator P")),
+        PathSpell("hold", "k2", 10, 25, ("follower p0",)),
+        PathSpell("delay", "k3", 18.1, 25, ("leader p0",)),
+        PathSpell("blackhole", "k1", 30, 40, ()),
+    ]

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from compose.proxy import ProxyServer, blackhole, delay
+from compose.proxy import HOLD_MS, ProxyServer, blackhole, delay
 from contract.process import alive
 from contract.wait import wait_until
 from tests.helpers import ROOT
@@ -81,6 +81,44 @@ def test_a_delayed_request_arrives_late_and_on_time_once_healed(
         proxy.heal()
         assert proxy.toxics("kafka1") == []
         assert round_trip(conn) < 0.8
+
+
+def test_a_hold_delivers_in_order_at_its_removal_even_what_a_closed_client_sent(
+    proxy: ProxyServer,
+) -> None:
+    """What a hold holds reaches the server only when the toxic goes, in the order it was sent,
+    including what a client sent before it gave up and closed: the late request."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(10)
+    received: list[tuple[float, bytes]] = []
+
+    def record() -> None:
+        for _ in range(2):
+            conn, _ = server.accept()
+            with conn:
+                while data := conn.recv(4096):
+                    received.append((time.monotonic(), data))
+
+    recorder = threading.Thread(target=record, daemon=True)
+    recorder.start()
+    listen = proxy.create("kafka1", f"127.0.0.1:{server.getsockname()[1]}")
+    proxy.add("kafka1", delay("hold", HOLD_MS))
+    with connect(listen) as conn:
+        conn.sendall(b"one,")
+        time.sleep(0.2)
+        conn.sendall(b"two")
+    with connect(listen) as gone:  # gives up at once
+        gone.sendall(b"zombie")
+    time.sleep(1.0)
+    assert received == []
+    released = time.monotonic()
+    proxy.remove("kafka1", "hold")
+    recorder.join(timeout=10)
+    server.close()
+    data = sorted(received)
+    assert b"".join(d for _, d in data if d != b"zombie") == b"one,two"
+    assert b"zombie" in [d for _, d in data]
+    assert all(t >= released for t, _ in data)
 
 
 def test_a_blackhole_drops_the_data_and_keeps_the_connection_until_healed(

@@ -43,10 +43,39 @@ def test_a_delay_is_recorded_and_a_heal_of_one_broker_leaves_the_others(
     )  # fmt: skip
     with connect(client_path.proxy.proxies["kafka2"]) as conn:
         assert round_trip(conn) >= 1.4  # 700 ms each way
-    left = client_path.heal(["kafka1"])
-    assert left == {"remaining_toxics": {"kafka2": ["delay-down", "delay-up"]}}
+    client_path.heal(["kafka1"])
+    assert events[-1] == (
+        "ok",
+        "release-clients",
+        {"op": "heal", "nodes": ["kafka1"], "toxics": {"kafka1": ["delay-down", "delay-up"]},
+         "remaining_toxics": {"kafka2": ["delay-down", "delay-up"]}},
+    )  # fmt: skip
     assert client_path.proxy.toxics("kafka1") == []
-    assert client_path.heal() == {"remaining_toxics": {}} and not client_path.in_effect
+    client_path.heal()
+    assert events[-1][2]["nodes"] == "all" and events[-1][2]["remaining_toxics"] == {}
+    assert not client_path.in_effect
+    written = len(events)
+    client_path.heal()  # nothing in effect: nothing to release, nothing written
+    assert len(events) == written
+
+
+def test_a_hold_delivers_what_it_held_at_the_heal(path: tuple[ClientPath, Events]) -> None:
+    client_path, events = path
+    client_path.hold(["kafka1"], both_ways=False)
+    assert events[-1] == (
+        "ok",
+        "start-hold",
+        {"op": "hold", "nodes": ["kafka1"], "both_ways": False},
+    )
+    with connect(client_path.proxy.proxies["kafka1"]) as conn:
+        conn.settimeout(1.0)
+        conn.sendall(b"late")
+        with pytest.raises(TimeoutError):  # held, not dropped: no answer yet
+            conn.recv(4)
+        client_path.heal(["kafka1"])
+        conn.settimeout(5)
+        assert conn.recv(4) == b"late"
+    assert events[-1][2]["toxics"] == {"kafka1": ["hold-up"]}
 
 
 def test_a_second_delay_replaces_the_first(path: tuple[ClientPath, Events]) -> None:

@@ -132,6 +132,16 @@ def test_a_coordinator_role_resolves_from_the_steps_answer() -> None:
     assert sorted(control.asked, key=str) == [(False, "__consumer_offsets"), (True, None)]
 
 
+def test_the_non_transaction_coordinators_are_every_broker_but_the_coordinator() -> None:
+    net, control = FakeNet(), FakeControl()
+    tx = coordinator_partition("tx-1", 50)
+    control.internal["__transaction_state"] = internal_topic("__transaction_state", {tx: 2})
+    keys = {"transaction-coordinator": "tx-1"}
+    n = KafkaNemesis(net, control, "t", 1, keys)  # type: ignore[arg-type]
+    n.apply(step(op="isolate", target="non-transaction-coordinators"))
+    assert net.calls == [("isolate", ["kafka1", "kafka3"])]
+
+
 def test_a_step_whose_roles_could_not_be_learnt_says_so_and_faults_all_the_same() -> None:
     net, control = FakeNet(), FakeControl(fail=RuntimeError("broker transport failure"))
     n = KafkaNemesis(net, control, "t", 1)  # type: ignore[arg-type]
