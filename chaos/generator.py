@@ -62,7 +62,7 @@ def draw_schedule(shape: ClusterShape, opts: ChaosOptions) -> list[Step]:
         raise ChaosError(str(e)) from None
     rng = random.Random(opts.seed)
     last_heal = opts.seconds - opts.quiet
-    busy_until = {"network": 0.0, "process": 0.0}
+    busy_until = {"network": 0.0, "process": 0.0, "client": 0.0}
     timed: list[tuple[float, int, Step]] = []  # (at, order, step): heals sort before faults
     t = opts.warmup
     n = 0

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Kind = Literal["network", "process"]
+Kind = Literal["network", "process", "client"]
 Step = dict[str, Any]
 
 
@@ -38,6 +38,8 @@ class ClusterShape:
     # Kafka: coordinator roles a target may name besides the partition and controller roles
     # (only coordinators of the workload's own clients: the schema refuses any other).
     coordinators: tuple[str, ...] = ()
+    # Kafka: the workload clients a client fault may end and start again (the copiers).
+    restartable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,36 @@ def _slow(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, St
     return {"op": "degrade", **ends, **how}, _heal()
 
 
+# The faults of the clients' path through the proxy, by weight: delays and holds (the late
+# requests a transaction's window needs) drawn three times as often as the others.
+CLIENT_PATH_OPS: dict[str, float] = {
+    "hold": 3,
+    "delay": 3,
+    "blackhole": 1,
+    "slow-link": 1,
+    "reset-clients": 1,
+}
+
+
+def _client_path(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
+    """A fault of the clients' traffic to some brokers (the proxy): on a transactional base, a
+    delay or hold aims at the transaction coordinator half the time (the EndTxn's path)."""
+    op = rng.choices(list(CLIENT_PATH_OPS), list(CLIENT_PATH_OPS.values()))[0]
+    coordinator = "transaction-coordinator" in shape.coordinators
+    if op in ("hold", "delay") and coordinator and rng.random() < 0.5:
+        target: Step = {"target": "transaction-coordinator"}
+    else:
+        target = _target(rng, shape)
+    step: Step = {"op": op, **target}
+    if op == "delay":
+        step |= {"delay_ms": rng.choice((2000, 6000, 12000)), "jitter_ms": rng.choice((0, 500))}
+    elif op == "slow-link":
+        step["rate_kbit"] = rng.choice((64, 256, 1024))
+    if op == "reset-clients":
+        return step, None
+    return {**step, "label": label}, _heal()
+
+
 def _quorum(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
     """A broker (often the controller) cut from the control-plane quorum."""
     target = _target(rng, shape)
@@ -194,6 +226,18 @@ def _down_up(down: str, up: str) -> Callable[..., tuple[Step, Step | None]]:
         return fault, {"op": up, **_again(shape, fault, label)}
 
     return draw
+
+
+def _client_bounce(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step]:
+    """A workload client killed -9 or stopped, and started again (the same transactional id
+    and group) when the fault ends: kafkatest's client bounce."""
+    client = rng.choice(shape.restartable)
+    end = "kill-client" if rng.random() < 0.5 else "stop-client"
+    return {"op": end, "client": client}, {"op": "restart-client", "client": client}
+
+
+def _has_restartable_clients(shape: ClusterShape) -> bool:
+    return bool(shape.restartable)
 
 
 def _mock_down(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
@@ -244,6 +288,9 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         # A preferred election the nemesis cannot get (the preferred replica down) fails its
         # step: asked for by name only.
         Family("elect", "process", _elect, default=False),
+        # Asked for by name: a base drawn without them draws the schedule it always drew.
+        Family("client-path", "network", _client_path, default=False),
+        Family("clients", "client", _client_bounce, _has_restartable_clients, default=False),
     ),
     "rabbitmq": (
         Family("partition", "network", _partition),

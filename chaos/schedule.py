@@ -38,6 +38,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             lazy_disks=base.cluster.lazy_disks,
             quorum_apart=mode != "kraft",
             coordinators=coordinators_of(base),
+            restartable=tuple(c.id for c in base.workload.copiers),
         )
     if isinstance(base, RabbitMQScenario):
         names = base.cluster.node_names()

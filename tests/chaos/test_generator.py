@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -325,3 +326,43 @@ def test_the_same_seed_draws_the_same_coordinator_schedule() -> None:
     first, again = chaos_scenario(eos, opts)[1], chaos_scenario(eos, opts)[1]
     assert first == again
     assert {"at": 65.4, "op": "restart", "target": "transaction-coordinator"} in first
+
+
+CLIENT_PATH = {"hold", "delay", "blackhole", "slow-link", "reset-clients"}
+
+
+def test_the_clients_path_family_draws_proxy_faults_healed_and_valid() -> None:
+    base = kafka_base(TXN_ISOLATION)
+    opts = ChaosOptions(seed=0, seconds=120, faults=frozenset({"client-path"}))
+    drawn: list[dict] = []
+    for seed in range(30):
+        scenario, steps = chaos_scenario(base, replace(opts, seed=seed))
+        assert scenario.nemesis  # the schema took every step
+        faults = [s for s in steps if s["op"] != "heal"]
+        assert {s["op"] for s in faults} <= CLIENT_PATH
+        # Every fault but a reset is healed; one network fault at a time.
+        healed = [s for s in faults if s["op"] != "reset-clients"]
+        assert len([s for s in steps if s["op"] == "heal"]) == len(healed)
+        drawn += faults
+    ops = [s["op"] for s in drawn]
+    assert set(ops) == CLIENT_PATH
+    assert ops.count("hold") + ops.count("delay") > len(ops) / 2  # the weighted ones
+    coordinator = [s for s in drawn if s.get("target") == "transaction-coordinator"]
+    assert {s["op"] for s in coordinator} >= {"hold", "delay"}
+
+
+def test_the_clients_family_bounces_copiers_only_and_only_when_asked() -> None:
+    eos = kafka_base(TXN_EOS)
+    assert shape_of(eos).restartable == tuple(c.id for c in eos.workload.copiers)
+    opts = ChaosOptions(seed=3, seconds=120, faults=frozenset({"clients"}))
+    scenario, steps = chaos_scenario(eos, opts)
+    assert scenario.nemesis
+    ends = [s for s in steps if s["op"] in ("kill-client", "stop-client")]
+    restarts = [s for s in steps if s["op"] == "restart-client"]
+    assert ends and len(restarts) == len(ends)
+    assert {s["client"] for s in ends} <= set(shape_of(eos).restartable)
+    # Not drawn by default: the base draws what it always drew.
+    default = chaos_scenario(eos, ChaosOptions(seed=3, seconds=120))[1]
+    assert not {s["op"] for s in default} & (CLIENT_PATH | {"kill-client", "restart-client"})
+    with pytest.raises(ChaosError, match="none of the fault families"):
+        draw_schedule(KAFKA, ChaosOptions(seed=3, seconds=120, faults=frozenset({"clients"})))
