@@ -1,10 +1,13 @@
 """One `harness run` in a process of its own, bounded in time: what the claims matrix, chaos
 and the shrinker run many of. A run that overruns is killed and whatever it left is healed; a
-run that fails says why in one line."""
+run that fails says why in one line. A run ends with the campaign that started it: killed or
+stopped, the campaign's run is sent SIGTERM (its parent-death signal), which heals its faults
+and removes its cluster as `harness run` does on SIGTERM."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.process import dies_with
 from contract.rundir import VERDICT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,8 +40,7 @@ def run_once(
 ) -> Trial:
     """`harness run SCENARIO --results RESULTS [extra]` in its own process, bounded by
     `timeout`; the run directory it made under RESULTS/<scenario_id>/, and its verdict."""
-    argv = [sys.executable, "-m", "harness.cli", "run", str(scenario), "--results", str(results)]
-    argv += extra or []
+    argv = run_argv(scenario, results, extra or [])
     runs = results / scenario_id
     before = set(runs.glob("*")) if runs.exists() else set()
     started = time.monotonic()
@@ -50,6 +53,7 @@ def run_once(
             timeout=timeout,
             cwd=ROOT,
             check=False,
+            preexec_fn=dies_with(os.getpid()),
         )
         if proc.returncode not in (0, 1):
             said = [ln for ln in (proc.stderr or "").splitlines() if ln.startswith("error:")]
@@ -61,6 +65,13 @@ def run_once(
     made = sorted(set(runs.glob("*")) - before) if runs.exists() else []
     run_dir = made[-1] if made else None
     return Trial(run_dir, time.monotonic() - started, failure, _verdict(run_dir, failure))
+
+
+def run_argv(scenario: str | Path, results: Path, extra: list[str]) -> list[str]:
+    return [
+        sys.executable, "-m", "harness.cli", "run", str(scenario), "--results", str(results),
+        *extra,
+    ]  # fmt: skip
 
 
 def _verdict(run_dir: Path | None, failure: str | None) -> dict[str, Any] | None:

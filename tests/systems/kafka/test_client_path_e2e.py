@@ -61,3 +61,37 @@ def test_a_delayed_leader_link_delays_the_producers_acks_and_nothing_else(
         ["pgrep", "-f", "toxiproxy-server"], capture_output=True, text=True
     ).stdout.split()
     assert not [p for p in pids if alive(int(p))]
+
+
+def test_a_hold_delivers_requests_after_their_transaction_ended_and_the_broker_says_so(
+    tmp_path: Path,
+) -> None:
+    """T6 on 4.4 (confluent-kafka, transaction version 1): the records held on the brokers
+    that are not the coordinator outlive the transactions that wrote them, and the commit held
+    on the coordinator outlives the transaction timeout, which the coordinator's own log shows
+    it enforcing while the hold lasted."""
+    kafka_image_or_missing("4.4")
+    result = subprocess.run(
+        [".venv/bin/harness", "run", "T6", "--kafka", "4.4", "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        cwd=ROOT,
+    )
+    run_dir = (tmp_path / "latest").resolve()
+    assert result.returncode in (0, 1), result.stderr
+    nemesis = history_events(run_dir / "history", "nemesis")
+    holds = [e for e in nemesis if e["f"] == "start-hold" and e["type"] == "ok"]
+    releases = [e for e in nemesis if e["f"] == "release-clients" and e["type"] == "ok"]
+    assert len(holds) == 2 and len(releases) == 2
+    assert all(r["value"]["remaining_toxics"] == {} for r in releases)
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    situations = verdict["coverage"]["situations"]
+    assert situations.get("request-held-past-end-txn", 0) >= 1
+    assert situations.get("commit-delayed", 0) >= 1
+    assert verdict["transactions"]["held_past_end"] == situations["request-held-past-end-txn"]
+    # The coordinator ended a held transaction on its timeout while the hold on it lasted.
+    coordinator = holds[1]["value"]["nodes"][0]
+    log = (run_dir / "logs" / f"{coordinator}.log").read_text()
+    assert "rollback of ongoing transaction for transactionalId P1 due to timeout" in log
+    assert verdict["matched"] == (result.returncode == 0)
