@@ -150,7 +150,8 @@ def test_a_clients_path_op_is_refused_beside_a_load_balancer() -> None:
     text = """
 id: lb-delay
 expect: safe
-cluster: {system: rabbitmq, queue_type: quorum, partition_handling: pause_minority, load_balancer: true}
+cluster:
+  {system: rabbitmq, queue_type: quorum, partition_handling: pause_minority, load_balancer: true}
 workload:
   exchange: x
   queues: [q]
