@@ -326,7 +326,7 @@ OPS: tuple[FaultOp, ...] = (
     # the workload's clients; the brokers' own traffic and the harness's stay direct
     FaultOp(
         "delay",
-        KAFKA,
+        REAL,
         "target",
         ("start-delay",),
         "heal",
@@ -338,7 +338,7 @@ OPS: tuple[FaultOp, ...] = (
     ),
     FaultOp(
         "hold",
-        KAFKA,
+        REAL,
         "target",
         ("start-hold",),
         "heal",
@@ -352,7 +352,7 @@ OPS: tuple[FaultOp, ...] = (
     ),
     FaultOp(
         "blackhole",
-        KAFKA,
+        REAL,
         "target",
         ("start-blackhole",),
         "heal",
@@ -365,7 +365,7 @@ OPS: tuple[FaultOp, ...] = (
     ),
     FaultOp(
         "slow-link",
-        KAFKA,
+        REAL,
         "target",
         ("start-slow-link",),
         "heal",
@@ -377,7 +377,7 @@ OPS: tuple[FaultOp, ...] = (
     ),
     FaultOp(
         "reset-clients",
-        KAFKA,
+        REAL,
         "target",
         ("reset-clients",),
         None,

@@ -44,6 +44,15 @@ class Disks(Protocol):
         ...
 
 
+class ClientPathFaults(Protocol):
+    """The faults of the clients' path through a proxy (systems.client_path)."""
+
+    @property
+    def in_effect(self) -> bool: ...
+
+    def heal(self, nodes: Iterable[str] | None = None) -> None: ...
+
+
 class Nemesis:
     def __init__(
         self,
@@ -61,6 +70,9 @@ class Nemesis:
         self.paused: set[str] = set()
         self.down: set[str] = set()
         self.disks = disks
+        # The faults of the clients' path through a proxy, when the run has one (set by the
+        # system's run, which owns the proxy): healed with the network's.
+        self.client_path: ClientPathFaults | None = None
 
     # ---- network -------------------------------------------------------------------------
 
@@ -119,7 +131,11 @@ class Nemesis:
         self.logged("start-degrade", value, lambda: self._change(self.state.with_degraded(links)))
 
     def heal(self, nodes: Iterable[str] | None = None) -> None:
+        """The network's faults of `nodes` (None: every node's) ended, their clients' path's
+        first (what a hold held is delivered then)."""
         names = list(nodes) if nodes else None
+        if self.client_path is not None:
+            self.client_path.heal(names)
 
         def apply() -> dict[str, Any]:
             self._change(self.state.healed(names))
@@ -293,6 +309,8 @@ class Nemesis:
             self.resume(sorted(self.paused))
         if self.down:
             self.start(sorted(self.down))
+        if self.client_path is not None and self.client_path.in_effect:
+            self.client_path.heal()
         if self.state.cuts or self.state.degraded:
             self.heal()
 

@@ -26,10 +26,12 @@ from typing import Any, Protocol
 import docker
 
 from compose.engine import EngineLost, EngineWatch
+from compose.proxy import ProxyServer
 from contract import VERSION
 from contract.manifest import Manifest
 from contract.rundir import DATA_CAP_MIB, make_run_dir, new_run_id
 from nemesis.containers import NemesisError
+from systems.client_path import PROXY_LOG, start_proxy
 from systems.kafka.targets import TargetError
 from systems.rabbitmq.cluster import LOCAL_IMAGE
 from systems.scenario import scenario_data, to_yaml
@@ -123,6 +125,8 @@ class ScenarioRun:
         # instance's client, in the order they started.
         self.client_of: dict[str, str] = {}
         self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
+        # Toxiproxy between the workload's clients and the nodes, when a step needs it.
+        self.proxy: ProxyServer | None = None
         self.cluster: Any = None  # the system's cluster: save_logs() and down()
         self.manifest = Manifest(
             scenario=scenario.id,
@@ -186,6 +190,13 @@ class ScenarioRun:
 
     def _drain(self) -> None:
         raise NotImplementedError
+
+    def _start_proxy(self, routes: dict[str, tuple[int, str]]) -> None:
+        """The clients' proxy, when the cluster gave routes for it (a step faults the clients'
+        path): one per node, in the manifest; stopped at teardown."""
+        if routes:
+            self.proxy = start_proxy(self.paths.logs / PROXY_LOG, routes)
+            self.manifest.client_proxy = dict(self.proxy.proxies)
 
     def _heal_all(self) -> None:
         """End every fault (idempotent); called at teardown whatever happened."""
@@ -376,5 +387,7 @@ class ScenarioRun:
             except OSError as e:
                 log.error("the manifest was not written: %s", e)
         finally:
+            if self.proxy is not None:
+                self.proxy.stop()
             for s, h in held.items():
                 signal.signal(s, h)

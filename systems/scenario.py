@@ -31,6 +31,7 @@ from contract.expectations import known_expectation
 from contract.numbers import parse_count
 from contract.situations import known_situation
 from faults.registry import System, check_op, ops_of
+from faults.registry import op as fault
 from systems.problems import did_you_mean
 
 
@@ -200,12 +201,26 @@ class ScenarioBase(Strict):
         then picks them)."""
         return False
 
+    def uses_proxy(self) -> bool:
+        """Whether a step faults the clients' path (delay, hold, blackhole, ...): the run then
+        puts Toxiproxy between the workload's clients and the nodes."""
+        return any(fault(step.op).needs_proxy for step in self.nemesis)
+
     @model_validator(mode="after")
     def _ordered(self) -> ScenarioBase:
         times = [step.at for step in self.nemesis]
         if times != sorted(times):
             raise ValueError("nemesis steps must be in time order")
         return self
+
+
+def client_path_refusal(op: str, delay_ms: int, rate_kbit: int) -> str | None:
+    """What a step of the clients' path lacks, in either system's steps."""
+    if op == "delay" and not delay_ms:
+        return "delay needs delay_ms (jitter_ms and both_ways are optional)"
+    if op == "slow-link" and not rate_kbit:
+        return "slow-link needs rate_kbit (both_ways is optional)"
+    return None
 
 
 class _Dumper(yaml.SafeDumper):

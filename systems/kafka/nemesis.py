@@ -25,7 +25,7 @@ from contract.wait import wait_until
 from faults.registry import OPS, window_of
 from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis, NemesisError
-from systems.kafka.client_path import ClientPath
+from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
@@ -140,11 +140,8 @@ class KafkaNemesis:
         coordinated: dict[str, str] | None = None,
         clients: ClientGroups | None = None,
         coordinator_keys: list[tuple[str, str]] | None = None,
-        client_path: ClientPath | None = None,
     ) -> None:
         self.net = net
-        # The clients' proxy (delay, blackhole, reset-clients): a run whose steps use it.
-        self.client_path = client_path
         self.control = control
         self.topic = topic
         self.partitions = partitions
@@ -171,8 +168,6 @@ class KafkaNemesis:
         try:
             if self.clients is not None and self.clients.paused:
                 self.resume_clients(sorted(self.clients.paused))
-            if self.client_path is not None and self.client_path.in_effect:
-                self.client_path.heal()
         finally:
             self.net.heal_all()
 
@@ -333,32 +328,7 @@ class KafkaNemesis:
             self.now = None
 
     def _heal(self, step: Any) -> None:
-        names = self._resolved(step).get("target")
-        if self.client_path is not None:
-            self.client_path.heal(names or None)
-        self.net.heal(names or None)
-
-    def _path(self) -> ClientPath:
-        if self.client_path is None:
-            raise NemesisError("this run has no proxy on the clients' path")
-        return self.client_path
-
-    def _delay(self, step: Any) -> None:
-        target = self._resolved(step).get("target", [])
-        self._path().delay(target, step.delay_ms, step.jitter_ms, step.both_ways)
-
-    def _hold(self, step: Any) -> None:
-        self._path().hold(self._resolved(step).get("target", []), step.both_ways)
-
-    def _slow_link(self, step: Any) -> None:
-        target = self._resolved(step).get("target", [])
-        self._path().slow(target, step.rate_kbit, step.both_ways)
-
-    def _blackhole(self, step: Any) -> None:
-        self._path().blackhole(self._resolved(step).get("target", []))
-
-    def _reset_clients(self, step: Any) -> None:
-        self._path().reset(self._resolved(step).get("target", []))
+        self.net.heal(self._resolved(step).get("target") or None)
 
     def _cut(self, step: Any) -> None:
         nodes = self._resolved(step)
@@ -519,6 +489,15 @@ def _on_target(name: str) -> Callable[[KafkaNemesis, Any], None]:
     return handler
 
 
+def _on_clients_path(op: str) -> Callable[[KafkaNemesis, Any], None]:
+    """A fault of the clients' path (the proxy) on the step's resolved target."""
+
+    def handler(k: KafkaNemesis, step: Any) -> None:
+        apply_client_fault(k.net, op, k._resolved(step).get("target", []), step)
+
+    return handler
+
+
 HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "isolate": _on_target("isolate"),
     "partition": KafkaNemesis._partition,
@@ -526,11 +505,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "cut-clients": _on_target("cut_clients"),
     "cut-from-quorum": KafkaNemesis._cut_from_quorum,
     "degrade": KafkaNemesis._degrade,
-    "delay": KafkaNemesis._delay,
-    "hold": KafkaNemesis._hold,
-    "blackhole": KafkaNemesis._blackhole,
-    "slow-link": KafkaNemesis._slow_link,
-    "reset-clients": KafkaNemesis._reset_clients,
+    **{op: _on_clients_path(op) for op in CLIENT_PATH_OPS},
     "heal": KafkaNemesis._heal,
     "kill": _on_target("kill"),
     "stop": _on_target("stop"),

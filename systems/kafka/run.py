@@ -10,16 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from compose.cli import ComposeError
-from compose.proxy import ProxyError, ProxyServer
 from contract.history import WATCH_PROCESS, HistoryWriter
 from contract.rundir import RunDir
 from contract.wait import wait_until
 from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis
+from systems.client_path import ClientPath
 from systems.evidence import write_index
 from systems.kafka import evidence
 from systems.kafka.admin import ADMIN_LOG, KafkaAdmin
-from systems.kafka.client_path import ClientPath
 from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.cluster import KafkaCluster
 from systems.kafka.config import KafkaClusterConfig, mode_refusal
@@ -89,9 +88,6 @@ def check_release_keys(cluster: KafkaClusterSpec, image: str, version: str | Non
         raise ScenarioError(lines[0] + more, lines)
 
 
-PROXY_LOG = "toxiproxy.log"  # the clients' proxy's own log, beside the nodes'
-
-
 class KafkaRun(KafkaClientsRun):
     scenario: KafkaScenario
     nemesis: KafkaNemesis | None
@@ -112,8 +108,6 @@ class KafkaRun(KafkaClientsRun):
         self.cluster: KafkaCluster | None = None
         self.admin: KafkaAdmin | None = None
         self.watch: PartitionWatch | None = None
-        # Toxiproxy between the workload's clients and the brokers, when a step needs it.
-        self.proxy: ProxyServer | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -130,8 +124,7 @@ class KafkaRun(KafkaClientsRun):
             proxied=self.scenario.uses_proxy(),
         )
         cluster = self.cluster
-        if cluster.proxy_routes():
-            self.proxy = self._client_proxy(cluster)
+        self._start_proxy(cluster.proxy_routes())
         self.manifest.images = cluster.image_info()
         self.manifest.settings = self._settings(cluster.config)
         self.manifest.settings_from_scenario = self._chosen(self.manifest.settings)
@@ -168,6 +161,8 @@ class KafkaRun(KafkaClientsRun):
             HistoryWriter(self.history_dir, "nemesis", "kafka", keep_going=True),
             disks=cluster.disks,
         )
+        if self.proxy is not None:
+            net.client_path = ClientPath(self.proxy, net.logged)
         self.nemesis = KafkaNemesis(
             net,
             admin,
@@ -176,7 +171,6 @@ class KafkaRun(KafkaClientsRun):
             self.scenario.workload.coordinated(),
             ClientGroups(self.running_clients, restart=self.restart_client),
             coordinator_keys=self.scenario.workload.coordinator_keys(),
-            client_path=ClientPath(self.proxy, net.logged) if self.proxy is not None else None,
         )
         self.watch = PartitionWatch(
             admin.admin,
@@ -226,28 +220,10 @@ class KafkaRun(KafkaClientsRun):
             self.watch.start()
         super()._workload()
 
-    def _client_proxy(self, cluster: KafkaCluster) -> ProxyServer:
-        """Toxiproxy started, with a proxy per broker where its clients are told to connect
-        (each forwarding to the broker's published port); it ends with the run."""
-        proxy = ProxyServer(self.paths.logs / PROXY_LOG)
-        try:
-            proxy.start()
-            for broker, (listen, upstream) in sorted(cluster.proxy_routes().items()):
-                proxy.create(broker, upstream, listen)
-        except ProxyError as e:
-            proxy.stop()
-            raise ScenarioError(f"the clients' proxy: {e}") from None
-        self.manifest.client_proxy = dict(proxy.proxies)
-        return proxy
-
     def _teardown(self) -> None:
         if self.watch is not None:
             self.watch.stop()
-        try:
-            super()._teardown()
-        finally:
-            if self.proxy is not None:
-                self.proxy.stop()
+        super()._teardown()
 
     def _cluster_down(self) -> None:
         """The nodes' evidence copied out while their containers exist (a killed node's too),

@@ -34,7 +34,7 @@ from systems.kafka.workload_spec import (
     KafkaWorkload,
 )
 from systems.problems import KeyProblem, did_you_mean
-from systems.scenario import KnownOp, ScenarioBase, Strict
+from systems.scenario import KnownOp, ScenarioBase, Strict, client_path_refusal
 
 
 def _bare_node(value: object) -> object:
@@ -206,10 +206,8 @@ class KafkaStep(Strict):
             raise ValueError(f"{self.op} needs from and to")
         if self.op == "degrade" and not (self.loss_pct or self.delay_ms or self.rate_kbit):
             raise ValueError("degrade needs loss_pct, delay_ms or rate_kbit")
-        if self.op == "delay" and not self.delay_ms:
-            raise ValueError("delay needs delay_ms (jitter_ms and both_ways are optional)")
-        if self.op == "slow-link" and not self.rate_kbit:
-            raise ValueError("slow-link needs rate_kbit (both_ways is optional)")
+        if refusal := client_path_refusal(self.op, self.delay_ms, self.rate_kbit):
+            raise ValueError(refusal)
         if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
             raise ValueError(f"{self.op} needs at least two non-empty groups")
         if arguments == "client":
@@ -244,11 +242,6 @@ class KafkaScenario(ScenarioBase):
     """The clients: who writes, who reads, and how."""
     nemesis: list[KafkaStep] = Field(default_factory=list)
     """The faults, in time order: each step names an op, when it starts and whom it hits."""
-
-    def uses_proxy(self) -> bool:
-        """Whether a step faults the clients' path (delay, blackhole, ...): the run then puts
-        Toxiproxy between the workload's clients and the brokers."""
-        return any(fault(step.op).needs_proxy for step in self.nemesis)
 
     def kafka_line(self, requested: str | None = None) -> str:
         """The release line or release a run starts: --kafka's, else the scenario's, else 3.9."""

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from nemesis.containers import Nemesis, NemesisError
 from nemesis.picks import RANDOM_NODE, draw_groups, draw_node
+from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.rabbitmq.scenario import NemesisStep, is_role
 
 
@@ -154,6 +155,7 @@ HANDLERS: dict[str, Handler] = {
     "power-loss": lambda n, _c, s: n.power_loss(s.nodes),
     "block-publishers": lambda n, c, s: block_publishers(n, c, s.nodes),
     "wait-drained": lambda n, c, s: wait_drained(n, c, s.nodes, s.within),
+    **{op: lambda n, _c, s: apply_client_fault(n, s.op, s.nodes, s) for op in CLIENT_PATH_OPS},
 }
 
 

@@ -17,6 +17,7 @@ from contract.rundir import RunDir
 from contract.topology import Endpoint
 from contract.wait import wait_until
 from nemesis.containers import Nemesis
+from systems.client_path import ClientPath
 from systems.evidence import write_index
 from systems.rabbitmq import confschema, evidence, key_check
 from systems.rabbitmq.broker_log import mirror_story
@@ -35,6 +36,11 @@ from systems.scenario import ScenarioError
 from workloads.rabbitmq.topology import DeclareRefused, declare_topology
 
 log = logging.getLogger("harness")
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, port = address.rsplit(":", 1)
+    return host, int(port)
 
 
 def final_group(queue: str) -> str:
@@ -76,6 +82,8 @@ class RabbitMQRun(ScenarioRun):
         super().__init__(scenario, scenario_file, opts, progress)
         self.cluster: RabbitMQCluster | None = None
         self.endpoints: dict[str, Endpoint] = {}
+        # Where the workload's clients connect when a proxy is on their path (else endpoints).
+        self.client_endpoints: dict[str, Endpoint] = {}
         self.targets = StepTargets(
             scenario.workload.queues[0],
             nodes=list(scenario.cluster.node_names()),
@@ -131,6 +139,14 @@ class RabbitMQRun(ScenarioRun):
             )
         self.endpoints = {e.node: e for e in self.cluster.endpoints()}
         nodes = [e for n, e in self.endpoints.items() if n != LOAD_BALANCER]
+        if self.scenario.uses_proxy():
+            self._start_proxy({e.node: (0, f"{e.host}:{e.port}") for e in nodes})
+            assert self.proxy is not None
+            # The clients connect to each node's proxy; the harness's own requests go direct.
+            self.client_endpoints = {
+                node: Endpoint(node, *_host_port(listen))
+                for node, listen in self.proxy.proxies.items()
+            }
         try:
             declare_topology(
                 nodes,
@@ -148,6 +164,8 @@ class RabbitMQRun(ScenarioRun):
             HistoryWriter(self.history_dir, "nemesis", c.system, keep_going=True),
             disks=self.cluster.disks,
         )
+        if self.proxy is not None:
+            self.nemesis.client_path = ClientPath(self.proxy, self.nemesis.logged)
         self.manifest.topology = asdict(self.cluster.topology())
 
     def _check_conf_against_the_image(self, cluster: RabbitMQCluster) -> None:
@@ -403,7 +421,8 @@ class RabbitMQRun(ScenarioRun):
         """The client's nodes in its order, those the cluster has; with a load balancer, it
         alone (the RabbitMQ reliability article's assumption 4: every client on the node it
         chooses)."""
-        if LOAD_BALANCER in self.endpoints:
-            return [asdict(self.endpoints[LOAD_BALANCER])]
+        endpoints = self.client_endpoints or self.endpoints
+        if LOAD_BALANCER in endpoints:
+            return [asdict(endpoints[LOAD_BALANCER])]
         named = nodes or self.scenario.cluster.node_names()
-        return [asdict(self.endpoints[n]) for n in named if n in self.endpoints]
+        return [asdict(endpoints[n]) for n in named if n in endpoints]

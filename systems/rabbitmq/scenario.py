@@ -24,7 +24,14 @@ from systems.rabbitmq.settings import (
     queue_arguments_refusal,
     sets_partition_handling,
 )
-from systems.scenario import KnownOp, MessageCount, NodeNames, ScenarioBase, Strict
+from systems.scenario import (
+    KnownOp,
+    MessageCount,
+    NodeNames,
+    ScenarioBase,
+    Strict,
+    client_path_refusal,
+)
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
 # A step may aim at a role of the workload's first queue (quorum queue or stream), resolved when
@@ -316,6 +323,15 @@ class NemesisStep(Strict):
     """cut: the other side."""
     label: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]*$")] = ""
     """Names the nodes this step's roles resolved to, for a later step's @label."""
+    delay_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
+    """delay: the clients' requests reach the targets this much later (the proxy)."""
+    jitter_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+    """delay: delay jitter."""
+    both_ways: bool = False
+    """delay, hold, slow-link: the answers too (a publisher's confirms, a consumer's
+    deliveries)."""
+    rate_kbit: Annotated[int, Field(ge=0, le=10_000_000)] = 0
+    """slow-link: the bandwidth left, in kbit/s."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -347,6 +363,8 @@ class NemesisStep(Strict):
                 raise ValueError(f"{self.op} needs from and to")
         elif arguments == "target" and not self.nodes:
             raise ValueError(f"{self.op} needs a target (node names, a role or an @label)")
+        if refusal := client_path_refusal(self.op, self.delay_ms, self.rate_kbit):
+            raise ValueError(refusal)
         if RANDOM_NODE in self.from_ and RANDOM_NODE in self.to:
             raise ValueError(
                 "random-node is drawn once a step: on both sides it cuts a node off itself"
@@ -417,6 +435,11 @@ class RabbitMQScenario(ScenarioBase):
                 raise ValueError(f"nemesis.{i}: {refusal}")
             if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
                 raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")
+            if fault(step.op).needs_proxy and self.cluster.load_balancer:
+                raise ValueError(
+                    f"nemesis.{i}: {step.op} faults the clients' path to each node, and with "
+                    "cluster.load_balancer the clients reach the nodes through HAProxy alone"
+                )
             named = [*step.nodes, *step.from_, *step.to, *(n for g in step.groups for n in g)]
             named = [n for n in named if not is_role(n)]
             if unknown := [n for n in named if n not in known]:

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from nemesis.containers import NemesisError
-from systems.rabbitmq.nemesis import StepTargets
+from nemesis.containers import Nemesis, NemesisError
+from systems.client_path import ClientPath
+from systems.rabbitmq.nemesis import StepTargets, apply_step
 from systems.rabbitmq.scenario import NemesisStep
 
 
@@ -105,3 +106,58 @@ def test_a_fixed_split_and_a_label_of_a_drawn_one() -> None:
     assert halves.groups == [["rabbit1"], ["rabbit2", "rabbit3"]]
     heal = targets.resolve(net, Leaders(), step(op="heal", nodes=["@cut"]))  # type: ignore[arg-type]
     assert heal.nodes == ["rabbit1"]
+
+
+class Proxy:
+    """A Toxiproxy that records the toxics it is given, one proxy per node."""
+
+    def __init__(self) -> None:
+        self.proxies = {n: f"127.0.0.1:{9000 + i}" for i, n in enumerate(("rabbit1", "rabbit2"))}
+        self.asked: list[tuple[Any, ...]] = []
+
+    def add(self, node: str, toxic: Any) -> None:
+        self.asked.append(("add", node, toxic.name, toxic.type))
+
+    def remove(self, node: str, name: str) -> None:
+        self.asked.append(("remove", node, name))
+
+    def reset_connections(self, node: str) -> None:
+        self.asked.append(("reset", node))
+
+
+def test_the_clients_path_ops_go_to_the_runs_proxy_and_need_one() -> None:
+    net = Nemesis.__new__(Nemesis)  # only its history and client_path are asked
+    net.history = None
+    net.client_path = None
+    with pytest.raises(NemesisError, match="no proxy on the clients' path"):
+        apply_step(net, Leaders(), step(op="delay", nodes=["rabbit1"], delay_ms=500))
+    proxy = Proxy()
+    net.client_path = ClientPath(proxy, net.logged)  # type: ignore[arg-type]
+    apply_step(net, Leaders(), step(op="delay", nodes=["rabbit1"], delay_ms=500))
+    apply_step(net, Leaders(), step(op="hold", nodes=["rabbit2"], both_ways=True))
+    apply_step(net, Leaders(), step(op="reset-clients", nodes=["rabbit1"]))
+    assert proxy.asked == [
+        ("add", "rabbit1", "delay-up", "latency"),
+        ("add", "rabbit2", "hold-up", "latency"),
+        ("add", "rabbit2", "hold-down", "latency"),
+        ("reset", "rabbit1"),
+    ]
+
+
+def test_a_clients_path_op_is_refused_beside_a_load_balancer() -> None:
+    from systems.registry import parse_scenario
+
+    text = """
+id: lb-delay
+expect: safe
+cluster:
+  {system: rabbitmq, queue_type: quorum, partition_handling: pause_minority, load_balancer: true}
+workload:
+  exchange: x
+  queues: [q]
+  publishers: [{id: A, count: 10}]
+  consumers: [{queue: q}]
+nemesis: [{at: 1, op: delay, target: [rabbit1], delay_ms: 100}]
+"""
+    with pytest.raises(Exception, match="HAProxy alone"):
+        parse_scenario(text)

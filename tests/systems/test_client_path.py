@@ -10,7 +10,7 @@ import pytest
 
 from compose.proxy import ProxyServer
 from nemesis.containers import NemesisError
-from systems.kafka.client_path import ClientPath
+from systems.client_path import ClientPath
 from tests.compose.test_proxy import connect, echo, round_trip  # noqa: F401 - the fixture
 
 Events = list[tuple[str, str, dict[str, Any]]]

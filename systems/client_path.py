@@ -1,5 +1,7 @@
 """The faults of the clients' path to the brokers, through the run's Toxiproxy (compose.proxy):
-one proxy per broker, named after it, carrying only the workload's clients' traffic.
+one proxy per broker (a Kafka broker, a RabbitMQ node), named after it, carrying only the
+workload's clients' traffic. The run starts the proxy (start_proxy), gives its clients the
+proxies' addresses, and hangs a ClientPath on its nemesis, whose heals end its faults too.
 
 Each fault is a toxic on the targets' proxies, recorded in the nemesis's history like every
 other fault; a heal removes the toxics of its targets (or all). The toxics in effect are known
@@ -9,6 +11,7 @@ here, so that a heal of some nodes leaves the others' and says so.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from compose.proxy import (
@@ -22,8 +25,12 @@ from compose.proxy import (
     blackhole,
     delay,
 )
-from nemesis.containers import NemesisError
+from nemesis.containers import Nemesis, NemesisError
+from systems.scenario import ScenarioError
 
+PROXY_LOG = "toxiproxy.log"  # the clients' proxy's own log, beside the nodes'
+# The ops of the fault registry that fault the clients' path, as apply_client_fault takes them.
+CLIENT_PATH_OPS = ("delay", "hold", "slow-link", "blackhole", "reset-clients")
 # Runs `act` between the nemesis's invoke and ok events of one history name.
 Logged = Callable[[str, dict[str, Any], Callable[[], Any]], None]
 
@@ -122,3 +129,41 @@ class ClientPath:
     @property
     def in_effect(self) -> bool:
         return any(self.toxics.values())
+
+
+def start_proxy(log: Path, routes: dict[str, tuple[int, str]]) -> ProxyServer:
+    """Toxiproxy started, with a proxy per node: `routes` gives, by node, the 127.0.0.1 port its
+    proxy listens on (0: any free one) and the address it forwards to. It ends with the run."""
+    proxy = ProxyServer(log)
+    try:
+        proxy.start()
+        for node, (listen, upstream) in sorted(routes.items()):
+            proxy.create(node, upstream, listen)
+    except ProxyError as e:
+        proxy.stop()
+        raise ScenarioError(f"the clients' proxy: {e}") from None
+    return proxy
+
+
+def path_of(net: Nemesis) -> ClientPath:
+    if not isinstance(net.client_path, ClientPath):
+        raise NemesisError("this run has no proxy on the clients' path")
+    return net.client_path
+
+
+def apply_client_fault(net: Nemesis, op: str, nodes: list[str], step: Any) -> None:
+    """A step of a clients' path op (delay, hold, slow-link, blackhole, reset-clients) on its
+    resolved nodes; `step` carries the op's arguments, as both systems' steps name them."""
+    path = path_of(net)
+    if op == "delay":
+        path.delay(nodes, step.delay_ms, step.jitter_ms, step.both_ways)
+    elif op == "hold":
+        path.hold(nodes, step.both_ways)
+    elif op == "slow-link":
+        path.slow(nodes, step.rate_kbit, step.both_ways)
+    elif op == "blackhole":
+        path.blackhole(nodes)
+    elif op == "reset-clients":
+        path.reset(nodes)
+    else:
+        raise NemesisError(f"{op} is not a fault of the clients' path")
