@@ -32,8 +32,8 @@ from reports.junit import Case, matrix_case
 from systems.kafka.config import KAFKA_LINES, mode_refusal
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka.workload_spec import FINAL_READER
+from systems.loading import load_checked
 from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
-from systems.registry import load_scenario
 from systems.scenario import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +103,7 @@ def claim_scenarios(scenarios_dir: Path) -> list[RabbitMQScenario | KafkaScenari
     paths += [p for folder in CLAIM_FOLDERS for p in (scenarios_dir / folder).glob("*.yaml")]
     for path in sorted(paths, key=lambda p: p.name):
         try:
-            spec = load_scenario(path)
+            spec = load_checked(path).scenario
         except ScenarioError:
             continue
         if spec.claim and isinstance(spec, (RabbitMQScenario, KafkaScenario)):

@@ -19,7 +19,8 @@ from typing import Any
 
 from contract.rundir import MANIFEST
 from harness.hunt import TRANSACTION_CLIENTS, on_client, wilson_interval
-from systems.registry import AnyScenario, find_scenario, load_scenario, parse_scenario
+from systems.loading import load_checked
+from systems.registry import AnyScenario, parse_scenario
 from systems.scenario import ScenarioError, to_yaml
 
 HUNTS_NAME = "claims-hunts.json"
@@ -199,7 +200,7 @@ def shipped_scenarios(ids: Iterable[str], scenarios_dir: Path) -> dict[str, AnyS
     found = {}
     for scenario_id in set(ids):
         try:
-            found[scenario_id] = load_scenario(find_scenario(scenario_id, scenarios_dir))
+            found[scenario_id] = load_checked(scenario_id, scenarios_dir).scenario
         except ScenarioError:
             continue
     return found

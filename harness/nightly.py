@@ -28,7 +28,8 @@ from harness.chaos import ChaosResult, chaos_runs, run_timeout
 from harness.hunt import Hunt, hunt_folder, run_hunt, targets_of
 from harness.shrink import ShrinkError, shrink_run
 from reports.junit import Case, suite, write
-from systems.registry import AnyScenario, find_scenario, load_scenario
+from systems.loading import load_checked
+from systems.registry import AnyScenario
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def run_night(
     """Runs the bases in turn, one generated schedule each, until `hours` are spent."""
     deadline = time.monotonic() + hours * 3600
     night = Night(time.strftime("%Y-%m-%d", time.gmtime()))
-    loaded = {b.scenario: load_scenario(find_scenario(b.scenario, scenarios_dir)) for b in bases}
+    loaded = {b.scenario: load_checked(b.scenario, scenarios_dir).scenario for b in bases}
     for b in bases:  # a base the options leave no room for stops the night before it starts
         try:
             chaos_scenario(

@@ -184,14 +184,15 @@ def chaos(
     from chaos.generator import ChaosError, ChaosOptions
     from chaos.schedule import chaos_scenario, steps_yaml
     from harness.chaos import chaos_runs, tally
-    from harness.scenario_options import check_kafka_options, where_it_runs
-    from systems.registry import find_scenario, load_scenario
+    from harness.scenario_options import where_it_runs
+    from systems.loading import load_checked
     from systems.scenario import ScenarioError
 
     _setup_logging(False)
     try:
-        spec = load_scenario(find_scenario(base, SCENARIOS_DIR))
-        check_kafka_options(spec, mode, kafka, build=not dry_run)
+        spec = load_checked(
+            base, SCENARIOS_DIR, kafka=kafka, mode=mode, kafka_as="line", build=not dry_run
+        ).scenario
         options = ChaosOptions(
             seed=seed if seed is not None else secrets.randbelow(1_000_000),
             seconds=minutes * 60,
@@ -324,7 +325,8 @@ def hunt(
         targets_of,
     )
     from harness.scenario_options import judge_on_lines
-    from systems.registry import find_scenario, load_scenario
+    from systems.loading import load_checked
+    from systems.registry import find_scenario
     from systems.scenario import ScenarioError
 
     _setup_logging(False)
@@ -337,7 +339,7 @@ def hunt(
     try:
         # Each run is a process of its own in the repository: the path is handed on absolute.
         path = find_scenario(scenario, SCENARIOS_DIR).resolve()
-        spec = load_scenario(path)
+        spec = load_checked(path).scenario
         judge_on_lines(path, option, lines, mode)
         folder = hunt_folder(results.resolve(), spec.id)
         targets = targets_of(spec, path, lines, clients, folder)
@@ -408,7 +410,8 @@ def nightly(
         write_night,
     )
     from reports.index import render_index
-    from systems.registry import find_scenario, load_scenario
+    from systems.loading import load_checked
+    from systems.registry import find_scenario
     from systems.scenario import ScenarioError
 
     _setup_logging(False)
@@ -426,7 +429,7 @@ def nightly(
     deadline = time.monotonic() + hours * 3600
     try:
         paths = [find_scenario(name, SCENARIOS_DIR).resolve() for name in _csv(hunted) or ()]
-        to_hunt = [(load_scenario(path), path) for path in paths]
+        to_hunt = [(load_checked(path).scenario, path) for path in paths]
         chaos_hours = hours * (1 - HUNT_SHARE) if to_hunt else hours
         with _warm_checker():
             night = run_night(

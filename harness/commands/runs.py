@@ -5,6 +5,7 @@ left behind)."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -87,34 +88,31 @@ def run(
     from compose.cli import ComposeError
     from compose.engine import EngineLost
     from harness.progress import RunProgress
-    from harness.scenario_options import (
-        check_kafka_options,
-        check_release_keys,
-        on_rabbitmq,
-        rabbitmq_option,
-    )
     from nemesis.containers import NemesisError
     from systems.evidence import prune_evidence
-    from systems.kafka.releases import check_spec
-    from systems.registry import find_scenario, load_scenario, make_run, with_config_files
+    from systems.loading import load_checked
+    from systems.registry import make_run
     from systems.run import Interrupted, RunOptions
     from systems.scenario import ScenarioError
 
     runner: Any = None  # the run, once it has a directory
     try:
-        path = find_scenario(scenario, SCENARIOS_DIR)
-        if kafka is not None:
-            check_spec(kafka)
-        # Every problem the file has, offline, before anything is built or started.
-        spec = load_scenario(path, rabbitmq_option(rabbitmq), kafka)
-        spec = on_rabbitmq(spec, rabbitmq)
-        spec, fates = with_config_files(spec, config or [], config_wins)
-        _say_config_fates(fates)
-        _warn_of_vacuity(spec, strict)
-        check_kafka_options(spec, mode, kafka)
-        # Keys a release whose definitions are not shipped takes, as its image says, before the
+        # Every problem the file has, offline, before anything is built or started; then the
+        # keys a release whose definitions are not shipped takes, as its image says, before the
         # run has a folder.
-        check_release_keys(spec, mode)
+        loaded = load_checked(
+            scenario,
+            SCENARIOS_DIR,
+            kafka=kafka,
+            rabbitmq=rabbitmq,
+            mode=mode,
+            config_files=config or (),
+            config_wins=config_wins,
+            build=True,
+            release_keys=True,
+            on_read=functools.partial(_said_of, strict=strict),
+        )
+        spec, path = loaded.scenario, loaded.path
         opts = RunOptions(
             results_root=results,
             keep_cluster=keep,
@@ -122,7 +120,7 @@ def run(
             kafka_mode=mode,
             kafka_line=kafka,
             seed=seed,
-            config_files=tuple(f.record() for f in fates),
+            config_files=tuple(f.record() for f in loaded.config_fates),
             data_cap_mib=data_cap,
         )
         runner = make_run(spec, path, opts, RunProgress if verbose else None)
@@ -160,6 +158,13 @@ def run(
     raise typer.Exit(code)
 
 
+def _said_of(loaded: Any, strict: bool) -> None:
+    """What a run says of its scenario once it is read: what became of a team's keys, and why
+    its faults may find no traffic."""
+    _say_config_fates(loaded.config_fates)
+    _warn_of_vacuity(loaded.scenario, strict)
+
+
 def _warn_of_vacuity(spec: Any, strict: bool) -> None:
     """A line for each reason the scenario's faults may find no traffic; with --strict, the run
     stops there, before anything starts."""
@@ -173,7 +178,7 @@ def _warn_of_vacuity(spec: Any, strict: bool) -> None:
         raise ScenarioError(f"{spec.id}: {len(warnings)} warning(s) above and --strict: not run")
 
 
-def _say_config_fates(fates: list[Any]) -> None:
+def _say_config_fates(fates: Iterable[Any]) -> None:
     """A line for each key of a team's file that was not simply taken, and how many were."""
     taken: dict[str, int] = {}
     for fate in fates:
@@ -230,7 +235,8 @@ def compare(
     from harness.compare import table_lines
     from harness.scenario_options import judge_on_lines
     from systems.config_files import absolute_config_option
-    from systems.registry import find_scenario, load_scenario
+    from systems.loading import load_checked
+    from systems.registry import find_scenario
     from systems.scenario import ScenarioError
 
     if (kafka is None) == (rabbitmq is None):
@@ -242,7 +248,7 @@ def compare(
         path = find_scenario(scenario, SCENARIOS_DIR).resolve()
         configs = [absolute_config_option(c) for c in config or []]
         judge_on_lines(path, option, list(lines), mode, configs, config_wins)
-        spec = load_scenario(path)
+        spec = load_checked(path).scenario
     except (ScenarioError, ComposeError) as e:
         raise _fail(str(e)) from None
     extra = [

@@ -63,7 +63,8 @@ def validate(
     one line per problem, at its file, line and column, and a warning where the faults may
     find no traffic to test."""
     from systems.kafka.releases import check_spec
-    from systems.registry import load_scenario, scenario_files, scenario_warnings
+    from systems.loading import load_checked
+    from systems.registry import scenario_files, scenario_warnings
     from systems.scenario import ScenarioError
     from systems.vacuity import vacuity_warnings
 
@@ -77,7 +78,7 @@ def validate(
         errors: list[str] = []
         warnings: list[str] = []
         try:
-            spec = load_scenario(f, kafka=kafka)
+            spec = load_checked(f, kafka=kafka, kafka_as="keys").scenario
             warnings = scenario_warnings(spec) + vacuity_warnings(spec)
         except ScenarioError as e:
             errors = e.problems
