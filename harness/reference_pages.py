@@ -241,12 +241,15 @@ def step_options() -> dict[str, dict[str, list[str]]]:
 
 
 def ops_named(description: str) -> list[str]:
-    """The ops a field's description opens with ("elect / rolling-restart: time bound")."""
-    head, colon, _ = description.partition(":")
-    if not colon:
-        return []
-    words = [w.strip() for w in re.split(r"[,/]", head)]
-    return [w for w in words if re.fullmatch(r"[a-z]+(-[a-z]+)*", w)]
+    """The ops a field's description opens with ("elect / rolling-restart: time bound"), in
+    each of its clauses ("cut, degrade: both directions; delay, hold: the answers too")."""
+    ops: list[str] = []
+    for clause in description.split(";"):
+        head, colon, _ = clause.partition(":")
+        if colon:
+            words = [w.strip() for w in re.split(r"[,/]", head)]
+            ops += [w for w in words if re.fullmatch(r"[a-z]+(-[a-z]+)*", w)]
+    return ops
 
 
 # The fields each kind of arguments names (the faults page's *Arguments*, not its *Options*).
@@ -254,7 +257,7 @@ ARGUMENT_FIELDS = {"from-to": {"from", "to"}, "groups": {"groups"}, "client": {"
 
 
 def _options(op: FaultOp, options: dict[str, dict[str, list[str]]]) -> str:
-    by_system = {system: options.get(system, {}).get(op.name, []) for system in op.systems}
+    by_system = {s: options.get(s, {}).get(op.name, []) for s in sorted(op.systems)}
     named = ARGUMENT_FIELDS.get(op.arguments, set())
     cells = []
     for field in dict.fromkeys(f for fields in by_system.values() for f in fields):

@@ -166,7 +166,8 @@ class KafkaStep(Strict):
     to: Selector | None = None
     """cut, degrade: the other side."""
     both_ways: bool = False
-    """cut, degrade: both directions, not only from -> to; delay, hold: the answers too."""
+    """cut, degrade: both directions, not only from -> to; delay, hold, slow-link: the answers
+    too."""
     groups: list[list[str]] = Field(default_factory=list)
     """partition: the sides, each a list of node names, roles (leader, controller,
     transaction-coordinator, ...) and @labels, resolved when the step runs; a node in no group
