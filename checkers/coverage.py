@@ -109,6 +109,7 @@ def coverage_of(
         "delivered_in_faults": totals["delivered"],
         "exposed_at_faults": totals["exposed"],
         "late_steps": _late_steps(nemesis, run_start),
+        **_undelivered(nemesis),
         "requires": requires,
         "missing": missing,
         "vacuous": bool(why),
@@ -212,6 +213,17 @@ def _watch_at(states: list[dict[str, Any]], t: float) -> _Watch:
 # ---- the nemesis's steps ---------------------------------------------------------------------
 
 LATE_STEP_S = 1.0  # a step whose fault began later than this after its `at` did not run as written
+
+
+def _undelivered(nemesis: list[dict[str, Any]]) -> dict[str, int]:
+    """`proxy_undelivered`, when the clients' proxy dropped held data at a release (no reader
+    took it: a connection its client had stopped reading): those requests never arrived."""
+    dropped = sum(
+        int(event_value(e.get("value")).get("undelivered_chunks") or 0)
+        for e in nemesis
+        if e["type"] == "ok" and e["f"] == "release-clients"
+    )
+    return {"proxy_undelivered": dropped} if dropped else {}
 
 
 def _late_steps(nemesis: list[dict[str, Any]], run_start: float) -> list[dict[str, Any]]:

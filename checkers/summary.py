@@ -167,6 +167,11 @@ def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
     ]
     for late in coverage.get("late_steps") or []:
         lines.append(f"late: {late['step']} began {late['lag']:.1f} s after its scheduled time")
+    if dropped := coverage.get("proxy_undelivered"):
+        lines.append(
+            f"proxy: {dropped} held chunks never delivered at a release (no reader took them in "
+            "5 s: a connection its client had stopped reading)"
+        )
     if situations := coverage.get("situations"):
         lines.append("situations: " + ", ".join(f"{k} {n}" for k, n in situations.items()))
     if coverage.get("vacuous"):

@@ -36,6 +36,12 @@ MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 BUILD_TIMEOUT_S = 600.0
 START_TIMEOUT_S = 10.0
 API_TIMEOUT_S = 5.0
+# Removing a toxic that holds data flushes it first, each chunk waiting up to 5 s for a reader
+# (Toxiproxy's own bound): a release can take a while, and is bounded here.
+REMOVE_TIMEOUT_S = 120.0
+# What Toxiproxy logs for a chunk it dropped at a toxic's removal, no reader having taken it in
+# 5 s (a connection its client stopped reading): held data that was never delivered.
+UNDELIVERED = b"Could not write last packets after interrupt"
 UPSTREAM, DOWNSTREAM = "upstream", "downstream"
 # A hold is a latency longer than any step (a scenario lasts an hour at most): removing the toxic
 # delivers what it held at once and in order, even to a client that closed its connection.
@@ -192,11 +198,20 @@ class ProxyServer:
     def __exit__(self, *_: object) -> None:
         self.stop()
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        timeout: float = API_TIMEOUT_S,
+        missing_ok: bool = False,
+    ) -> Any:
         try:
-            answer = requests.request(method, f"{self.api}{path}", json=body, timeout=API_TIMEOUT_S)
+            answer = requests.request(method, f"{self.api}{path}", json=body, timeout=timeout)
         except requests.RequestException as e:
             raise ProxyError(f"Toxiproxy {method} {path}: {e}") from None
+        if missing_ok and answer.status_code == 404:
+            return None
         if answer.status_code >= 300:
             raise ProxyError(
                 f"Toxiproxy {method} {path}: {answer.status_code} {answer.text.strip()[:200]}"
@@ -219,7 +234,16 @@ class ProxyServer:
         self._call("POST", f"/proxies/{proxy}/toxics", toxic.body())
 
     def remove(self, proxy: str, toxic: str) -> None:
-        self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic}")
+        """The toxic removed (what it held delivered first); one already gone is removed."""
+        path = f"/proxies/{proxy}/toxics/{toxic}"
+        self._call("DELETE", path, timeout=REMOVE_TIMEOUT_S, missing_ok=True)
+
+    def undelivered(self) -> int:
+        """How many held chunks Toxiproxy has dropped at a removal so far (from its log; 0
+        without one)."""
+        if self.log is None or not self.log.exists():
+            return 0
+        return self.log.read_bytes().count(UNDELIVERED)
 
     def toxics(self, proxy: str) -> list[dict[str, Any]]:
         return list(self._call("GET", f"/proxies/{proxy}/toxics") or [])

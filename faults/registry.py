@@ -97,7 +97,10 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("start-blackhole", "clients' link blackholed (proxy)", "network-start"),
     HistoryName("start-slow-link", "clients' link slowed (proxy)", "network-start"),
     HistoryName("start-hold", "clients' requests held (proxy)", "network-start"),
-    HistoryName("release-clients", "clients' path healed, held requests delivered", "network-heal"),
+    # Written by a heal beside its stop-partition: part of that step, not one of its own.
+    HistoryName(
+        "release-clients", "clients' path healed, held requests delivered", "network-heal", False
+    ),
     HistoryName("reset-clients", "clients' connections reset (proxy)", "none"),
     HistoryName("stop-partition", "heal", "network-heal"),
     HistoryName("heal", "heal everything", "heal-all"),

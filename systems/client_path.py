@@ -109,19 +109,26 @@ class ClientPath:
     def heal(self, nodes: Iterable[str] | None = None) -> None:
         """The toxics of `nodes` (None: every node's) removed, in the history as
         `release-clients` with the toxics each node had (what a hold held is delivered as its
-        toxic goes) and what is left; nothing is written when none of them had a toxic."""
+        toxic goes), what is left, and `undelivered_chunks` when Toxiproxy dropped held data no
+        reader took (a connection its client had given up reading); nothing is written when
+        none of them had a toxic."""
         chosen = sorted(self.toxics if nodes is None else set(nodes) & set(self.toxics))
         removed = {node: sorted(self.toxics[node]) for node in chosen if self.toxics[node]}
         if not removed:
             return
 
         def act() -> dict[str, Any]:
+            dropped = self.proxy.undelivered()
             for node, names in removed.items():
-                for name in names:
+                # The requests first: what a hold held reaches the brokers before their answers.
+                for name in sorted(names, key=lambda n: not n.endswith("-up")):
                     self._call(self.proxy.remove, node, name)
                     self.toxics[node].discard(name)
             left = {n: sorted(t) for n, t in sorted(self.toxics.items()) if t}
-            return {"remaining_toxics": left}
+            out: dict[str, Any] = {"remaining_toxics": left}
+            if undelivered := self.proxy.undelivered() - dropped:
+                out["undelivered_chunks"] = undelivered
+            return out
 
         value = {"op": "heal", "nodes": "all" if nodes is None else chosen, "toxics": removed}
         self.logged("release-clients", value, act)

@@ -420,3 +420,16 @@ def test_a_killed_copier_is_a_client_ended_and_its_restart_ends_the_fault() -> N
     assert not c["vacuous"], c["why_vacuous"]
     assert [s["step"] for s in c["steps"]] == ["1. kill-client C1 at +30.0 s"]
     assert c["situations"]["client-ended"] == 1 and "client-paused" not in c["situations"]
+
+
+def test_held_data_the_proxy_could_not_deliver_is_said() -> None:
+    nemesis = [
+        {"time": 10.0, "type": "invoke", "f": "start-hold",
+         "value": {"op": "hold", "nodes": ["k1"]}},
+        {"time": 20.0, "type": "ok", "f": "release-clients",
+         "value": {"nodes": ["k1"], "remaining_toxics": {}, "undelivered_chunks": 2}},
+    ]  # fmt: skip
+    c = coverage_of(nemesis, [], [], ClusterFacts(), [], "safe", 0.0)
+    assert c["proxy_undelivered"] == 2
+    quiet = coverage_of(nemesis[:1], [], [], ClusterFacts(), [], "safe", 0.0)
+    assert "proxy_undelivered" not in quiet

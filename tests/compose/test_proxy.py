@@ -175,3 +175,11 @@ def test_the_proxy_ends_with_the_process_that_started_it(tmp_path: object) -> No
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=10)
     assert wait_until(lambda: not alive(proxy_pid), 10), "the proxy outlived its starter"
+
+
+def test_removing_a_toxic_already_gone_is_no_error(echo: str, proxy: ProxyServer) -> None:
+    proxy.create("kafka1", echo)
+    proxy.add("kafka1", delay("held", 100))
+    proxy.remove("kafka1", "held")
+    proxy.remove("kafka1", "held")  # a retried heal: the toxic is gone, as asked
+    assert proxy.toxics("kafka1") == [] and proxy.undelivered() == 0

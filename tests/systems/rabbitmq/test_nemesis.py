@@ -124,6 +124,9 @@ class Proxy:
     def reset_connections(self, node: str) -> None:
         self.asked.append(("reset", node))
 
+    def undelivered(self) -> int:
+        return 0
+
 
 def test_the_clients_path_ops_go_to_the_runs_proxy_and_need_one() -> None:
     net = Nemesis.__new__(Nemesis)  # only its history and client_path are asked
