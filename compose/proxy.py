@@ -121,6 +121,24 @@ def delay(name: str, latency_ms: int, jitter_ms: int = 0, stream: str = UPSTREAM
     return Toxic(name, "latency", stream, {"latency": latency_ms, "jitter": jitter_ms})
 
 
+# A bandwidth no link here reaches, in KB/s: Toxiproxy reads a rate of 0 as a bug, not as none.
+UNLIMITED_KB_S = 1_000_000_000
+
+
+def released(toxic: Toxic) -> dict[str, int] | None:
+    """The attributes that make a toxic do nothing while it keeps its place, or None for one
+    whose removal loses nothing (a blackhole drops what it takes anyway). Toxiproxy flushes
+    what a toxic holds when it is removed with a 5 s bound per chunk and drops what no reader
+    takes in time (a broker applying backpressure, a client that gave up its connection): a
+    released latency or bandwidth goes on passing what it held, in order, as fast as the other
+    end reads it, and drops nothing."""
+    if toxic.type == "latency":
+        return {"latency": 0, "jitter": 0}
+    if toxic.type == "bandwidth":
+        return {"rate": UNLIMITED_KB_S}
+    return None
+
+
 def blackhole(name: str, stream: str = UPSTREAM) -> Toxic:
     """The data dropped, the connection kept open: the client learns nothing until its own
     timeouts. Toxiproxy closes the connections it held when the toxic goes."""
@@ -237,6 +255,12 @@ class ProxyServer:
         """The toxic removed (what it held delivered first); one already gone is removed."""
         path = f"/proxies/{proxy}/toxics/{toxic}"
         self._call("DELETE", path, timeout=REMOVE_TIMEOUT_S, missing_ok=True)
+
+    def update(self, proxy: str, toxic: str, attributes: dict[str, int]) -> None:
+        """New attributes for a toxic in place: what it holds goes on through it, nothing is
+        dropped (the call returns once the chunk it was holding has moved on)."""
+        body = {"attributes": attributes}
+        self._call("POST", f"/proxies/{proxy}/toxics/{toxic}", body, timeout=REMOVE_TIMEOUT_S)
 
     def undelivered(self) -> int:
         """How many held chunks Toxiproxy has dropped at a removal so far (from its log; 0

@@ -24,6 +24,7 @@ from compose.proxy import (
     bandwidth,
     blackhole,
     delay,
+    released,
 )
 from nemesis.containers import Nemesis, NemesisError
 from systems.scenario import ScenarioError
@@ -39,18 +40,24 @@ class ClientPath:
     def __init__(self, proxy: ProxyServer, logged: Logged) -> None:
         self.proxy = proxy
         self.logged = logged
-        self.toxics: dict[str, set[str]] = {}  # broker -> names of its toxics in effect
+        self.toxics: dict[str, dict[str, Toxic]] = {}  # node -> its toxics in effect, by name
+        # node -> toxics healed in place (released: they pass everything), removed only when a
+        # fault of their kind comes again
+        self.spent: dict[str, set[str]] = {}
 
     def _put(self, nodes: list[str], toxics: list[Toxic]) -> dict[str, Any]:
         for node in nodes:
             if node not in self.proxy.proxies:
                 raise NemesisError(f"{node} has no proxy on the clients' path")
-            held = self.toxics.setdefault(node, set())
+            held = self.toxics.setdefault(node, {})
+            spent = self.spent.setdefault(node, set())
             for toxic in toxics:
-                if toxic.name in held:  # a second fault of the kind replaces the first
+                # A second fault of the kind replaces the first (or what is left of it).
+                if toxic.name in held or toxic.name in spent:
                     self._call(self.proxy.remove, node, toxic.name)
+                    spent.discard(toxic.name)
                 self._call(self.proxy.add, node, toxic)
-                held.add(toxic.name)
+                held[toxic.name] = toxic
         return {}
 
     @staticmethod
@@ -122,8 +129,7 @@ class ClientPath:
             for node, names in removed.items():
                 # The requests first: what a hold held reaches the brokers before their answers.
                 for name in sorted(names, key=lambda n: not n.endswith("-up")):
-                    self._call(self.proxy.remove, node, name)
-                    self.toxics[node].discard(name)
+                    self._release(node, self.toxics[node].pop(name))
             left = {n: sorted(t) for n, t in sorted(self.toxics.items()) if t}
             out: dict[str, Any] = {"remaining_toxics": left}
             if undelivered := self.proxy.undelivered() - dropped:
@@ -132,6 +138,16 @@ class ClientPath:
 
         value = {"op": "heal", "nodes": "all" if nodes is None else chosen, "toxics": removed}
         self.logged("release-clients", value, act)
+
+    def _release(self, node: str, toxic: Toxic) -> None:
+        """A toxic ended: made to pass everything in place when it may hold data (see
+        compose.proxy.released), else removed."""
+        attributes = released(toxic)
+        if attributes is None:
+            self._call(self.proxy.remove, node, toxic.name)
+            return
+        self._call(self.proxy.update, node, toxic.name, attributes)
+        self.spent.setdefault(node, set()).add(toxic.name)
 
     @property
     def in_effect(self) -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from compose.proxy import HOLD_MS, ProxyServer, blackhole, delay
+from compose.proxy import HOLD_MS, ProxyServer, blackhole, delay, released
 from contract.process import alive
 from contract.wait import wait_until
 from tests.helpers import ROOT
@@ -183,3 +183,40 @@ def test_removing_a_toxic_already_gone_is_no_error(echo: str, proxy: ProxyServer
     proxy.remove("kafka1", "held")
     proxy.remove("kafka1", "held")  # a retried heal: the toxic is gone, as asked
     assert proxy.toxics("kafka1") == [] and proxy.undelivered() == 0
+
+
+def test_a_hold_released_in_place_drops_nothing_a_slow_reader_takes_late(
+    proxy: ProxyServer,
+) -> None:
+    """Removing a toxic drops what no reader takes within 5 s; released in place (latency 0),
+    the held data waits for a reader that comes back only after 7 s, all of it, in order."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(30)
+    got = bytearray()
+    size = 8 * 1024 * 1024  # far past what the sockets buffer between them
+
+    def read_late() -> None:
+        conn, _ = server.accept()
+        with conn:
+            time.sleep(7.0)
+            while len(got) < size and (data := conn.recv(1 << 16)):
+                got.extend(data)
+
+    reader = threading.Thread(target=read_late, daemon=True)
+    reader.start()
+    listen = proxy.create("kafka1", f"127.0.0.1:{server.getsockname()[1]}")
+    held = delay("hold", HOLD_MS)
+    proxy.add("kafka1", held)
+    payload = bytes(i % 251 for i in range(size))
+    with connect(listen) as conn:
+        sender = threading.Thread(target=conn.sendall, args=(payload,), daemon=True)
+        sender.start()
+        time.sleep(1.0)
+        attributes = released(held)
+        assert attributes is not None
+        proxy.update("kafka1", "hold", attributes)
+        reader.join(timeout=60)
+        sender.join(timeout=10)
+    server.close()
+    assert len(got) == size and bytes(got) == payload
+    assert proxy.undelivered() == 0

@@ -50,7 +50,12 @@ def test_a_delay_is_recorded_and_a_heal_of_one_broker_leaves_the_others(
         {"op": "heal", "nodes": ["kafka1"], "toxics": {"kafka1": ["delay-down", "delay-up"]},
          "remaining_toxics": {"kafka2": ["delay-down", "delay-up"]}},
     )  # fmt: skip
-    assert client_path.proxy.toxics("kafka1") == []
+    # Healed in place: the toxics pass everything (what they held went on), none dropped.
+    kept = client_path.proxy.toxics("kafka1")
+    assert sorted(t["name"] for t in kept) == ["delay-down", "delay-up"]
+    assert all(t["attributes"]["latency"] == 0 for t in kept)
+    with connect(client_path.proxy.proxies["kafka1"]) as conn:
+        assert round_trip(conn) < 0.7
     client_path.heal()
     assert events[-1][2]["nodes"] == "all" and events[-1][2]["remaining_toxics"] == {}
     assert not client_path.in_effect
@@ -84,6 +89,10 @@ def test_a_second_delay_replaces_the_first(path: tuple[ClientPath, Events]) -> N
     client_path.delay(["kafka1"], 200, 0, both_ways=False)
     (toxic,) = client_path.proxy.toxics("kafka1")
     assert toxic["attributes"]["latency"] == 200
+    client_path.heal()
+    client_path.delay(["kafka1"], 300, 0, both_ways=False)  # after a release in place
+    (toxic,) = client_path.proxy.toxics("kafka1")
+    assert toxic["attributes"]["latency"] == 300
 
 
 def test_a_blackhole_and_a_reset_are_recorded(path: tuple[ClientPath, Events]) -> None:
