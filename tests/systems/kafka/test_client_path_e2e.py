@@ -8,6 +8,7 @@ import json
 import statistics
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,13 +16,13 @@ from contract.process import alive
 from tests.helpers import ROOT, history_events
 from tests.systems.kafka.test_real_cluster import kafka_image_or_missing
 
-pytestmark = [pytest.mark.spark, pytest.mark.e2e]
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.e2e]
 
 
 def test_a_delayed_leader_link_delays_the_producers_acks_and_nothing_else(
-    tmp_path: Path,
+    docker_client: Any, tmp_path: Path
 ) -> None:
-    kafka_image_or_missing("4.4")
+    kafka_image_or_missing(docker_client, "kraft", "4.4")
     command = [".venv/bin/harness", "run", "delay-leader", "--kafka", "4.4"]
     result = subprocess.run(
         [*command, "--results", str(tmp_path)],
@@ -64,13 +65,13 @@ def test_a_delayed_leader_link_delays_the_producers_acks_and_nothing_else(
 
 
 def test_a_hold_delivers_requests_after_their_transaction_ended_and_the_broker_says_so(
-    tmp_path: Path,
+    docker_client: Any, tmp_path: Path
 ) -> None:
     """T6 on 4.4 (confluent-kafka, transaction version 1): the records held on the brokers
     that are not the coordinator outlive the transactions that wrote them, and the commit held
     on the coordinator outlives the transaction timeout, which the coordinator's own log shows
     it enforcing while the hold lasted."""
-    kafka_image_or_missing("4.4")
+    kafka_image_or_missing(docker_client, "kraft", "4.4")
     result = subprocess.run(
         [".venv/bin/harness", "run", "T6", "--kafka", "4.4", "--results", str(tmp_path)],
         capture_output=True,
