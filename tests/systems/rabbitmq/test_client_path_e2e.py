@@ -1,7 +1,7 @@
 """The clients' path through Toxiproxy on real RabbitMQ (the nightly tier): delay-rabbitmq's
 publisher, connected to rabbit1 through the proxy, has its confirms delayed by the 4 s link
-delay (both ways) and hears nothing during the hold that outlasts its confirm timeout; the nodes' own traffic stays
-direct, and the proxy is gone with the run."""
+delay (both ways) and hears nothing during the hold that outlasts its confirm timeout; the
+nodes' own traffic stays direct, and the proxy is gone with the run."""
 
 from __future__ import annotations
 
