@@ -8,29 +8,22 @@ import json
 import statistics
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from contract.process import alive
-from tests.helpers import ROOT, history_events
+from tests.helpers import history_events, run_harness
 from tests.systems.kafka.test_real_cluster import kafka_image_or_missing
 
-pytestmark = [pytest.mark.spark, pytest.mark.e2e]
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.e2e]
 
 
 def test_a_delayed_leader_link_delays_the_producers_acks_and_nothing_else(
-    tmp_path: Path,
+    docker_client: Any, tmp_path: Path
 ) -> None:
-    kafka_image_or_missing("4.4")
-    command = [".venv/bin/harness", "run", "delay-leader", "--kafka", "4.4"]
-    result = subprocess.run(
-        [*command, "--results", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        cwd=ROOT,
-    )
-    run_dir = (tmp_path / "latest").resolve()
+    kafka_image_or_missing(docker_client, "kraft", "4.4")
+    result, run_dir = run_harness("delay-leader", tmp_path, "--kafka", "4.4")
     assert result.returncode in (0, 1), result.stderr
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert sorted(manifest["client_proxy"]) == ["kafka1", "kafka2", "kafka3"]
@@ -64,21 +57,14 @@ def test_a_delayed_leader_link_delays_the_producers_acks_and_nothing_else(
 
 
 def test_a_hold_delivers_requests_after_their_transaction_ended_and_the_broker_says_so(
-    tmp_path: Path,
+    docker_client: Any, tmp_path: Path
 ) -> None:
     """T6 on 4.4 (confluent-kafka, transaction version 1): the records held on the brokers
     that are not the coordinator outlive the transactions that wrote them, and the commit held
     on the coordinator outlives the transaction timeout, which the coordinator's own log shows
     it enforcing while the hold lasted."""
-    kafka_image_or_missing("4.4")
-    result = subprocess.run(
-        [".venv/bin/harness", "run", "T6", "--kafka", "4.4", "--results", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        cwd=ROOT,
-    )
-    run_dir = (tmp_path / "latest").resolve()
+    kafka_image_or_missing(docker_client, "kraft", "4.4")
+    result, run_dir = run_harness("T6", tmp_path, "--kafka", "4.4")
     assert result.returncode in (0, 1), result.stderr
     nemesis = history_events(run_dir / "history", "nemesis")
     holds = [e for e in nemesis if e["f"] == "start-hold" and e["type"] == "ok"]
