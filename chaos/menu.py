@@ -38,8 +38,10 @@ class ClusterShape:
     # Kafka: coordinator roles a target may name besides the partition and controller roles
     # (only coordinators of the workload's own clients: the schema refuses any other).
     coordinators: tuple[str, ...] = ()
-    # Kafka: the workload clients a client fault may end and start again (the copiers).
+    # Kafka: the workload clients a client fault may end and start again.
     restartable: tuple[str, ...] = ()
+    # RabbitMQ: the clients reach the nodes through HAProxy alone (no path of theirs to fault).
+    load_balancer: bool = False
 
 
 @dataclass(frozen=True)
@@ -229,8 +231,9 @@ def _down_up(down: str, up: str) -> Callable[..., tuple[Step, Step | None]]:
 
 
 def _client_bounce(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step]:
-    """A workload client killed -9 or stopped, and started again (the same transactional id
-    and group) when the fault ends: kafkatest's client bounce."""
+    """A workload client killed -9 or stopped, and started again when the fault ends (a copier
+    or transactional producer with its transactional id, a reader in its group, a producer in
+    its id space): kafkatest's client bounce."""
     client = rng.choice(shape.restartable)
     end = "kill-client" if rng.random() < 0.5 else "stop-client"
     return {"op": end, "client": client}, {"op": "restart-client", "client": client}
@@ -238,6 +241,10 @@ def _client_bounce(rng: random.Random, shape: ClusterShape, label: str) -> tuple
 
 def _has_restartable_clients(shape: ClusterShape) -> bool:
     return bool(shape.restartable)
+
+
+def _has_client_paths(shape: ClusterShape) -> bool:
+    return not shape.load_balancer
 
 
 def _mock_down(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Step | None]:
@@ -299,6 +306,7 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("stop", "process", _down_up("stop", "start")),
         Family("restart", "process", _once("restart")),
         Family("power-loss", "process", _once("power-loss"), _has_lazy_disks),
+        Family("client-path", "network", _client_path, _has_client_paths, default=False),
     ),
     "kafka-mock": (
         # The mock's heal ends every fault at once: one of them at a time.

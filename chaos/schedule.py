@@ -38,7 +38,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             lazy_disks=base.cluster.lazy_disks,
             quorum_apart=mode != "kraft",
             coordinators=coordinators_of(base),
-            restartable=tuple(c.id for c in base.workload.copiers),
+            restartable=tuple(base.workload.client_ids()),
         )
     if isinstance(base, RabbitMQScenario):
         names = base.cluster.node_names()
@@ -49,6 +49,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             names,
             lazy_disks=base.cluster.lazy_disks,
             roles=RABBITMQ_ROLES if leader else (),
+            load_balancer=base.cluster.load_balancer,
         )
     brokers = tuple(str(i) for i in range(1, base.cluster.brokers + 1))
     return ClusterShape("kafka-mock", brokers, brokers, partitions=base.cluster.partitions)

@@ -10,6 +10,12 @@ where its copy was written in the output, where it was read in the input). From 
                   twice (the message table's duplicates say whether a reader found both)
   never_copied    acknowledged input records no committed transaction copied (a loss on the
                   output is one of these, or a committed copy the output lost)
+  copied_unrecorded
+                  acknowledged input records no copy in the copiers' histories names, that a
+                  read_committed group read in the output all the same: a copier killed after
+                  its transaction committed and before it wrote what it had copied (it writes
+                  its copies with their transaction's outcome); read_committed returns only
+                  committed records, so they were copied, and are not counted never copied
   input_duplicates
                   input records the copiers read at two input offsets or more: the input's
                   producer wrote them twice. The copy owes each input record one copy, so the
@@ -94,8 +100,8 @@ def check_copy(events: DataFrame, ids_dir: Path, reads: DataFrame) -> dict[str, 
     copiers. A copy counts as committed when its transaction committed, or ended unknown and a
     read_committed group (`reads`: group, msg_id, stream, partition, offset) read one of its
     copies: that transaction committed, and its input offsets with it. Ids go to
-    ids/copied_twice.txt and ids/never_copied.txt (msg_ids: the ids folder's top, beside the
-    groups' folders)."""
+    ids/copied_twice.txt, ids/never_copied.txt and ids/copied_unrecorded.txt (msg_ids: the ids
+    folder's top, beside the groups' folders)."""
     if not has_copies(events):
         return None
     F = _F()
@@ -135,22 +141,33 @@ def check_copy(events: DataFrame, ids_dir: Path, reads: DataFrame) -> dict[str, 
             .select("msg_id")
             .distinct()
         )
-        never = acked.join(committed.select("msg_id"), "msg_id", "left_anti").orderBy("msg_id")
+        uncopied = acked.join(committed.select("msg_id"), "msg_id", "left_anti")
+        output_reads = reads.filter(~F.col("stream").isin(input_streams)).select("msg_id")
+        unrecorded = (
+            uncopied.join(done.select("msg_id"), "msg_id", "left_anti")
+            .join(output_reads.distinct(), "msg_id")
+            .orderBy("msg_id")
+        )
+        unrecorded_ids = [r["msg_id"] for r in unrecorded.collect()]
+        never = uncopied.join(unrecorded, "msg_id", "left_anti").orderBy("msg_id")
         never_ids = [r["msg_id"] for r in never.collect()]
         doubled, from_input = _input_duplicates(committed)
         _write(ids_dir, "copied_twice", [r["msg_id"] for r in twice_rows])
         _write(ids_dir, "never_copied", never_ids)
+        _write(ids_dir, "copied_unrecorded", unrecorded_ids)
         _write(ids_dir, "input_duplicates", doubled)
         return {
             "copies": {k: int(v) for k, v in counts.asDict().items()},
             "unknown_seen_committed": len(seen_txns),
             "copied_twice": len(twice_rows),
             "never_copied": len(never_ids),
+            "copied_unrecorded": len(unrecorded_ids),
             "input_duplicates": len(doubled),
             "output_duplicates_from_input": from_input,
             "samples": {
                 "copied_twice": twice_rows[:SAMPLES],
                 "never_copied": never_ids[:SAMPLES],
+                "copied_unrecorded": unrecorded_ids[:SAMPLES],
                 "input_duplicates": doubled[:SAMPLES],
             },
         }

@@ -145,6 +145,12 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
             f"{c['unknown']} unknown; input records copied twice {copy['copied_twice']}, "
             f"never copied {copy['never_copied']}, written twice by their producer "
             f"{copy['input_duplicates']}"
+            + (
+                f"; {unrecorded} copied by a transaction its copier never recorded (read in "
+                "the output)"
+                if (unrecorded := copy.get("copied_unrecorded"))
+                else ""
+            )
         )
         for metric, samples in sorted(copy["samples"].items()):
             lines += [f"  {metric}: {s}" for s in samples[:3]]

@@ -99,6 +99,32 @@ def decode_body(body: bytes) -> tuple[str | None, int | None]:
     return None, None
 
 
+def last_seq_sent(history_dir: Path, producer: str) -> int:
+    """The highest sequence number a send of `producer` began with in the histories its
+    instances wrote so far (`producer.jsonl`, `producer.2.jsonl`, ...), 0 for none: where a
+    restarted instance goes on. Read while the run goes on, so before they are packed."""
+    highest = 0
+    for path in sorted(history_dir.glob(f"{producer}*.jsonl")):
+        if path.stem != producer and not path.stem.startswith(f"{producer}."):
+            continue
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                if '"send"' not in line or '"invoke"' not in line:
+                    continue  # cheap: most lines are not a send's invoke
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by the kill
+                if (
+                    e.get("f") == "send"
+                    and e.get("type") == "invoke"
+                    and e.get("producer") == producer
+                ):
+                    seq = e.get("seq")
+                    highest = max(highest, seq if isinstance(seq, int) else 0)
+    return highest
+
+
 class HistoryWriter:
     """Appends events for one process to `<history_dir>/<process>.jsonl`.
 

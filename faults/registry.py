@@ -432,9 +432,11 @@ OPS: tuple[FaultOp, ...] = (
         ("restart-client",),
         None,
         does=(
-            "Starts a new instance of a killed or stopped copier: the same transactional id and "
-            "group, a process of its own in the history (`C1.2`, `C1.3`, ...), as Kafka's "
-            "TransactionsTest bounces its copiers."
+            "Starts a new instance of a killed or stopped client, a process of its own in the "
+            "history (`C1.2`, `P1.2`, ...): a copier or transactional producer with the same "
+            "transactional id (a copier, the same group too), as Kafka's TransactionsTest "
+            "bounces its copiers; a reader in the same group; a plain producer in its first "
+            "instance's id space, from the sequence number after the last one begun."
         ),
     ),
     # kafka-mock: librdkafka's mock cluster through its own API

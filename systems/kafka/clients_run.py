@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from contract.history import last_seq_sent
 from nemesis.containers import NemesisError
 from systems.kafka.workload_spec import FINAL_READER, output_topic
 from systems.run import ScenarioRun
@@ -35,6 +36,7 @@ class KafkaClientsRun(ScenarioRun):
 
     client_module = "workloads.kafka.clients"
     read_deadline = 0.0  # Unix time: the readers' and copiers' (set as they start)
+    write_deadline = 0.0  # Unix time: the producers' (set as they start)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -122,53 +124,75 @@ class KafkaClientsRun(ScenarioRun):
 
     def _start_clients(self, start: float) -> list[str]:
         w, t = self.scenario.workload, self.scenario.timeouts
-        read_deadline = start + t.workload + t.recovery + w.drain_timeout + 30
-        self.read_deadline = read_deadline
+        self.read_deadline = start + t.workload + t.recovery + w.drain_timeout + 30
+        self.write_deadline = start + t.workload
         for r in w.readers:
-            config = self._client_config(
-                read_deadline,
-                group=r.id,
-                mode=r.mode,
-                commit_every=r.commit_every,
-                group_protocol=r.group_protocol,
-                delay=r.delay,
-                isolation=r.isolation,
-                config=r.config,
-            )
-            config["topic"] = self.topic_of_reader(r.topic)
-            self._spawn("reader", r.id, config)
+            self._spawn("reader", r.id, self._reader_config(r))
         for c in w.copiers:
-            copier = asdict(self._copier_config(read_deadline, c))
-            if c.client == "java":
-                copier["java_version"] = self.kafka_release()
-            self._spawn("copier", c.id, {"bootstrap_servers": self.bootstrap_servers, **copier})
+            self._spawn("copier", c.id, self._copier_process_config(c))
         for p in w.producers:
-            knobs = p.model_dump(exclude={"id", "start_at"})
-            knobs["not_before"] = start + p.start_at
-            if p.transaction is not None and p.transaction.client == "java":
-                knobs["transaction"]["java_version"] = self.kafka_release()
-            config = self._client_config(start + t.workload, **knobs)
-            self._spawn("producer", p.id, config)
+            self._spawn("producer", p.id, self._producer_process_config(p, start + p.start_at))
         return [p.id for p in w.producers]
 
+    def _reader_config(self, spec: Any) -> dict[str, object]:
+        config = self._client_config(
+            self.read_deadline,
+            group=spec.id,
+            mode=spec.mode,
+            commit_every=spec.commit_every,
+            group_protocol=spec.group_protocol,
+            delay=spec.delay,
+            isolation=spec.isolation,
+            config=spec.config,
+        )
+        config["topic"] = self.topic_of_reader(spec.topic)
+        return config
+
+    def _copier_process_config(self, spec: Any) -> dict[str, object]:
+        copier = asdict(self._copier_config(self.read_deadline, spec))
+        if spec.client == "java":
+            copier["java_version"] = self.kafka_release()
+        return {"bootstrap_servers": self.bootstrap_servers, **copier}
+
+    def _producer_process_config(self, spec: Any, not_before: float) -> dict[str, object]:
+        knobs = spec.model_dump(exclude={"id", "start_at"})
+        knobs["not_before"] = not_before
+        if spec.transaction is not None and spec.transaction.client == "java":
+            knobs["transaction"]["java_version"] = self.kafka_release()
+        return self._client_config(self.write_deadline, **knobs)
+
     def restart_client(self, client: str) -> int:
-        """A new instance of a copier that was killed or stopped: the same transactional id
-        and group, as a process of its own (`C1.2`, ...) whose history is its own; returns its
-        process group. Only copiers: a producer's or a reader's new instance would need the
-        checker to join two processes' sequence numbers or receipts into one."""
-        spec = next((c for c in self.scenario.workload.copiers if c.id == client), None)
-        if spec is None:
-            raise NemesisError(f"restart-client restarts a copier; {client} is none")
+        """A new instance of a client that was killed or stopped, as a process of its own
+        (`C1.2`, `P1.2`, `R.2`, ...) whose history is its own; returns its process group.
+        A copier or a transactional producer keeps its transactional id (the new instance's
+        init fences the old) and, a copier, its group; a reader keeps its group; a plain
+        producer goes on in its first instance's id space, from the sequence number after the
+        last any instance of it began to send, so that the checker sees one producer."""
+        w = self.scenario.workload
         if self.clients[self.current(client)].poll() is None:
             raise NemesisError(f"{client} still runs: kill-client or stop-client it first")
         instance = 2 + sum(1 for c in self.client_of.values() if c == client)
         process = f"{client}.{instance}"
-        copier = asdict(self._copier_config(self.read_deadline, spec))
-        copier["process"] = process
-        copier["transactional_id"] = copier["transactional_id"] or client
-        if spec.client == "java":
-            copier["java_version"] = self.kafka_release()
-        self._spawn("copier", process, {"bootstrap_servers": self.bootstrap_servers, **copier})
+        if copier := next((c for c in w.copiers if c.id == client), None):
+            config = self._copier_process_config(copier)
+            config["process"] = process  # its config names its first instance otherwise
+            config["transactional_id"] = config["transactional_id"] or client
+            role = "copier"
+        elif producer := next((p for p in w.producers if p.id == client), None):
+            config = self._producer_process_config(producer, 0.0)
+            if producer.transaction is not None:
+                txn = dict(config["transaction"])  # type: ignore[call-overload]
+                txn["transactional_id"] = txn.get("transactional_id") or client
+                config["transaction"] = txn
+            else:
+                config["producer_id"] = client
+                config["first_seq"] = 1 + last_seq_sent(self.history_dir, client)
+            role = "producer"
+        elif reader := next((r for r in w.readers if r.id == client), None):
+            config, role = self._reader_config(reader), "reader"
+        else:
+            raise NemesisError(f"restart-client: no client {client!r} to restart")
+        self._spawn(role, process, config)
         self.client_of[process] = client
         return self.clients[process].pid
 

@@ -287,11 +287,10 @@ class KafkaScenario(ScenarioBase):
     def _clients_exist(self) -> KafkaScenario:
         """Producers start within the workload; each client step names a client of the
         workload, each resume follows a pause of its client, and each restart a kill or stop
-        of a copier."""
+        of it."""
         if line := self.workload.late_start_refusal(self.timeouts.workload):
             raise ValueError(line)
         ids = self.workload.client_ids()
-        copiers = {c.id for c in self.workload.copiers}
         paused: set[str] = set()
         ended: set[str] = set()
         for i, step in enumerate(self.nemesis):
@@ -314,11 +313,6 @@ class KafkaScenario(ScenarioBase):
                 paused.discard(step.client)
                 ended.add(step.client)
             elif step.op == "restart-client":
-                if step.client not in copiers:
-                    raise ValueError(
-                        f"nemesis.{i}: restart-client restarts a copier; {step.client} is none "
-                        "(a new producer or reader instance is not supported yet)"
-                    )
                 if step.client not in ended:
                     raise ValueError(
                         f"nemesis.{i}: restart-client {step.client} follows no kill-client or "

@@ -351,9 +351,9 @@ def test_the_clients_path_family_draws_proxy_faults_healed_and_valid() -> None:
     assert {s["op"] for s in coordinator} >= {"hold", "delay"}
 
 
-def test_the_clients_family_bounces_copiers_only_and_only_when_asked() -> None:
+def test_the_clients_family_bounces_the_workloads_clients_only_when_asked() -> None:
     eos = kafka_base(TXN_EOS)
-    assert shape_of(eos).restartable == tuple(c.id for c in eos.workload.copiers)
+    assert shape_of(eos).restartable == tuple(eos.workload.client_ids())
     opts = ChaosOptions(seed=3, seconds=120, faults=frozenset({"clients"}))
     scenario, steps = chaos_scenario(eos, opts)
     assert scenario.nemesis
@@ -366,3 +366,19 @@ def test_the_clients_family_bounces_copiers_only_and_only_when_asked() -> None:
     assert not {s["op"] for s in default} & (CLIENT_PATH | {"kill-client", "restart-client"})
     with pytest.raises(ChaosError, match="none of the fault families"):
         draw_schedule(KAFKA, ChaosOptions(seed=3, seconds=120, faults=frozenset({"clients"})))
+
+
+def test_a_rabbitmq_base_draws_clients_path_faults_unless_behind_a_load_balancer() -> None:
+    opts = ChaosOptions(seed=5, seconds=120, faults=frozenset({"client-path"}))
+    steps = draw_schedule(RABBITMQ_QUORUM, opts)
+    assert {s["op"] for s in steps} - {"heal"} <= CLIENT_PATH
+    behind = ClusterShape(
+        "rabbitmq", RABBITMQ.brokers, RABBITMQ.nodes, roles=RABBITMQ_ROLES, load_balancer=True
+    )
+    with pytest.raises(ChaosError, match="none of the fault families"):
+        draw_schedule(behind, opts)
+    for base in BASES:
+        spec = load_scenario(base)
+        if spec.cluster.system == "rabbitmq" and not spec.cluster.load_balancer:
+            scenario, _ = chaos_scenario(spec, opts)
+            assert scenario.nemesis  # the schema took every step

@@ -277,7 +277,12 @@ def test_a_clean_copy_is_clean(spark: Any, tmp_path: Path) -> None:
     copy = t["copy"]
     assert copy["copies"] == {"committed": 20, "aborted": 6, "unknown": 3}
     assert (copy["copied_twice"], copy["never_copied"]) == (0, 0)
-    assert copy["samples"] == {"copied_twice": [], "never_copied": [], "input_duplicates": []}
+    assert copy["samples"] == {
+        "copied_twice": [],
+        "never_copied": [],
+        "copied_unrecorded": [],
+        "input_duplicates": [],
+    }
     assert _ids(tmp_path / "ids" / "copied_twice.txt") == set()
     assert _ids(tmp_path / "ids" / "never_copied.txt") == set()
     assert t["groups"]["R"] == {
@@ -294,6 +299,30 @@ def test_a_clean_copy_is_clean(spark: Any, tmp_path: Path) -> None:
     counts = Counts.of(result.groups, result.sends, log=result.log, transactions=t)
     verdict = judge(counts, "safe")
     assert verdict.matched and verdict.outcome == "safe", verdict
+
+
+def test_a_copy_its_killed_copier_never_recorded_is_read_not_never_copied(
+    spark: Any, tmp_path: Path
+) -> None:
+    """C1's t3 committed and its copier was killed before it wrote its copies and the
+    transaction's end: no copy in the histories names records 7-9, and R read them all the
+    same (read_committed: committed). They are copied, unrecorded; 13-15, which nobody copied
+    and R never read, are never copied."""
+    planted = copy_history(tmp_path / "history", 15, 3, never=frozenset({13, 14, 15}))
+    c1 = tmp_path / "history" / "C1.jsonl"
+    rows = [json.loads(line) for line in c1.read_text().splitlines()]
+    unrecorded = [
+        r for r in rows if (r.get("value") or {}).get("txn") == "C1:t3" and r["type"] != "invoke"
+    ]
+    kept = [r for r in rows if r not in unrecorded]
+    c1.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    result = check_history(spark, tmp_path / "history", tmp_path / "ids")
+    assert result.transactions is not None
+    copy = result.transactions["copy"]
+    assert copy["copied_unrecorded"] == 3 and copy["never_copied"] == 3
+    assert _ids(tmp_path / "ids" / "copied_unrecorded.txt") == {"P:7", "P:8", "P:9"}
+    assert _ids(tmp_path / "ids" / "never_copied.txt") == planted.never_copied
+    assert result.groups["R"]["lost"] == 3  # 13-15: the loss the copy account explains
 
 
 @st.composite

@@ -37,6 +37,15 @@ class ProducerConfig:
     compression: str = "none"
     config: dict[str, Any] = field(default_factory=dict)  # the scenario's own librdkafka keys
     not_before: float = 0.0  # Unix time of its first send (the scenario's start_at); 0: at once
+    # A restarted instance (restart-client) goes on in its producer's id space: the messages
+    # carry `producer_id` (its first instance's process) from `first_seq` on.
+    producer_id: str = ""
+    first_seq: int = 1
+
+    @property
+    def id_space(self) -> str:
+        """The producer its messages name: its own process, or its first instance's."""
+        return self.producer_id or self.process
 
 
 def wait_to_start(cfg: ProducerConfig) -> None:

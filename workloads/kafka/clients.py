@@ -96,11 +96,12 @@ def refusal_text(e: KafkaException) -> str:
 
 
 def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWriter) -> None:
-    """Produces seq 1..count; stops at the count or the deadline, whichever comes first."""
+    """Produces seq first_seq..count (1..count but for a restarted instance) in its id space;
+    stops at the count or the deadline, whichever comes first."""
     wait_to_start(cfg)
     producer = Producer(producer_settings(cfg, bootstrap_servers))
     outstanding: set[int] = set()
-    send = functools.partial(history.write, f="send", stream=cfg.topic, producer=cfg.process)
+    send = functools.partial(history.write, f="send", stream=cfg.topic, producer=cfg.id_space)
 
     def delivered(seq: int, err: KafkaError | None, msg: Message) -> None:
         outstanding.discard(seq)
@@ -115,7 +116,7 @@ def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWr
         )
 
     next_at = time.monotonic()
-    for seq in range(1, cfg.count + 1):
+    for seq in range(cfg.first_seq, cfg.count + 1):
         if time.time() >= cfg.deadline:
             break
         if cfg.rate > 0:
@@ -127,7 +128,7 @@ def run_producer(cfg: ProducerConfig, bootstrap_servers: str, history: HistoryWr
             try:
                 producer.produce(
                     cfg.topic,
-                    value=encode_body(cfg.process, seq),
+                    value=encode_body(cfg.id_space, seq),
                     on_delivery=functools.partial(delivered, seq),
                 )
                 break

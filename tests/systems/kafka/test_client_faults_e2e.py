@@ -37,3 +37,30 @@ def test_copiers_killed_and_restarted_keep_their_transactional_ids(tmp_path: Pat
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["coverage"]["situations"].get("client-ended") == 6
     assert verdict["matched"] == (result.returncode == 0)
+
+
+def test_a_restarted_producer_goes_on_in_its_id_space_and_a_reader_in_its_group(
+    tmp_path: Path,
+) -> None:
+    kafka_image_or_missing("4.4")
+    command = [".venv/bin/harness", "run", "client-bounce", "--kafka", "4.4"]
+    command += ["--results", str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1500, cwd=ROOT)
+    run_dir = (tmp_path / "latest").resolve()
+    assert result.returncode in (0, 1), result.stderr
+    history = run_dir / "history"
+
+    def begun(process: str) -> list[int]:
+        events = history_events(history, process)
+        return [e["seq"] for e in events if e["f"] == "send" and e["type"] == "invoke"]
+
+    first, second, third = begun("P1"), begun("P1.2"), begun("P1.3")
+    assert first and second and third
+    # One id space: each instance begins where the one before it stopped.
+    assert second[0] == max(first) + 1 and third[0] == max(second) + 1
+    assert {e["producer"] for e in history_events(history, "P1.2") if e["f"] == "send"} == {"P1"}
+    reads = [e for e in history_events(history, "reader.2") if e["f"] == "receive"]
+    assert reads and {e["group"] for e in reads} == {"reader"}
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["coverage"]["situations"].get("client-ended") == 3
+    assert verdict["matched"] == (result.returncode == 0)

@@ -3,6 +3,8 @@ pause, the final read after the live readers drained, and a copier restarted."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -101,5 +103,57 @@ def test_a_copier_restarted_is_a_new_process_with_the_same_transactional_id() ->
     assert run.running_clients() == {"C1": 7001}
     with pytest.raises(NemesisError, match="C1 still runs"):
         run.restart_client("C1")
-    with pytest.raises(NemesisError, match="restarts a copier; P1 is none"):
-        run.restart_client("P1")
+
+
+def recorded_run(scenario: str, history: Path) -> tuple[Any, list[tuple[str, str, dict[str, Any]]]]:
+    """A run of `scenario` that records what it would spawn, its clients all ended."""
+    from systems.kafka.clients_run import KafkaClientsRun
+
+    spawned: list[tuple[str, str, dict[str, Any]]] = []
+
+    class Recorded(KafkaClientsRun):
+        bootstrap_servers = "b:9092"  # type: ignore[assignment]
+
+        def _spawn(self, role: str, process: str, config: dict[str, Any]) -> None:
+            spawned.append((role, process, config))
+            self.clients[process] = SimpleNamespace(pid=7000 + len(spawned), poll=lambda: None)  # type: ignore[assignment]
+
+    run = object.__new__(Recorded)
+    spec = parse_scenario(scenario, "x.yaml")
+    assert isinstance(spec, KafkaScenario)
+    run.scenario, run.history_dir = spec, history
+    run.read_deadline, run.write_deadline = 2000.0, 1000.0
+    run.client_of = {}
+    ended = SimpleNamespace(pid=4444, poll=lambda: -9)
+    run.clients = {c: ended for c in spec.workload.client_ids()}  # type: ignore[misc]
+    return run, spawned
+
+
+def test_a_plain_producer_restarted_goes_on_in_its_id_space(tmp_path: Path) -> None:
+    """P1 killed after it began seq 41: P1.2 sends P1's messages from 42 on, so the checker
+    sees one producer; a reader restarted keeps its group."""
+    history = tmp_path / "history"
+    history.mkdir()
+    lines = [{"f": "send", "type": "invoke", "producer": "P1", "seq": n} for n in (1, 40, 41)]
+    lines.append({"f": "send", "type": "ok", "producer": "P1", "seq": 57})  # not a begun send
+    (history / "P1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"f": "se')
+    run, spawned = recorded_run((ROOT / "scenarios" / "K4.yaml").read_text(), history)
+    run.restart_client("P1")
+    ((role, process, config),) = spawned
+    assert (role, process) == ("producer", "P1.2")
+    assert (config["producer_id"], config["first_seq"], config["deadline"]) == ("P1", 42, 1000.0)
+    assert config["not_before"] == 0.0
+    reader = run.scenario.workload.readers[0].id
+    run.restart_client(reader)
+    role, process, config = spawned[-1]
+    assert (role, process, config["group"]) == ("reader", f"{reader}.2", reader)
+    assert config["deadline"] == 2000.0
+
+
+def test_a_transactional_producer_restarted_keeps_its_transactional_id(tmp_path: Path) -> None:
+    run, spawned = recorded_run((ROOT / "scenarios" / "T2.yaml").read_text(), tmp_path)
+    run.restart_client("P1")
+    ((role, process, config),) = spawned
+    assert (role, process) == ("producer", "P1.2")
+    assert config["transaction"]["transactional_id"] == "P1"
+    assert "producer_id" not in config  # its own id space: its transactions are its own
