@@ -120,20 +120,26 @@ def warm_url() -> str | None:
     return server.url if server and listening(server.url) else None
 
 
-def start_server(port: int = PORT, detached: bool = False) -> Server:
+class AlreadyRunning(HistoryError):
+    """A Spark Connect server of this machine's runs already (another command started it)."""
+
+
+def start_server(port: int = PORT, detached: bool = False, keeper: bool = False) -> Server:
     """Starts a Connect server on loopback and waits until it listens. Unless `detached`, it
     ends with the process that started it (the kernel's parent-death signal, sent when the
     thread that started it ends: every caller starts it from its main thread), so it never
-    outlives a command that did not ask it to."""
+    outlives a command that did not ask it to. A `keeper`'s (checkers.engine.keeper) outlives
+    the command that asked for it, as a detached one does, and ends with its keeper."""
     url = f"sc://127.0.0.1:{port}"
     with _locked():  # one starter at a time: the check, the start and the record together
         running = _record()
         if running is not None:
-            raise HistoryError(f"a Spark Connect server is running already: {running.url}")
+            raise AlreadyRunning(f"a Spark Connect server is running already: {running.url}")
         if listening(url):
             raise HistoryError(f"port {port} on 127.0.0.1 is taken by another program")
-        proc = _spawn(port, detached)
-        server = Server(url, proc.pid, str(log_file()), time.time(), detached, os.getpid())
+        proc = _spawn(port, tied=keeper or not detached)
+        owner = os.getpid()
+        server = Server(url, proc.pid, str(log_file()), time.time(), detached or keeper, owner)
         try:
             write_whole(state_file(), server.to_json())
         except OSError as e:
@@ -149,7 +155,7 @@ def start_server(port: int = PORT, detached: bool = False) -> Server:
     return server
 
 
-def _spawn(port: int, detached: bool) -> subprocess.Popen[bytes]:
+def _spawn(port: int, tied: bool) -> subprocess.Popen[bytes]:
     log, workdir = log_file(), cache_root() / "spark-connect"
     try:
         # Its own working directory, holding nothing: a relative path that reached it would
@@ -164,7 +170,7 @@ def _spawn(port: int, detached: bool) -> subprocess.Popen[bytes]:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=None if detached else _dies_with(os.getpid()),
+                preexec_fn=_dies_with(os.getpid()) if tied else None,
             )
     except OSError as e:
         raise HistoryError(f"cannot start the Spark Connect server: {e}") from None
@@ -178,10 +184,11 @@ def _wait_listening(proc: subprocess.Popen[bytes], url: str) -> None:
         time.sleep(0.5)
 
 
-def stop_server() -> Server | None:
-    """Stops the recorded server (SIGTERM, then SIGKILL); returns it, or None if none ran."""
+def stop_server(expected: Server | None = None) -> Server | None:
+    """Stops the recorded server (SIGTERM, then SIGKILL), if it is `expected` when that is
+    given; returns it, or None if none ran."""
     server = recorded_server()
-    if server is None:
+    if server is None or expected not in (None, server):
         return None
     _end(server.pid)
     with _locked():
