@@ -199,9 +199,10 @@ def stop_server(expected: Server | None = None) -> Server | None:
 @contextlib.contextmanager
 def warm_server() -> Iterator[str | None]:
     """A warm server for a command that checks many runs: the one running already (left
-    running), or one of its own, stopped when it ends. None, and local checks, when it cannot
-    start one: a slower check is no reason to stop a night's work."""
-    url = warm_url()
+    running; one still starting is waited for), or one of its own, stopped when it ends. None,
+    and local checks, when it cannot start one: a slower check is no reason to stop a night's
+    work."""
+    url = warm_url() or _once_listening(recorded_server())
     if url is not None:
         yield url
         return
@@ -216,6 +217,18 @@ def warm_server() -> Iterator[str | None]:
     finally:
         if recorded_server() == server:
             stop_server()
+
+
+def _once_listening(server: Server | None) -> str | None:
+    """The url of a server another command is starting, once it listens; None when none is
+    starting, or it does not listen within START_TIMEOUT."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while server is not None and time.monotonic() < deadline:
+        if listening(server.url):
+            return server.url
+        time.sleep(0.5)
+        server = recorded_server()  # None once it has died
+    return None
 
 
 @contextlib.contextmanager

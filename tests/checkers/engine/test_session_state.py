@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,29 @@ def test_the_warm_server_starts_from_the_archive_with_the_heap_a_checks_own_jvm_
     archive = jvm.archive_options()
     assert archive and java[-len(archive) :] == archive
     assert jvm.driver_options(None).split()[: len(archive)] == archive
+
+
+def test_a_command_that_checks_many_runs_waits_for_a_server_still_starting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One a check started for the next checks, say: the command starts none beside it."""
+    monkeypatch.setattr(session, "start_server", lambda *a, **k: pytest.fail("one is starting"))
+    with pretend_server() as proc, socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"sc://127.0.0.1:{sock.getsockname()[1]}"
+        record(session.Server(url, proc.pid, "log", 0.0, detached=True))
+        threading.Timer(0.5, sock.listen).start()  # it listens half a second on
+        with session.warm_server() as warm:
+            assert warm == url
+        assert session.recorded_server() is not None  # not its own: left running
+
+
+def test_a_server_that_dies_as_it_starts_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session, "start_server", lambda *a, **k: pytest.fail("not started here"))
+    monkeypatch.setattr(session, "START_TIMEOUT", 30.0)
+    with pretend_server() as proc:
+        record(session.Server("sc://127.0.0.1:9", proc.pid, "log", 0.0, detached=True))
+        threading.Timer(0.5, proc.kill).start()
+        began = time.monotonic()
+        assert session._once_listening(session.recorded_server()) is None
+        assert time.monotonic() - began < 10
