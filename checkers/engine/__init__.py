@@ -6,7 +6,9 @@ The engine imports nothing of the analyses beside it in checkers/: a check that 
 analyses, the entry point (checkers.run) and the commands use of it is named here.
 """
 
+from checkers.engine.autostart import living_keeper, stop_keeper, stop_when_idle
 from checkers.engine.errors import HistoryError
+from checkers.engine.idle import last_used
 from checkers.engine.jvm import archive_to, write_archive
 from checkers.engine.jvm_cpu import measured
 from checkers.engine.jvm_cpu import said as cpu_said
@@ -53,7 +55,9 @@ __all__ = [
     "forget_connect_mark",
     "in_phase",
     "is_connect",
+    "last_used",
     "listening",
+    "living_keeper",
     "measured",
     "on_this_machine",
     "phase",
@@ -64,7 +68,9 @@ __all__ = [
     "session_of",
     "spark_session",
     "start_server",
+    "stop_keeper",
     "stop_server",
+    "stop_when_idle",
     "together",
     "warm_server",
     "warm_up",
