@@ -33,7 +33,7 @@ from pathlib import Path
 from checkers.engine.errors import HistoryError
 from checkers.engine.idle import idle_minutes
 from checkers.engine.kind import CONNECT_MARK
-from contract.cache import cache_root, write_whole
+from contract.cache import cache_root, exclusive_now, write_whole
 from contract.process import alive
 
 WARM_ENV = "BJ_CHECKER_WARM"  # 0: no check starts a server; 1: even in CI or a test
@@ -156,12 +156,8 @@ def keeper_log() -> Path:
 def keeping(idle: float) -> Iterator[bool]:
     """This process is the keeper for as long as the block runs with True; False when another
     one is."""
-    path = keeper_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with exclusive_now(keeper_file()) as fh:
+        if fh is None:
             yield False
             return
         try:
@@ -171,7 +167,6 @@ def keeping(idle: float) -> Iterator[bool]:
             yield True
         finally:
             fh.truncate(0)
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def living_keeper() -> dict[str, float] | None:

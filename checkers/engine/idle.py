@@ -14,7 +14,7 @@ import fcntl
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from contract.cache import cache_root
+from contract.cache import cache_root, exclusive_now
 
 IDLE_ENV = "BJ_CHECKER_IDLE_MINUTES"
 DEFAULT_IDLE_MINUTES = 30.0
@@ -79,14 +79,5 @@ def in_use() -> Iterator[None]:
 def unused() -> Iterator[bool]:
     """Whether no check uses the server; while the block runs with True, none begins to (one
     that tries waits for the block's end)."""
-    mark_file().parent.mkdir(parents=True, exist_ok=True)
-    with mark_file().open("a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with exclusive_now(mark_file()) as held:
+        yield held is not None

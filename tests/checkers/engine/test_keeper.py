@@ -63,12 +63,18 @@ def test_a_server_a_check_uses_is_not_stopped_however_long_ago_it_began(
     assert stops == []
 
 
-def test_the_keeper_watches_until_its_server_is_gone_or_idle(
-    monkeypatch: pytest.MonkeyPatch, stops: list[session.Server | None]
-) -> None:
+def _recorded_twice_then_gone(monkeypatch: pytest.MonkeyPatch) -> session.Server:
+    """The server the keeper finds recorded twice, then no more (spark down stopped it)."""
     server = _server(4242)
     looks = iter([server, server, None])
     monkeypatch.setattr(keeper, "recorded_server", lambda: next(looks))
+    return server
+
+
+def test_the_keeper_watches_until_its_server_is_gone_or_idle(
+    monkeypatch: pytest.MonkeyPatch, stops: list[session.Server | None]
+) -> None:
+    server = _recorded_twice_then_gone(monkeypatch)
     slept: list[float] = []
     _used_at(time.time())
     said = keeper.keep(server, 30 * MINUTE, tick=5.0, sleep=slept.append)
@@ -183,9 +189,7 @@ def test_a_second_keeper_leaves_the_work_to_the_first(
 def test_the_keeper_of_spark_up_s_server_watches_the_one_running(
     monkeypatch: pytest.MonkeyPatch, stops: list[session.Server | None]
 ) -> None:
-    server = _server(4242)
-    looks = iter([server, server, None])
-    monkeypatch.setattr(keeper, "recorded_server", lambda: next(looks))
+    _recorded_twice_then_gone(monkeypatch)
     monkeypatch.setattr(keeper, "start_server", lambda *a, **k: pytest.fail("it is running"))
     monkeypatch.setattr(keeper, "TICK", 0.0)
     assert keeper.main(["--idle-minutes", "30", "--watch"]) == 0
