@@ -49,6 +49,10 @@ def _keeper_said(env: dict[str, str], words: str, times: int = 1) -> bool:
     return log.is_file() and log.read_text().count(words) >= times
 
 
+def _niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
 def _checked(run: Path, env: dict[str, str]) -> str:
     done = _harness("check", str(run), env=env)
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
@@ -63,6 +67,10 @@ def test_the_first_check_starts_a_warm_server_the_next_one_uses_until_idle(
     assert "a warm one starts in the background for the next checks" in first, first
     assert "checked on local Spark" in first
     assert _until(lambda: _keeper_said(laptop, "warmed"), STARTED_AND_WARMED)
+    server = session.Server.from_json(
+        (Path(laptop["BJ_CACHE_DIR"]) / "spark-connect.json").read_text()
+    )
+    assert server is not None and _niceness(server.pid) == 10  # behind a run's processes
     url = f"sc://127.0.0.1:{laptop['BJ_CHECKER_PORT']}"
     assert f"checked on warm Spark Connect at {url}" in _checked(run, laptop)
     assert _until(lambda: _keeper_said(laptop, "stopped after 1 min unused"), 180)
