@@ -1,5 +1,6 @@
 """The checker's engine: a Spark session and its JVM for a check to run on (a local Spark, the
-warm Spark Connect server, a remote one), their tuning, profiling and warm-up.
+warm Spark Connect server, a remote one), their tuning, profiling and warm-up, and the keeper
+that starts a warm server for the next checks and stops it once idle.
 
 The engine imports nothing of the analyses beside it in checkers/: a check that it must run
 (the class archive's training, the warm-up's) is handed to it (checkers.rehearsal). What the
