@@ -1,7 +1,8 @@
 """Checks of a synthetic history that ready the engine for a run's (checkers.engine): the one
 whose JVM writes the class archive (`make setup`), and the warm-up's on a new warm server
-(`harness spark up`). The engine says how each runs; this module gives it the check, which
-is a whole check_run, so the engine imports nothing of the analyses.
+(`harness spark up`, and `python -m checkers.rehearsal warm-up URL`, which a server started
+for the checks runs: checkers.engine.keeper). The engine says how each runs; this module gives
+it the check, which is a whole check_run, so the engine imports nothing of the analyses.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,15 @@ def train(archive_to: Path) -> None:
             check_run(run, spark=spark)
 
 
-def main() -> int:
+def main(argv: Sequence[str] = ()) -> int:
     """`python -m checkers.rehearsal`: writes the class archive unless it is there (make setup);
-    in the process write_archive starts, the training check."""
+    in the process write_archive starts, the training check. `... warm-up URL`: warms the
+    server at URL."""
+    if argv:
+        if len(argv) != 2 or argv[0] != "warm-up":
+            print("usage: python -m checkers.rehearsal [warm-up URL]", file=sys.stderr)
+            return 2
+        return _warm_up_command(argv[1])
     archive_to = engine.archive_to()
     if archive_to is not None:
         train(archive_to)
@@ -68,5 +75,15 @@ def main() -> int:
     return 0
 
 
+def _warm_up_command(url: str) -> int:
+    try:
+        took = warm_up(url, said=lambda n, s: print(f"warm-up check {n}: {s:.1f} s", flush=True))
+    except engine.HistoryError as e:
+        print(f"warm-up failed: {e}", file=sys.stderr)
+        return 1
+    print(f"warm after {len(took)} checks in {sum(took):.0f} s", flush=True)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

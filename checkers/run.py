@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 import time
 from pathlib import Path
@@ -40,6 +41,10 @@ from checkers.verdict import (
 from contract.manifest import Manifest, ManifestError, read_manifest
 from contract.rundir import IDS, RunDir
 
+# How a warm server a check starts for the next ones is warmed (checkers.engine.autostart): in
+# a process of its own, by name, as this module cannot import the one that imports it.
+WARM_UP = (sys.executable, "-m", "checkers.rehearsal", "warm-up")
+
 
 def check_run(
     run_dir: Path,
@@ -63,7 +68,7 @@ def check_run(
     history_size = history_bytes(run.history)
     with contextlib.ExitStack() as held:  # a session of the check's own ends with it
         if spark is None:
-            spark, where = held.enter_context(checker_session(master, history_size))
+            spark, where = held.enter_context(checker_session(master, history_size, WARM_UP))
         else:
             where = session_of(spark)
         session_seconds = time.monotonic() - started

@@ -8,6 +8,7 @@ import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 
 def cache_root() -> Path:
@@ -32,5 +33,23 @@ def exclusive(lock: Path) -> Iterator[None]:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def exclusive_now(lock: Path) -> Iterator[IO[str] | None]:
+    """The lock file `lock` (made if missing), held for as long as the block runs, when no other
+    process holds it now: the file, open to read and append; None, without waiting, when one
+    does."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        try:
+            yield fh
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)

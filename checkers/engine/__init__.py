@@ -1,12 +1,15 @@
 """The checker's engine: a Spark session and its JVM for a check to run on (a local Spark, the
-warm Spark Connect server, a remote one), their tuning, profiling and warm-up.
+warm Spark Connect server, a remote one), their tuning, profiling and warm-up, and the keeper
+that starts a warm server for the next checks and stops it once idle.
 
 The engine imports nothing of the analyses beside it in checkers/: a check that it must run
 (the class archive's training, the warm-up's) is handed to it (checkers.rehearsal). What the
 analyses, the entry point (checkers.run) and the commands use of it is named here.
 """
 
+from checkers.engine.autostart import living_keeper, stop_keeper, stop_when_idle
 from checkers.engine.errors import HistoryError
+from checkers.engine.idle import last_used
 from checkers.engine.jvm import archive_to, write_archive
 from checkers.engine.jvm_cpu import measured
 from checkers.engine.jvm_cpu import said as cpu_said
@@ -53,7 +56,9 @@ __all__ = [
     "forget_connect_mark",
     "in_phase",
     "is_connect",
+    "last_used",
     "listening",
+    "living_keeper",
     "measured",
     "on_this_machine",
     "phase",
@@ -64,7 +69,9 @@ __all__ = [
     "session_of",
     "spark_session",
     "start_server",
+    "stop_keeper",
     "stop_server",
+    "stop_when_idle",
     "together",
     "warm_server",
     "warm_up",

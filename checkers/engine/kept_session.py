@@ -17,7 +17,6 @@ in its turn leaves it to the server, which drops it once it has been idle for it
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import uuid
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from contract.cache import cache_root
+from contract.cache import cache_root, exclusive_now
 
 
 def record_file() -> Path:
@@ -63,12 +62,8 @@ class Turn:
 def turn(server_pid: int) -> Iterator[Turn | None]:
     """This check's turn on the kept session of the server `server_pid`, held until the block
     ends; None when another check holds it."""
-    path = record_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with exclusive_now(record_file()) as fh:
+        if fh is None:
             yield None
             return
         fh.seek(0)
@@ -84,7 +79,6 @@ def turn(server_pid: int) -> Iterator[Turn | None]:
             raise
         finally:
             held._write(clean=held.clean)
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _read(text: str) -> dict[str, object] | None:

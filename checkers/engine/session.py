@@ -4,8 +4,10 @@ A check in a JVM of its own spends most of a run-sized history's time starting t
 compiling its queries. A Spark Connect server (Spark's own, shipped in PySpark's jars) stays up
 between checks, warm: `harness spark up` starts one on loopback, `make claims`, `make chaos` and
 the test tiers start one for as long as they run, and every `harness run` or `harness check` in
-between uses it. With none running a check starts its own local Spark, as before, and says so.
-SPARK_REMOTE (sc://host:15002) names a Connect server elsewhere: a Spark cluster's.
+between uses it. With none running a check starts its own local Spark, as before, and says so;
+on a laptop it also starts one for the checks after it, which stops once idle
+(checkers.engine.autostart). SPARK_REMOTE (sc://host:15002) names a Connect server elsewhere: a
+Spark cluster's.
 
 The server's state file (in the cache) says where it listens and which process it is, so a
 command in another process finds it, and `harness heal` leaves it alone.
@@ -24,13 +26,13 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from checkers.engine import kept_session
+from checkers.engine import autostart, idle, kept_session
 from checkers.engine.errors import HistoryError
 from checkers.engine.jvm import SMALL_INLINING, archive_options, checker_memory
 from checkers.engine.kind import CONNECT_MARK, forget_connect_mark, is_connect
@@ -120,20 +122,26 @@ def warm_url() -> str | None:
     return server.url if server and listening(server.url) else None
 
 
-def start_server(port: int = PORT, detached: bool = False) -> Server:
+class AlreadyRunning(HistoryError):
+    """A Spark Connect server of this machine's runs already (another command started it)."""
+
+
+def start_server(port: int = PORT, detached: bool = False, keeper: bool = False) -> Server:
     """Starts a Connect server on loopback and waits until it listens. Unless `detached`, it
     ends with the process that started it (the kernel's parent-death signal, sent when the
     thread that started it ends: every caller starts it from its main thread), so it never
-    outlives a command that did not ask it to."""
+    outlives a command that did not ask it to. A `keeper`'s (checkers.engine.keeper) outlives
+    the command that asked for it, as a detached one does, and ends with its keeper."""
     url = f"sc://127.0.0.1:{port}"
     with _locked():  # one starter at a time: the check, the start and the record together
         running = _record()
         if running is not None:
-            raise HistoryError(f"a Spark Connect server is running already: {running.url}")
+            raise AlreadyRunning(f"a Spark Connect server is running already: {running.url}")
         if listening(url):
             raise HistoryError(f"port {port} on 127.0.0.1 is taken by another program")
-        proc = _spawn(port, detached)
-        server = Server(url, proc.pid, str(log_file()), time.time(), detached, os.getpid())
+        proc = _spawn(port, tied=keeper or not detached)
+        owner = os.getpid()
+        server = Server(url, proc.pid, str(log_file()), time.time(), detached or keeper, owner)
         try:
             write_whole(state_file(), server.to_json())
         except OSError as e:
@@ -149,7 +157,7 @@ def start_server(port: int = PORT, detached: bool = False) -> Server:
     return server
 
 
-def _spawn(port: int, detached: bool) -> subprocess.Popen[bytes]:
+def _spawn(port: int, tied: bool) -> subprocess.Popen[bytes]:
     log, workdir = log_file(), cache_root() / "spark-connect"
     try:
         # Its own working directory, holding nothing: a relative path that reached it would
@@ -164,7 +172,7 @@ def _spawn(port: int, detached: bool) -> subprocess.Popen[bytes]:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=None if detached else _dies_with(os.getpid()),
+                preexec_fn=_dies_with(os.getpid()) if tied else None,
             )
     except OSError as e:
         raise HistoryError(f"cannot start the Spark Connect server: {e}") from None
@@ -178,10 +186,11 @@ def _wait_listening(proc: subprocess.Popen[bytes], url: str) -> None:
         time.sleep(0.5)
 
 
-def stop_server() -> Server | None:
-    """Stops the recorded server (SIGTERM, then SIGKILL); returns it, or None if none ran."""
+def stop_server(expected: Server | None = None) -> Server | None:
+    """Stops the recorded server (SIGTERM, then SIGKILL), if it is `expected` when that is
+    given; returns it, or None if none ran."""
     server = recorded_server()
-    if server is None:
+    if server is None or expected not in (None, server):
         return None
     _end(server.pid)
     with _locked():
@@ -192,9 +201,10 @@ def stop_server() -> Server | None:
 @contextlib.contextmanager
 def warm_server() -> Iterator[str | None]:
     """A warm server for a command that checks many runs: the one running already (left
-    running), or one of its own, stopped when it ends. None, and local checks, when it cannot
-    start one: a slower check is no reason to stop a night's work."""
-    url = warm_url()
+    running; one still starting is waited for), or one of its own, stopped when it ends. None,
+    and local checks, when it cannot start one: a slower check is no reason to stop a night's
+    work."""
+    url = warm_url() or _once_listening(recorded_server())
     if url is not None:
         yield url
         return
@@ -211,32 +221,89 @@ def warm_server() -> Iterator[str | None]:
             stop_server()
 
 
+def _once_listening(server: Server | None) -> str | None:
+    """The url of a server another command is starting, once it listens; None when none is
+    starting, or it does not listen within START_TIMEOUT."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while server is not None and time.monotonic() < deadline:
+        if listening(server.url):
+            return server.url
+        time.sleep(0.5)
+        server = recorded_server()  # None once it has died
+    return None
+
+
 @contextlib.contextmanager
-def checker_session(master: str | None, history_bytes: int | None) -> Iterator[tuple[Any, Where]]:
+def checker_session(
+    master: str | None, history_bytes: int | None, warm_up: Sequence[str] = ()
+) -> Iterator[tuple[Any, Where]]:
     """The session a check runs on, for as long as the block runs: `master` when named
     (local[*], spark://..., or sc://... for a Connect server), else the warm server if one
     answers, else a local Spark of this process's own (which stays, as a process's Spark
     does). A warm server of this machine that does not answer (it ended while this check
-    began) costs a line and a local Spark; SPARK_REMOTE's or --master's is an error."""
+    began) costs a line and a local Spark; SPARK_REMOTE's or --master's is an error. A check
+    on a local Spark for want of a warm server starts one for the next checks, warmed by the
+    command `warm_up` (checkers.engine.autostart), and says so."""
     if master and master.startswith("sc://"):
         with _released(connect_session(master)) as spark:
             yield spark, Where("pyspark-connect", master, f"Spark Connect at {master}")
         return
-    url = None if master else warm_url()
-    if url is not None:
+    if not master:
         with contextlib.ExitStack() as held:
-            try:
-                spark = held.enter_context(server_session(url))
-            except HistoryError as e:
-                if os.environ.get("SPARK_REMOTE"):
-                    raise
-                print(f"checker: {e}; a local Spark instead", file=sys.stderr)
-            else:
-                yield spark, Where("pyspark-connect", url, f"warm Spark Connect at {url}")
+            found = _warm_session(held)
+            if not isinstance(found, NotWarm):
+                yield found
                 return
+        _say_local(found, warm_up)
     master = master or "local[*]"
     said = f"Spark master {master}" if master != "local[*]" else "local Spark"
     yield spark_session(master, history_bytes), Where("pyspark", master, said)
+
+
+@dataclass(frozen=True)
+class NotWarm:
+    """Why a check has no warm session: the server found did not answer (`why`; `unanswered`
+    its pid when it is this machine's), else none was found."""
+
+    why: str | None = None
+    unanswered: int | None = None
+
+
+def _warm_session(held: contextlib.ExitStack) -> tuple[Any, Where] | NotWarm:
+    """The warm server's session, held until `held` closes, or why there is none."""
+    url = _warm_url_in_use(held)
+    if url is None:
+        return NotWarm()
+    try:
+        spark = held.enter_context(server_session(url))
+    except HistoryError as e:
+        if os.environ.get("SPARK_REMOTE"):
+            raise
+        return NotWarm(str(e), _recorded_pid(url))
+    return spark, Where("pyspark-connect", url, f"warm Spark Connect at {url}")
+
+
+def _say_local(found: NotWarm, warm_up: Sequence[str]) -> None:
+    """The line of a check on a local Spark for want of a warm server, once it has done what
+    it does for the next checks (checkers.engine.autostart)."""
+    starting = recorded_server() is not None
+    next_checks = autostart.for_next_checks(found.why, starting, found.unanswered, warm_up)
+    line = autostart.local_line(found.why, next_checks)
+    if line:
+        print(line, file=sys.stderr)
+
+
+def _warm_url_in_use(held: contextlib.ExitStack) -> str | None:
+    """warm_url(), with this check's use of this machine's server marked from now until the
+    check ends (checkers.engine.idle): its keeper stops no server a check uses."""
+    if not os.environ.get("SPARK_REMOTE") and recorded_server() is not None:
+        held.enter_context(idle.in_use())  # waits while a keeper stops it, idle: then none
+    return warm_url()
+
+
+def _recorded_pid(url: str | None) -> int | None:
+    server = recorded_server()
+    return server.pid if server is not None and server.url == url else None
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """The checker's commands: `harness check` (a run's history, with PySpark) and `harness spark`
-(the warm Spark Connect server every check on this machine uses while it is up)."""
+(the warm Spark Connect server every check on this machine uses while it is up; a check that
+finds none starts one for the next checks: checkers.engine.autostart)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,13 @@ def spark_up(
             max=20,
         ),
     ] = 4,
+    idle_minutes: Annotated[
+        float | None,
+        typer.Option(
+            help="stop it after this many minutes no check used it (default: at spark down)",
+            min=1,
+        ),
+    ] = None,
 ) -> None:
     """Start a Spark Connect server that every check on this machine uses until spark down,
     warmed by a few checks of a synthetic history so a run's first check is not a cold one."""
@@ -103,12 +111,14 @@ def spark_up(
     running = recorded_server()
     if running is not None:
         out.print(f"spark: already up at {running.url} (pid {running.pid})", markup=False)
+        _stop_when_idle(idle_minutes)
         return
     try:
         server = start_server(port, detached=True)
     except HistoryError as e:
         raise _fail(str(e)) from None
     out.print(f"spark: up at {server.url} (pid {server.pid}, log {server.log})", markup=False)
+    _stop_when_idle(idle_minutes)
     if warm_checks == 0:
         return
     # Checks begun meanwhile run beside the warm-up, on the server that is up already.
@@ -129,13 +139,39 @@ def _said_warm_check(n: int, seconds: float) -> None:
     out.print(f"spark: warm-up check {n} took {seconds:.1f} s", markup=False)
 
 
+def _stop_when_idle(minutes: float | None) -> None:
+    """A keeper stops the server after `minutes` unused, unless one keeps it already (a server
+    a check started: its keeper's idle time stands)."""
+    from checkers.engine import living_keeper, stop_when_idle
+
+    if minutes is None:
+        return
+    keeper = living_keeper()
+    if keeper is not None:
+        kept = f"{keeper.get('idle_minutes', 0):g}"
+        out.print(f"spark: kept already: it stops after {kept} min unused", markup=False)
+        return
+    try:
+        stop_when_idle(minutes)
+    except HistoryError as e:
+        raise _fail(f"spark: up, yet nothing will stop it when idle: {e}", 1) from None
+    out.print(f"spark: it stops after {minutes:g} min no check used it", markup=False)
+
+
 @spark_app.command("down")
 def spark_down() -> None:
-    """Stop the warm Spark Connect server."""
-    from checkers.engine import stop_server
+    """Stop the warm Spark Connect server, whoever started it (spark up, or a check for the
+    checks after it), and the keeper that would stop it when idle."""
+    from checkers.engine import stop_keeper, stop_server
 
+    keeper = stop_keeper()  # first: it would start or replace one as the server ends
     server = stop_server()
-    said = f"stopped {server.url} (pid {server.pid})" if server else "no warm session was running"
+    if server is not None:
+        said = f"stopped {server.url} (pid {server.pid})"
+    elif keeper is not None:
+        said = f"stopped the keeper that was to start one (pid {keeper})"
+    else:
+        said = "no warm session was running"
     out.print(f"spark: {said}", markup=False)
 
 
@@ -147,5 +183,20 @@ def spark_status() -> None:
     url = warm_url()
     if url and not listening(url):
         raise _fail(f"spark: SPARK_REMOTE names {url}, which does not answer", 1)
-    out.print(f"spark: {'warm at ' + url if url else 'none running: checks start a local Spark'}")
+    said = f"warm at {url}{_kept_said()}" if url else "none running: checks start a local Spark"
+    out.print(f"spark: {said}", markup=False)
     raise typer.Exit(0 if url else 1)
+
+
+def _kept_said() -> str:
+    """When the warm server stops by itself, if it does."""
+    import time
+
+    from checkers.engine import last_used, living_keeper
+
+    keeper, used = living_keeper() or {}, last_used()
+    minutes = keeper.get("idle_minutes", 0)
+    if minutes <= 0 or used is None:
+        return ""
+    ago = max(0.0, time.time() - used) / 60
+    return f" (last used {ago:.0f} min ago; it stops after {minutes:g} min unused)"

@@ -64,7 +64,8 @@ CONFIG_WINS_HELP = (
 STRICT_HELP = "a warning (faults that may find no traffic to test) fails it, as an error does"
 MASTER_HELP = (
     "Spark master for the checker: local[*], spark://host:7077, sc://host:15002 (default: the "
-    "warm Spark Connect session when one runs, else a local Spark)"
+    "warm Spark Connect session when one runs, else a local Spark, and a warm one started in "
+    "the background for the next checks; a master named starts none)"
 )
 
 err = STATUS_CONSOLE

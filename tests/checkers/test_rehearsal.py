@@ -30,3 +30,11 @@ def test_only_the_training_process_is_told_where_to_write_the_archive(
     assert jvm.archive_to() is None
     monkeypatch.setenv(jvm.ARCHIVE_TO, str(tmp_path / "classes.partial"))
     assert jvm.archive_to() == tmp_path / "classes.partial"
+
+
+@pytest.mark.parametrize("argv", [["warm-up"], ["warm-up", "sc://a:1", "x"], ["train", "x"]])
+def test_a_command_it_does_not_know_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert rehearsal.main(argv) == 2
+    assert "usage: python -m checkers.rehearsal [warm-up URL]" in capsys.readouterr().err

@@ -143,3 +143,22 @@ def test_the_warm_checker_is_no_orphan(tmp_path: Path, monkeypatch: pytest.Monke
     # One started for a command dies with it; if its command is gone and it is not, heal ends it.
     monkeypatch.setattr(checkers.engine, "recorded_server", lambda: replace(warm, detached=False))
     assert [j.pid for j in orphan_checker_jvms(proc)] == [61, 81]
+
+
+def test_a_warm_server_a_check_started_is_no_orphan_nor_is_its_keeper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its parent is its keeper (a Python process, checkers.engine.keeper), no client; and it is
+    recorded detached, as `harness spark up`'s is."""
+    import checkers.engine
+    from checkers.engine import autostart, session
+
+    proc = tmp_path / "proc"
+    log4j = "-Dlog4j2.configurationFile=file:/src/brokerjepsen/checkers/engine/log4j2.properties"
+    keeper = ["/venv/bin/python", "-m", autostart.KEEPER_MODULE, "--idle-minutes", "30"]
+    _fake_proc(proc, 1, 0, ["/sbin/init"], tmp_path)
+    _fake_proc(proc, 71, 1, keeper, tmp_path)
+    _fake_proc(proc, 81, 71, ["/usr/lib/jvm/bin/java", log4j, session.SERVER_CLASS], tmp_path)
+    warm = session.Server("sc://127.0.0.1:15002", 81, "log", 0.0, detached=True, owner=71)
+    monkeypatch.setattr(checkers.engine, "recorded_server", lambda: warm)
+    assert orphan_checker_jvms(proc) == [] and orphan_clients(proc) == []
