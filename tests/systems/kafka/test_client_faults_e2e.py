@@ -7,22 +7,22 @@ so, and the verdict following from its counts."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT, history_events
+from tests.helpers import history_events, run_harness
 from tests.systems.kafka.test_real_cluster import kafka_image_or_missing
 
-pytestmark = [pytest.mark.spark, pytest.mark.e2e]
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.e2e]
 
 
-def test_copiers_killed_and_restarted_keep_their_transactional_ids(tmp_path: Path) -> None:
-    kafka_image_or_missing("4.4")
-    command = [".venv/bin/harness", "run", "T7", "--kafka", "4.4", "--results", str(tmp_path)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=ROOT)
-    run_dir = (tmp_path / "latest").resolve()
+def test_copiers_killed_and_restarted_keep_their_transactional_ids(
+    docker_client: Any, tmp_path: Path
+) -> None:
+    kafka_image_or_missing(docker_client, "kraft", "4.4")
+    result, run_dir = run_harness("T7", tmp_path, "--kafka", "4.4", timeout=1800)
     assert result.returncode in (0, 1), result.stderr
     nemesis = history_events(run_dir / "history", "nemesis")
     done = [(e["f"], e["value"]["clients"]) for e in nemesis if e["type"] == "ok"]
@@ -40,13 +40,10 @@ def test_copiers_killed_and_restarted_keep_their_transactional_ids(tmp_path: Pat
 
 
 def test_a_restarted_producer_goes_on_in_its_id_space_and_a_reader_in_its_group(
-    tmp_path: Path,
+    docker_client: Any, tmp_path: Path
 ) -> None:
-    kafka_image_or_missing("4.4")
-    command = [".venv/bin/harness", "run", "client-bounce", "--kafka", "4.4"]
-    command += ["--results", str(tmp_path)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1500, cwd=ROOT)
-    run_dir = (tmp_path / "latest").resolve()
+    kafka_image_or_missing(docker_client, "kraft", "4.4")
+    result, run_dir = run_harness("client-bounce", tmp_path, "--kafka", "4.4")
     assert result.returncode in (0, 1), result.stderr
     history = run_dir / "history"
 
