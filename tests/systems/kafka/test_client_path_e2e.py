@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +61,11 @@ def test_a_hold_delivers_requests_after_their_transaction_ended_and_the_broker_s
     docker_client: Any, tmp_path: Path
 ) -> None:
     """T6 on 4.4 (confluent-kafka, transaction version 1): the records held on the brokers
-    that are not the coordinator outlive the transactions that wrote them, and the commit held
-    on the coordinator outlives the transaction timeout, which the coordinator's own log shows
-    it enforcing while the hold lasted."""
+    that are not the coordinator outlive the transactions that wrote them, and the producer
+    whose requests the coordinator's hold held takes a new epoch after it (its own log says
+    so). Whether the coordinator also rolled a transaction back on its timeout depends on
+    where the hold caught the producer (a commit in flight, or AddPartitionsToTxn): not
+    asserted."""
     kafka_image_or_missing(docker_client, "kraft", "4.4")
     result, run_dir = run_harness("T6", tmp_path, "--kafka", "4.4")
     assert result.returncode in (0, 1), result.stderr
@@ -76,8 +79,15 @@ def test_a_hold_delivers_requests_after_their_transaction_ended_and_the_broker_s
     assert situations.get("request-held-past-end-txn", 0) >= 1
     assert situations.get("commit-delayed", 0) >= 1
     assert verdict["transactions"]["held_past_end"] == situations["request-held-past-end-txn"]
-    # The coordinator ended a held transaction on its timeout while the hold on it lasted.
+    # What the held requests cost the producer, in the coordinator's own log: a new epoch for
+    # P1 after the hold on the coordinator began (the bump after its timed-out or rolled-back
+    # transaction, or a new instance after it was fenced).
     coordinator = holds[1]["value"]["nodes"][0]
-    log = (run_dir / "logs" / f"{coordinator}.log").read_text()
-    assert "rollback of ongoing transaction for transactionalId P1 due to timeout" in log
+    log = (run_dir / "logs" / f"{coordinator}.log").read_text().splitlines()
+    inits = [
+        datetime.fromisoformat(line.split(" ", 1)[0].rstrip("Z")[:26]).replace(tzinfo=UTC)
+        for line in log
+        if "Initialized transactionalId P1 with producerId" in line
+    ]
+    assert [t for t in inits if t.timestamp() > holds[1]["time"]], "no new epoch after the hold"
     assert verdict["matched"] == (result.returncode == 0)
