@@ -74,37 +74,6 @@ def test_the_final_read_starts_after_the_live_readers_drained(
     assert run.manifest.consumer_exit_codes == {"r": 0, "final": final_exit}
 
 
-def test_a_copier_restarted_is_a_new_process_with_the_same_transactional_id() -> None:
-    """restart-client: C1 killed, a new instance C1.2 started with C1's transactional id and
-    group; the run's clients then answer to C1 with C1.2's group."""
-    from systems.kafka.clients_run import KafkaClientsRun
-
-    spawned: list[tuple[str, str, dict[str, Any]]] = []
-
-    class Recorded(KafkaClientsRun):
-        bootstrap_servers = "b:9092"  # type: ignore[assignment]
-
-        def _spawn(self, role: str, process: str, config: dict[str, Any]) -> None:
-            spawned.append((role, process, config))
-            self.clients[process] = SimpleNamespace(pid=7000 + len(spawned), poll=lambda: None)  # type: ignore[assignment]
-
-    run = object.__new__(Recorded)
-    spec = parse_scenario((ROOT / "scenarios" / "T7.yaml").read_text(), "T7.yaml")
-    assert isinstance(spec, KafkaScenario)
-    run.scenario = spec
-    run.read_deadline = 1234.0
-    run.client_of = {}
-    run.clients = {"C1": SimpleNamespace(pid=4444, poll=lambda: -9)}  # type: ignore[dict-item]
-    assert run.restart_client("C1") == 7001
-    ((role, process, config),) = spawned
-    assert (role, process) == ("copier", "C1.2")
-    assert config["process"] == "C1.2" and config["transactional_id"] == "C1"
-    assert config["deadline"] == 1234.0
-    assert run.running_clients() == {"C1": 7001}
-    with pytest.raises(NemesisError, match="C1 still runs"):
-        run.restart_client("C1")
-
-
 def recorded_run(scenario: str, history: Path) -> tuple[Any, list[tuple[str, str, dict[str, Any]]]]:
     """A run of `scenario` that records what it would spawn, its clients all ended."""
     from systems.kafka.clients_run import KafkaClientsRun
@@ -127,6 +96,22 @@ def recorded_run(scenario: str, history: Path) -> tuple[Any, list[tuple[str, str
     ended = SimpleNamespace(pid=4444, poll=lambda: -9)
     run.clients = {c: ended for c in spec.workload.client_ids()}  # type: ignore[misc]
     return run, spawned
+
+
+def test_a_copier_restarted_is_a_new_process_with_the_same_transactional_id(
+    tmp_path: Path,
+) -> None:
+    """restart-client: C1 killed, a new instance C1.2 started with C1's transactional id and
+    group; the run's clients then answer to C1 with C1.2's group."""
+    run, spawned = recorded_run((ROOT / "scenarios" / "T7.yaml").read_text(), tmp_path)
+    assert run.restart_client("C1") == 7001
+    ((role, process, config),) = spawned
+    assert (role, process) == ("copier", "C1.2")
+    assert config["process"] == "C1.2" and config["transactional_id"] == "C1"
+    assert config["deadline"] == 2000.0
+    assert run.running_clients() == {"C1": 7001}
+    with pytest.raises(NemesisError, match="C1 still runs"):
+        run.restart_client("C1")
 
 
 def test_a_plain_producer_restarted_goes_on_in_its_id_space(tmp_path: Path) -> None:
