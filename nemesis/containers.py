@@ -260,7 +260,8 @@ class Nemesis:
     def _lazy_disks(self, f: str, names: list[str]) -> Disks:
         disks = self.disks
         if disks is None or not all(disks.has(n) for n in names):
-            raise NemesisError(f"{f} on {', '.join(names)} needs lazy disks on them")
+            on = f" on {', '.join(names)}" if names else ""
+            raise NemesisError(f"{f}{on} needs lazy disks")
         return disks
 
     def pause(self, nodes: Iterable[str]) -> None:

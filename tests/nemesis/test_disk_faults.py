@@ -116,3 +116,6 @@ def test_a_disk_fault_needs_lazy_disks_on_every_target(
     with pytest.raises(NemesisError, match="disk-full on rabbit1, rabbit2 needs lazy disks"):
         n.disk_full(["rabbit1", "rabbit2"])
     assert not n.disk_faulted
+    if disks is None:
+        with pytest.raises(NemesisError, match="^disk-ok needs lazy disks$"):
+            n.disk_ok()
