@@ -62,22 +62,28 @@ class Rule:
 
     @classmethod
     def parse(cls, data: object) -> Rule:
+        """From the file's data; a ValueError of one line when it is not a rule."""
         keys = {"on", "error", "path", "probability"}
         if not isinstance(data, dict) or set(data) - keys or not {"on", "error"} <= set(data):
             raise ValueError(f"a rule is an object of on, error, path, probability: {data!r}")
         rule = cls(**data)
-        if rule.on not in CALLS:
-            raise ValueError(f"a rule's on is one of {', '.join(CALLS)}, not {rule.on!r}")
-        if rule.error not in ERRORS:
-            raise ValueError(f"a rule's error is one of {', '.join(ERRORS)}, not {rule.error!r}")
-        if not isinstance(rule.path, str) or not rule.path:
-            raise ValueError(f"a rule's path is a glob, not {rule.path!r}")
-        probability = rule.probability
-        if isinstance(probability, bool) or not isinstance(probability, int | float):
-            raise ValueError(f"a rule's probability is a number, not {probability!r}")
-        if not 0 < probability <= 1:
-            raise ValueError(f"a rule's probability is in (0, 1], not {probability!r}")
+        if refusal := rule._refusal():
+            raise ValueError(refusal)
         return rule
+
+    def _refusal(self) -> str | None:
+        if self.on not in CALLS:
+            return f"a rule's on is one of {', '.join(CALLS)}, not {self.on!r}"
+        if self.error not in ERRORS:
+            return f"a rule's error is one of {', '.join(ERRORS)}, not {self.error!r}"
+        if not isinstance(self.path, str) or not self.path:
+            return f"a rule's path is a glob, not {self.path!r}"
+        p = self.probability
+        if isinstance(p, bool) or not isinstance(p, int | float):
+            return f"a rule's probability is a number, not {p!r}"
+        if not 0 < p <= 1:
+            return f"a rule's probability is in (0, 1], not {p!r}"
+        return None
 
 
 @dataclass(frozen=True)
