@@ -186,7 +186,8 @@ class Shrinker:
 def fault_units(steps: list[Data]) -> list[list[int]]:
     """Each fault step with the steps that heal it, as indexes: a step labelled L with the
     later steps aimed at @L, else a fault with the first later step of its healing op on the
-    same nodes (or a heal of everything). A step nothing pairs with is a unit of its own."""
+    same nodes (or a heal of everything: any network heal, a disk-ok naming no node). A step
+    nothing pairs with is a unit of its own."""
     taken: set[int] = set()
     units: list[list[int]] = []
     for i, step in enumerate(steps):
@@ -202,7 +203,7 @@ def fault_units(steps: list[Data]) -> list[list[int]]:
         if len(unit) == 1 and healed_by:
             for j in later:
                 if steps[j].get("op") == healed_by and (
-                    healed_by == "heal" or _nodes(steps[j]) == _nodes(step)
+                    healed_by == "heal" or _nodes(steps[j]) in (None, _nodes(step))
                 ):
                     unit.append(j)
                     break

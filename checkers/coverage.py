@@ -382,6 +382,8 @@ def _step_situations(
     control_held = "controller" in held_words and not clients_path
     if window in ("node-down", "node-bounce"):
         out.append("node-faulted")
+    if window == "disk-start":
+        out.append("disk-faulted")
     if window == "client-down":
         out.append("client-paused" if f == "pause-client" else "client-ended")
     if leaders_hit and window != "injected":

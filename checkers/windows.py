@@ -12,6 +12,8 @@ history name does to it is the fault registry's (faults.registry.Window):
             that lets it run again
   proxy     a node's clients' path delayed, held, blackholed or slowed, from that invoke until
             the ok of the `release-clients` that removes its last toxic
+  disk      a node's disk failing calls (disk-error, disk-full), from that invoke until the ok
+            of a disk-ok that mends it
 Elections and leader-placement snapshots are not faults. A fault still in effect when the
 history ends lasts to the end of the run.
 """
@@ -38,11 +40,13 @@ class _State:
     restarting: set[str] = field(default_factory=set)
     paused_clients: set[str] = field(default_factory=set)
     proxied: set[str] = field(default_factory=set)
+    disks: set[str] = field(default_factory=set)
 
     def faulty(self) -> bool:
         return (
             self.network
             or bool(self.proxied)
+            or bool(self.disks)
             or self.injected
             or bool(self.down)
             or bool(self.restarting)
@@ -77,6 +81,8 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
     window = window_of(f)
     if f in CLIENT_PATH_STARTS or f == RELEASE:
         _apply_proxy(state, type_, f, value, names)
+    elif window in ("disk-start", "disk-heal"):
+        _apply_disk(state, type_, window, value, names)
     elif type_ == "invoke" and window == "network-start":
         state.network = True
     elif type_ == "ok" and window in ("network-heal", "heal-all"):
@@ -86,6 +92,7 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
             state.network = False
         if window == "heal-all":  # the mock tier's heal also brings every broker back
             state.proxied.clear()
+            state.disks.clear()
             state.down.clear()
             state.injected = False
     elif type_ == "invoke" and window == "injected":
@@ -113,6 +120,23 @@ def _apply_proxy(state: _State, type_: str, f: str, value: dict[str, Any], names
     elif type_ == "ok" and f == RELEASE:
         remaining = value.get("remaining_toxics")
         state.proxied = set(remaining) if isinstance(remaining, dict) else set()
+
+
+def _apply_disk(
+    state: _State, type_: str, window: str, value: dict[str, Any], names: set[str]
+) -> None:
+    if type_ == "invoke" and window == "disk-start":
+        state.disks |= names
+    elif type_ == "ok" and window == "disk-heal":
+        # The heal says whose disks still fail; read without that, it mends the nodes it names,
+        # or every disk.
+        remaining = value.get("remaining")
+        if isinstance(remaining, list):
+            state.disks = {str(n) for n in remaining}
+        elif names:
+            state.disks -= names
+        else:
+            state.disks.clear()
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,11 @@ Each disk is `<workdir>/disks/<node>/` with `live/` (what the broker sees, passe
 (`power_loss`) needs the node's container killed first: it unmounts the filesystem (its daemon
 ends, and with it every unsynced write it knew of), rebuilds `live/` from the durable image and
 mounts it again, fresh, so no kernel cache keeps what the disk lost.
+
+A disk may also be made to fail (`disk_error`, `disk_full`) until it is mended (`disk_ok`):
+rules its daemon reads from `store/faults.json` (lazyfs.injected). A disk keeps its faults
+through a power loss, as a broken disk stays broken when the machine comes back: its new daemon
+starts with none and is given them again.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import IO, Any
 
 from compose.cli import ComposeError
 from lazyfs.durable import restore
+from lazyfs.injected import SETTLE_S, Faults, disk_error, disk_full, write_faults
 
 FSNAME = "brokerjepsen-lazyfs"  # in /proc/mounts; `harness heal` unmounts what it finds
 MOUNT_TIMEOUT = 15.0
@@ -44,6 +50,7 @@ class LazyDisk:
         self.live, self.store, self.mnt = (self.base / d for d in ("live", "store", "mnt"))
         self.process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self.faults = Faults()  # what the harness made the disk do wrong, until mended
 
     def mount(self) -> None:
         for d in (self.live, self.store, self.mnt):
@@ -97,7 +104,15 @@ class LazyDisk:
         dropped = self.unmount()
         restore(self.live, self.store)
         self.mount()
+        if self.faults:
+            self.set_faults(self.faults)
         return dropped
+
+    def set_faults(self, faults: Faults) -> None:
+        """What the disk does wrong from now on (see lazyfs.injected): its daemon sees it
+        within SETTLE_S (LazyDisks waits that long)."""
+        self.faults = faults
+        write_faults(self.store, faults)
 
 
 def unmount(mountpoint: Path) -> None:
@@ -134,6 +149,27 @@ class LazyDisks:
 
     def power_loss(self, node: str) -> dict[str, Any]:
         return self.disks[node].power_loss()
+
+    def disk_error(self, nodes: list[str], on: str, path: str, probability: float) -> None:
+        """The nodes' disks fail that kind of call (write, fsync, read) on paths matching the
+        glob with EIO, each call with that probability; on top of any fault they have."""
+        self._add(nodes, disk_error(on, path, probability))
+
+    def disk_full(self, nodes: list[str]) -> None:
+        """The nodes' disks are full: ENOSPC for what needs space, statfs says none is free."""
+        self._add(nodes, disk_full())
+
+    def disk_ok(self, nodes: list[str] | None = None) -> None:
+        """The nodes' disks (None: every disk) do nothing wrong any more."""
+        for node in self.disks if nodes is None else nodes:
+            self.disks[node].set_faults(Faults())
+        time.sleep(SETTLE_S)
+
+    def _add(self, nodes: list[str], faults: Faults) -> None:
+        for node in nodes:
+            disk = self.disks[node]
+            disk.set_faults(disk.faults.plus(faults))
+        time.sleep(SETTLE_S)  # once for all: each daemon sees its rules by then
 
 
 def leftover_mounts() -> list[Path]:

@@ -8,7 +8,9 @@ below the replication factor" proves nothing in a run where no leader was ever h
 from __future__ import annotations
 
 SITUATIONS: dict[str, str] = {
-    "leader-faulted": "a partition's leader was killed, stopped, paused, restarted or cut off",
+    "leader-faulted": (
+        "a partition's leader was killed, stopped, paused, restarted, cut off or its disk faulted"
+    ),
     "leader-faulted-isr-shrunk": "a leader was faulted while its ISR was below the replicas",
     "leader-changed": "a partition's leader moved (a fail-over or an election)",
     "no-leader": "a partition had no leader",
@@ -46,6 +48,7 @@ SITUATIONS: dict[str, str] = {
     "client-ended": "a workload client process was killed (SIGKILL) or stopped (SIGTERM)",
     "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",
     "node-faulted": "a node was killed, stopped, paused, restarted or lost power",
+    "disk-faulted": "a node's disk failed its calls (disk-error, disk-full)",
 }
 
 

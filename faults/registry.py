@@ -2,7 +2,8 @@
 
 A scenario's nemesis step names an op (`kill`, `isolate`, `broker-down`, ...). Each op is
 declared here with the systems that dispatch it, the arguments it needs, the op that heals it
-(kill -> start, pause -> resume, isolate -> heal) or none for a one-off, and the history name
+(kill -> start, pause -> resume, isolate -> heal, disk-full -> disk-ok) or none for a one-off,
+and the history name
 its nemesis events carry. Each history name is declared with what it does to the run's fault
 windows. Every reader of faults works from these two tables: each system's scenario schema
 (which ops it accepts and what they need), each system's dispatcher (one handler per op, a test
@@ -41,6 +42,8 @@ Arguments = Literal["target", "from-to", "groups", "optional", "none", "client"]
 #   injected       queued errors are in effect from the invoke until a heal-all
 #   client-down    the workload's clients are stopped from the invoke until a client-up
 #   client-up      the clients run again (at the ok)
+#   disk-start     the nodes' disks fail calls from the invoke until a disk-heal mends them
+#   disk-heal      the nodes' disks mended (at the ok), unless it reports others still failing
 #   none           not a fault: an election, a snapshot, a procedure step, a note
 Window = Literal[
     "network-start",
@@ -52,6 +55,8 @@ Window = Literal[
     "injected",
     "client-down",
     "client-up",
+    "disk-start",
+    "disk-heal",
     "none",
 ]
 # The windows that begin a fault (the rest end one, or are none): what the checker's coverage
@@ -62,6 +67,7 @@ FAULT_WINDOWS: tuple[Window, ...] = (
     "node-bounce",
     "injected",
     "client-down",
+    "disk-start",
 )
 
 
@@ -112,6 +118,9 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("restart", "restart", "node-bounce"),
     HistoryName("power-loss", "power loss", "node-bounce"),
     HistoryName("inject-errors", "injected errors", "injected"),
+    HistoryName("disk-error", "disk errors (EIO)", "disk-start"),
+    HistoryName("disk-full", "disk full (ENOSPC)", "disk-start"),
+    HistoryName("disk-ok", "disks mended", "disk-heal"),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
     HistoryName("resume-client", "client resumed (SIGCONT)", "client-up"),
     HistoryName("kill-client", "client killed (SIGKILL)", "client-down"),
@@ -245,6 +254,44 @@ OPS: tuple[FaultOp, ...] = (
             "Kills the targets and drops what their filesystem had not synced (lazyfs), then "
             "starts them: a machine losing power."
         ),
+    ),
+    # disks, both real systems (lazyfs): the calls of the broker's own data directory fail,
+    # never the host's disk; a fault of its own, mended by disk-ok (a network heal leaves it)
+    FaultOp(
+        "disk-error",
+        REAL,
+        "target",
+        ("disk-error",),
+        "disk-ok",
+        needs_lazy_disks=True,
+        does=(
+            "The targets' data directories fail one kind of call with EIO (`fail_on`: write, fsync "
+            "or read), on the files matching `path` (a glob), each call with `probability`: "
+            "the broker's write(2), fsync(2) or read(2) returns the error, and the failed call "
+            "changes nothing."
+        ),
+    ),
+    FaultOp(
+        "disk-full",
+        REAL,
+        "target",
+        ("disk-full",),
+        "disk-ok",
+        needs_lazy_disks=True,
+        does=(
+            "The targets' data directories are full: writes and new files fail with ENOSPC and "
+            "statfs (df, a broker's disk monitor) says no space is free; reads, fsyncs and "
+            "deletions go on."
+        ),
+    ),
+    FaultOp(
+        "disk-ok",
+        REAL,
+        "optional",
+        ("disk-ok",),
+        None,
+        needs_lazy_disks=True,
+        does="Ends the disk faults of the targets, or of every node when none is named.",
     ),
     # RabbitMQ: the manual resolution of a partition (memory watermark 0, wait for empty queues)
     FaultOp(

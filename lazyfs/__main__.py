@@ -5,6 +5,8 @@ The intervals are the kernel's background work (lazyfs.durable): the journal com
 and the writeback of data dirty that long (Linux's 30 s); 0 turns either off, the worst moment
 for a power loss. On its way out it writes `STORE/dropped.json`: what the unmount threw away
 (files with unsynced data, their bytes, whether metadata was uncommitted), a power loss's toll.
+While it serves, the harness may inject disk faults through `STORE/faults.json`
+(lazyfs.injected); it starts with none, whatever an earlier daemon left there.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import mfusepy
 
 from lazyfs.durable import Durable
 from lazyfs.fs import LazyFS
+from lazyfs.injected import FAULTS, Injector
 
 DROPPED = "dropped.json"
 TICK = 1.0  # seconds between looks at the background work (the kernel's: 5 s)
@@ -33,9 +36,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--commit-interval", type=float, default=5.0)
     parser.add_argument("--writeback-after", type=float, default=30.0)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    # Timed, so that a disk fault's lines can be set beside the run's history.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     durable = Durable(args.live, args.store, args.commit_interval, args.writeback_after)
     (args.store / DROPPED).unlink(missing_ok=True)
+    (args.store / FAULTS).unlink(missing_ok=True)
+    injector = Injector(args.store / FAULTS)
     stop = threading.Event()
 
     def background() -> None:
@@ -46,7 +52,7 @@ def main(argv: list[str]) -> int:
         threading.Thread(target=background, daemon=True).start()
     try:
         mfusepy.FUSE(
-            LazyFS(args.live, durable),
+            LazyFS(args.live, durable, injector),
             str(args.mountpoint),
             foreground=True,
             allow_other=True,  # the broker in its container may run as another user
@@ -55,6 +61,7 @@ def main(argv: list[str]) -> int:
         )
     finally:
         stop.set()
+        injector.log_injected()
     with durable.lock:  # nothing more is written back once unmounted: the power is off
         (args.store / DROPPED).write_text(json.dumps(durable.unsynced()))
     return 0

@@ -2,7 +2,9 @@
 fsync would make durable (mfusepy over Debian's libfuse3).
 
 The broker sees an ordinary filesystem; what it wrote stays readable until a power loss
-(`nemesis.disks`) unmounts it and rebuilds the live directory from the durable image.
+(`compose.disks`) unmounts it and rebuilds the live directory from the durable image. Until
+then the harness may make its calls fail (`lazyfs.injected`): a call that fails does nothing,
+so a failed write leaves the file as it was and a failed fsync makes nothing durable.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import mfusepy
 
 from lazyfs.durable import Durable
+from lazyfs.injected import Injector
 
 log = logging.getLogger("lazyfs")
 
@@ -38,12 +41,20 @@ _STAT_KEYS = (
 class LazyFS(mfusepy.Operations):  # type: ignore[misc]
     use_ns = True  # utimens in nanoseconds
 
-    def __init__(self, live: Path, durable: Durable) -> None:
+    def __init__(self, live: Path, durable: Durable, injector: Injector | None = None) -> None:
         self.live = str(live)
         self.durable = durable
+        self.injector = injector
 
     def _path(self, path: str) -> str:
         return self.live + path
+
+    def _unless_injected(self, call: str, path: str) -> None:
+        """Fails the call with the errno the harness injected for it, if any."""
+        if self.injector is not None:
+            code = self.injector.error(call, (path or "").lstrip("/"))
+            if code is not None:
+                raise mfusepy.FuseOSError(code)
 
     def _owned_by_caller(self, full: str) -> None:
         """The daemon runs as root: what it creates belongs to the process that asked."""
@@ -73,7 +84,10 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
     def statfs(self, path: str) -> dict[str, int]:
         st = os.statvfs(self._path(path))
         keys = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree", "f_files")
-        return {k: getattr(st, k) for k in (*keys, "f_flag", "f_frsize", "f_namemax")}
+        out = {k: getattr(st, k) for k in (*keys, "f_flag", "f_frsize", "f_namemax")}
+        if self.injector is not None and self.injector.full:
+            out["f_bavail"] = out["f_bfree"] = 0  # what df and a broker's disk monitor read
+        return out
 
     # ---- metadata: the journal ----------------------------------------------------------------
 
@@ -81,6 +95,7 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
     # thread) walks a tree nobody is changing under it.
 
     def mkdir(self, path: str, mode: int) -> int:
+        self._unless_injected("create", path)
         full = self._path(path)
         with self.durable.lock:
             os.mkdir(full, mode)
@@ -101,6 +116,7 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         return 0
 
     def symlink(self, target: str, source: str) -> int:
+        self._unless_injected("create", target)
         full = self._path(target)
         with self.durable.lock:
             os.symlink(source, full)
@@ -144,6 +160,7 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
     # ---- files --------------------------------------------------------------------------------
 
     def create(self, path: str, mode: int, fi: Any = None) -> int:
+        self._unless_injected("create", path)
         full = self._path(path)
         with self.durable.lock:
             fd = os.open(full, os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
@@ -162,9 +179,11 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         return fd
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        self._unless_injected("read", path)
         return os.pread(fh, size, offset)
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
+        self._unless_injected("write", path)
         written = os.pwrite(fh, data, offset)
         self.durable.wrote(os.fstat(fh).st_ino, path.lstrip("/"), offset, written)
         return written
@@ -181,11 +200,13 @@ class LazyFS(mfusepy.Operations):  # type: ignore[misc]
         return 0
 
     def fsync(self, path: str, datasync: int, fh: int) -> int:
+        self._unless_injected("fsync", path)
         return _said_if_failed(
             f"fsync {path}", lambda: self.durable.fsync_file(os.fstat(fh).st_ino, fh)
         )
 
     def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
+        self._unless_injected("fsync", path)
         return _said_if_failed(f"fsync of directory {path}", self.durable.fsync_dir)
 
     def flush(self, path: str, fh: int) -> int:

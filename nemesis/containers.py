@@ -1,4 +1,5 @@
-"""The nemesis: applies network and process faults to a cluster and logs each to the history.
+"""The nemesis: applies network, process and disk faults to a cluster and logs each to the
+history.
 
 Network rules run in each node's own network namespace from a short-lived helper container
 (`--network container:<node>`, NET_ADMIN), so nodes built from official images, which have no
@@ -35,12 +36,24 @@ class NemesisError(Exception):
 
 
 class Disks(Protocol):
-    """Nodes whose data directory can lose power (compose.disks.LazyDisks)."""
+    """Nodes whose data directory can lose power or fail (compose.disks.LazyDisks)."""
 
     def has(self, node: str) -> bool: ...
 
     def power_loss(self, node: str) -> dict[str, Any]:
         """Drops what the node's disk never fsynced (its container down); returns the toll."""
+        ...
+
+    def disk_error(self, nodes: list[str], on: str, path: str, probability: float) -> None:
+        """The nodes' disks fail those calls with EIO, until disk_ok."""
+        ...
+
+    def disk_full(self, nodes: list[str]) -> None:
+        """The nodes' disks are full (ENOSPC, no space free), until disk_ok."""
+        ...
+
+    def disk_ok(self, nodes: list[str] | None = None) -> None:
+        """The nodes' disks (None: every one) fail nothing any more."""
         ...
 
 
@@ -70,6 +83,7 @@ class Nemesis:
         self.paused: set[str] = set()
         self.down: set[str] = set()
         self.disks = disks
+        self.disk_faulted: set[str] = set()  # nodes whose disk fails calls until a disk-ok
         # The faults of the clients' path through a proxy, when the run has one (set by the
         # system's run, which owns the proxy): healed with the network's.
         self.client_path: ClientPathFaults | None = None
@@ -227,9 +241,7 @@ class Nemesis:
         """The nodes lose power together: each killed (-9), then every write their disks never
         fsynced is dropped, then they start again."""
         names = list(nodes)
-        disks = self.disks
-        if disks is None or not all(disks.has(n) for n in names):
-            raise NemesisError(f"power-loss on {', '.join(names)} needs lazy disks on them")
+        disks = self._lazy_disks("power-loss", names)
 
         def apply() -> dict[str, Any]:
             containers = {n: self._container(n) for n in names}
@@ -244,6 +256,13 @@ class Nemesis:
             return {"dropped": dropped}
 
         self.logged("power-loss", {"nodes": names}, apply)
+
+    def _lazy_disks(self, f: str, names: list[str]) -> Disks:
+        disks = self.disks
+        if disks is None or not all(disks.has(n) for n in names):
+            on = f" on {', '.join(names)}" if names else ""
+            raise NemesisError(f"{f}{on} needs lazy disks")
+        return disks
 
     def pause(self, nodes: Iterable[str]) -> None:
         def pause_one(c: Container, n: str) -> int | None:
@@ -298,13 +317,54 @@ class Nemesis:
         except docker.errors.NotFound:
             raise NemesisError(f"node {name} has no container") from None
 
+    # ---- disks ---------------------------------------------------------------------------
+
+    def disk_error(self, nodes: Iterable[str], on: str, path: str, probability: float) -> None:
+        """The nodes' disks fail `on` calls (write, fsync, read) on files matching `path` with
+        EIO, each with `probability`, until a disk_ok."""
+        names = list(nodes)
+        disks = self._lazy_disks("disk-error", names)
+        value = {"nodes": names, "on": on, "path": path, "probability": probability}
+        self._disk_fault(
+            "disk-error", value, lambda: disks.disk_error(names, on, path, probability)
+        )
+
+    def disk_full(self, nodes: Iterable[str]) -> None:
+        """The nodes' disks are full (ENOSPC on what needs space), until a disk_ok."""
+        names = list(nodes)
+        disks = self._lazy_disks("disk-full", names)
+        self._disk_fault("disk-full", {"nodes": names}, lambda: disks.disk_full(names))
+
+    def _disk_fault(self, f: str, value: dict[str, Any], act: Callable[[], None]) -> None:
+        # Counted as faulted before it is written: a fault that failed half-way is mended too.
+        self.disk_faulted.update(value["nodes"])
+        self.logged(f, value, act)
+
+    def disk_ok(self, nodes: Iterable[str] | None = None) -> None:
+        """The disk faults of `nodes` (None: every disk's) ended; the ok says whose remain."""
+        names = list(nodes) if nodes else None
+        disks = self._lazy_disks("disk-ok", names or [])
+
+        def apply() -> dict[str, Any]:
+            disks.disk_ok(names)
+            if names is None:
+                self.disk_faulted.clear()
+            else:
+                self.disk_faulted -= set(names)
+            return {"remaining": sorted(self.disk_faulted)}
+
+        self.logged("disk-ok", {"nodes": names or "all"}, apply)
+
     # ---- recovery ------------------------------------------------------------------------
 
     def heal_all(self) -> None:
-        """End every fault: network healed, paused nodes resumed, stopped nodes started.
+        """End every fault: disks mended, network healed, paused nodes resumed, stopped nodes
+        started (on disks that work again).
 
         Idempotent; used at the end of a run, on failure and on SIGINT/SIGTERM.
         """
+        if self.disk_faulted:
+            self.disk_ok()
         if self.paused:
             self.resume(sorted(self.paused))
         if self.down:

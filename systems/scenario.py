@@ -75,6 +75,23 @@ NumberWord = BeforeValidator(_spelt, json_schema_input_type=Literal["0", "1", "a
 Situation = Annotated[str, AfterValidator(known_situation)]
 
 
+def _relative_glob(value: str) -> str:
+    if not value or value.startswith("/") or ".." in value.split("/"):
+        raise ValueError(
+            f"path {value!r}: a glob relative to the data directory (no leading /, no ..)"
+        )
+    return value
+
+
+# disk-error's arguments, as both systems' steps name them: which calls fail, on which files
+# (a glob relative to the broker's data directory, lazyfs.injected), how often.
+DiskCall = Literal["write", "fsync", "read"]
+DiskGlob = Annotated[str, AfterValidator(_relative_glob)]
+Probability = Annotated[float, Field(gt=0, le=1)]
+# (Not `on`: YAML 1.1, PyYAML's, reads an unquoted `on` as true.)
+DISK_ERROR_ARGUMENTS = ("fail_on", "path", "probability")
+
+
 @dataclass(frozen=True)
 class KnownOp:
     """A step's `op` (`Annotated[str, KnownOp("kafka")]`): one of the fault registry's ops for
@@ -220,6 +237,17 @@ def client_path_refusal(op: str, delay_ms: int, rate_kbit: int) -> str | None:
         return "delay needs delay_ms (jitter_ms and both_ways are optional)"
     if op == "slow-link" and not rate_kbit:
         return "slow-link needs rate_kbit (both_ways is optional)"
+    return None
+
+
+def disk_refusal(op: str, fail_on: str | None, given: set[str]) -> str | None:
+    """What a disk-error step lacks, or an argument of it another op names; `given`: the
+    fields the step set."""
+    if op == "disk-error" and fail_on is None:
+        return "disk-error needs fail_on: write, fsync or read (path and probability optional)"
+    named = [f for f in DISK_ERROR_ARGUMENTS if f in given]
+    if named and op != "disk-error":
+        return f"{named[0]} is for disk-error, not {op}"
     return None
 
 

@@ -26,6 +26,7 @@ from faults.registry import OPS, window_of
 from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
+from systems.disks import DISK_OPS, apply_disk_fault
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
@@ -43,7 +44,7 @@ _CONTROLLER_ROLES = {"controller", "non-controller", "non-controllers"}
 # The ops that fault nodes (their network or their process): each learns, before its fault
 # begins, every role the cluster's nodes hold. A heal, a start, an election or a client's pause
 # faults no node.
-_NODE_FAULT_WINDOWS = ("network-start", "node-down", "node-bounce")
+_NODE_FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "disk-start")
 NODE_FAULT_OPS = frozenset(
     o.name
     for o in OPS
@@ -489,11 +490,14 @@ def _on_target(name: str) -> Callable[[KafkaNemesis, Any], None]:
     return handler
 
 
-def _on_clients_path(op: str) -> Callable[[KafkaNemesis, Any], None]:
-    """A fault of the clients' path (the proxy) on the step's resolved target."""
+def _applied(
+    apply: Callable[[Nemesis, str, list[str], Any], None], op: str
+) -> Callable[[KafkaNemesis, Any], None]:
+    """An op both systems' nemeses share (of the clients' path, of the disks), on the step's
+    resolved target."""
 
     def handler(k: KafkaNemesis, step: Any) -> None:
-        apply_client_fault(k.net, op, k._resolved(step).get("target", []), step)
+        apply(k.net, op, k._resolved(step).get("target", []), step)
 
     return handler
 
@@ -505,7 +509,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "cut-clients": _on_target("cut_clients"),
     "cut-from-quorum": KafkaNemesis._cut_from_quorum,
     "degrade": KafkaNemesis._degrade,
-    **{op: _on_clients_path(op) for op in CLIENT_PATH_OPS},
+    **{op: _applied(apply_client_fault, op) for op in CLIENT_PATH_OPS},
     "heal": KafkaNemesis._heal,
     "kill": _on_target("kill"),
     "stop": _on_target("stop"),
@@ -514,6 +518,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "pause": _on_target("pause"),
     "resume": _on_target("resume"),
     "power-loss": _on_target("power_loss"),
+    **{op: _applied(apply_disk_fault, op) for op in DISK_OPS},
     "rolling-restart": KafkaNemesis._rolling_restart,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),

@@ -34,7 +34,16 @@ from systems.kafka.workload_spec import (
     KafkaWorkload,
 )
 from systems.problems import KeyProblem, did_you_mean
-from systems.scenario import KnownOp, ScenarioBase, Strict, client_path_refusal
+from systems.scenario import (
+    DiskCall,
+    DiskGlob,
+    KnownOp,
+    Probability,
+    ScenarioBase,
+    Strict,
+    client_path_refusal,
+    disk_refusal,
+)
 
 
 def _bare_node(value: object) -> object:
@@ -193,6 +202,14 @@ class KafkaStep(Strict):
     """leaders: every partition led by its preferred replica."""
     client: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")] | None = None
     """pause-client, resume-client: the workload client (a producer's, reader's or copier's id)."""
+    fail_on: DiskCall | None = None
+    """disk-error: the calls that fail with EIO, write, fsync or read (a read the page cache
+    answers never reaches the disk)."""
+    path: DiskGlob = "*"
+    """disk-error: the files whose calls fail, a glob relative to the broker's log directory
+    (`*` spans directories: `*.log` is every segment); every file by default."""
+    probability: Probability = 1.0
+    """disk-error: the chance that each of those calls fails."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
@@ -208,6 +225,8 @@ class KafkaStep(Strict):
         if self.op == "degrade" and not (self.loss_pct or self.delay_ms or self.rate_kbit):
             raise ValueError("degrade needs loss_pct, delay_ms or rate_kbit")
         if refusal := client_path_refusal(self.op, self.delay_ms, self.rate_kbit):
+            raise ValueError(refusal)
+        if refusal := disk_refusal(self.op, self.fail_on, self.model_fields_set):
             raise ValueError(refusal)
         if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
             raise ValueError(f"{self.op} needs at least two non-empty groups")

@@ -25,12 +25,16 @@ from systems.rabbitmq.settings import (
     sets_partition_handling,
 )
 from systems.scenario import (
+    DiskCall,
+    DiskGlob,
     KnownOp,
     MessageCount,
     NodeNames,
+    Probability,
     ScenarioBase,
     Strict,
     client_path_refusal,
+    disk_refusal,
 )
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
@@ -332,6 +336,14 @@ class NemesisStep(Strict):
     deliveries)."""
     rate_kbit: Annotated[int, Field(ge=0, le=10_000_000)] = 0
     """slow-link: the bandwidth left, in kbit/s."""
+    fail_on: DiskCall | None = None
+    """disk-error: the calls that fail with EIO, write, fsync or read (a read the page cache
+    answers never reaches the disk)."""
+    path: DiskGlob = "*"
+    """disk-error: the files whose calls fail, a glob relative to the node's /var/lib/rabbitmq
+    (`*` spans directories); every file by default."""
+    probability: Probability = 1.0
+    """disk-error: the chance that each of those calls fails."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -364,6 +376,8 @@ class NemesisStep(Strict):
         elif arguments == "target" and not self.nodes:
             raise ValueError(f"{self.op} needs a target (node names, a role or an @label)")
         if refusal := client_path_refusal(self.op, self.delay_ms, self.rate_kbit):
+            raise ValueError(refusal)
+        if refusal := disk_refusal(self.op, self.fail_on, self.model_fields_set):
             raise ValueError(refusal)
         if RANDOM_NODE in self.from_ and RANDOM_NODE in self.to:
             raise ValueError(

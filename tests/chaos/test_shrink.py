@@ -87,6 +87,13 @@ def test_a_step_whose_heal_it_needs_is_never_left_without_it() -> None:
         {"at": 12, "op": "restart", "nodes": ["rabbit2"]},
     ]
     assert fault_units(rabbit) == [[0, 2], [1, 3], [4]]
+    disks = [
+        {"at": 5, "op": "disk-full", "target": ["rabbit1"]},
+        {"at": 6, "op": "disk-error", "target": ["rabbit2"], "fail_on": "write"},
+        {"at": 8, "op": "disk-ok", "target": ["rabbit2"]},
+        {"at": 9, "op": "disk-ok"},  # every disk
+    ]
+    assert fault_units(disks) == [[0, 3], [1, 2]]
 
 
 @settings(max_examples=60, deadline=None)

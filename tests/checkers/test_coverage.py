@@ -433,3 +433,17 @@ def test_held_data_the_proxy_could_not_deliver_is_said() -> None:
     assert c["proxy_undelivered"] == 2
     quiet = coverage_of(nemesis[:1], [], [], ClusterFacts(), [], "safe", 0.0)
     assert "proxy_undelivered" not in quiet
+
+
+def test_a_full_disk_under_the_leader_faulted_it_and_its_disk_until_mended() -> None:
+    nemesis = [
+        ev(10, "invoke", "disk-full", nodes=["kafka1"]),
+        ev(10.2, "ok", "disk-full", nodes=["kafka1"]),
+        ev(30, "invoke", "disk-ok", nodes=["kafka1"]),
+        ev(30.2, "ok", "disk-ok", nodes=["kafka1"], remaining=[]),
+    ]
+    c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, ["disk-faulted"], "safe", 0.0)
+    (step,) = c["steps"]  # the mend is no fault step
+    assert step["step"] == "1. disk-full kafka1 at +10.0 s" and step["leaders_hit"] == ["0"]
+    assert c["situations"]["disk-faulted"] == 1 and c["situations"]["leader-faulted"] == 1
+    assert "node-faulted" not in c["situations"] and c["missing"] == []

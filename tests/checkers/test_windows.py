@@ -104,3 +104,17 @@ def test_each_nodes_proxy_spell_runs_from_its_fault_to_its_release_with_its_role
         PathSpell("delay", "k3", 18.1, 25, ("leader p0",)),
         PathSpell("blackhole", "k1", 30, 40, ()),
     ]
+
+
+def test_a_disk_fault_lasts_until_a_disk_ok_mends_the_last_failing_disk() -> None:
+    events = [
+        nem(10, "invoke", "disk-error", {"nodes": ["r1"], "on": "write"}),
+        nem(10.2, "ok", "disk-error", {"nodes": ["r1"], "on": "write"}),
+        nem(12, "invoke", "disk-full", {"nodes": ["r2"]}),
+        nem(15, "ok", "disk-ok", {"nodes": ["r1"], "remaining": ["r2"]}),  # r2 still full
+        nem(20, "ok", "disk-ok", {"nodes": "all", "remaining": []}),
+        nem(30, "invoke", "disk-full", {"nodes": ["r3"]}),
+        nem(31, "ok", "stop-partition", {"nodes": "all", "remaining_cuts": []}),  # not a mend
+        nem(35, "ok", "disk-ok", {"nodes": ["r3"]}),  # read without `remaining`: r3 mended
+    ]
+    assert fault_windows(events, run_end=60) == [(10, 20), (30, 35)]

@@ -53,6 +53,20 @@ def test_a_paused_client_is_a_fault_of_its_own_healed_by_its_resume() -> None:
         check_op("rabbitmq", "pause-client")
 
 
+def test_disk_faults_are_a_window_of_their_own_mended_by_disk_ok_alone() -> None:
+    assert {window_of(f) for f in ("disk-error", "disk-full")} == {"disk-start"}
+    assert window_of("disk-ok") == "disk-heal"
+    for name in ("disk-error", "disk-full"):
+        fault = op(name)
+        assert (
+            fault.healed_by == "disk-ok" and fault.needs_lazy_disks and fault.arguments == "target"
+        )
+    assert op("disk-ok").arguments == "optional" and op("disk-ok").needs_lazy_disks
+    assert op("heal").healed_by is None and "disk-ok" not in op("heal").writes
+    with pytest.raises(ValueError, match="'disk-full' is not a kafka-mock fault op"):
+        check_op("kafka-mock", "disk-full")
+
+
 def test_an_unknown_op_is_one_line_naming_the_systems_ops() -> None:
     with pytest.raises(ValueError, match="'explode' is not a rabbitmq fault op \\(ops: isolate"):
         check_op("rabbitmq", "explode")

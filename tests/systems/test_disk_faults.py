@@ -1,0 +1,127 @@
+"""Disk faults in both systems' scenarios and nemeses: a step's arguments refused in one line,
+and each system's dispatcher handing the step, its targets resolved, to the common nemesis."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from systems.kafka.nemesis import KafkaNemesis
+from systems.rabbitmq.nemesis import apply_step
+from systems.rabbitmq.scenario import NemesisStep
+from systems.registry import parse_scenario
+from systems.scenario import ScenarioError
+
+KAFKA = """
+id: x
+expect: safe
+cluster: {system: kafka, modes: [kraft], lazy_disks: true}
+workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
+"""
+RABBITMQ = """
+id: x
+expect: safe
+cluster: {version: "4.3", queue_type: quorum, lazy_disks: true}
+workload: {queues: [q], publishers: [{id: A, count: 10}], consumers: [{queue: q}]}
+"""
+NODE = {KAFKA: "kafka1", RABBITMQ: "rabbit1"}
+
+
+def nemesis(base: str, *steps: str) -> str:
+    """A nemesis section of these steps (`op: kill, target: NODE`), NODE a node of the base's."""
+    lines = [f"- {{at: {i}, {s.replace('NODE', NODE[base])}}}" for i, s in enumerate(steps, 1)]
+    return "nemesis:\n" + "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("base", [KAFKA, RABBITMQ], ids=["kafka", "rabbitmq"])
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        ("op: disk-error, target: NODE", "disk-error needs fail_on: write, fsync or read"),
+        ("op: disk-error, target: NODE, fail_on: sync", "fail_on"),
+        ("op: disk-error, target: NODE, fail_on: write, path: /x", "path '/x': a glob relative"),
+        ("op: disk-error, target: NODE, fail_on: read, path: '../*'", "no leading /, no .."),
+        ("op: disk-error, target: NODE, fail_on: read, probability: 0", "probability"),
+        ("op: disk-full, target: NODE, path: '*.log'", "path is for disk-error, not disk-full"),
+        ("op: kill, target: NODE, fail_on: write", "fail_on is for disk-error, not kill"),
+        ("op: disk-full", "disk-full needs a target"),
+    ],
+)
+def test_a_bad_disk_step_is_one_line(base: str, step: str, message: str) -> None:
+    text = base + nemesis(base, step)
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(text, "x.yaml")
+    said = str(e.value)
+    assert re.search(re.escape(message), said) and "\n" not in said, said
+
+
+@pytest.mark.parametrize("base", [KAFKA, RABBITMQ], ids=["kafka", "rabbitmq"])
+@pytest.mark.parametrize("op", ["disk-error", "disk-full", "disk-ok"])
+def test_a_disk_step_needs_lazy_disks(base: str, op: str) -> None:
+    step = f"op: {op}, target: NODE" + (", fail_on: write" if op == "disk-error" else "")
+    text = base.replace(", lazy_disks: true", "") + nemesis(base, step)
+    with pytest.raises(ScenarioError, match=f"nemesis.0: {op} needs cluster.lazy_disks: true"):
+        parse_scenario(text, "x.yaml")
+
+
+@pytest.mark.parametrize("base", [KAFKA, RABBITMQ], ids=["kafka", "rabbitmq"])
+def test_a_disk_step_takes_its_arguments_and_a_bare_disk_ok_mends_every_disk(base: str) -> None:
+    text = base + nemesis(
+        base,
+        "op: disk-error, target: [NODE], fail_on: fsync, path: '*.log', probability: 0.5",
+        "op: disk-full, target: [NODE]",
+        "op: disk-ok",
+    )
+    error, full, ok = parse_scenario(text, "x.yaml").nemesis
+    assert (error.fail_on, error.path, error.probability) == ("fsync", "*.log", 0.5)
+    assert (full.path, full.probability) == ("*", 1.0)
+    assert ok.op == "disk-ok"
+
+
+class FakeNet:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.history = None
+        self.down: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args: self.calls.append((name, *args))
+
+
+def kafka_step(**kw: Any) -> Any:
+    fields = {"target": None, "from_": None, "to": None, "partition": 0, "label": ""}
+    return SimpleNamespace(**(fields | {"fail_on": None, "path": "*", "probability": 1.0} | kw))
+
+
+def test_kafkas_disk_steps_reach_the_common_nemesis_on_their_resolved_targets() -> None:
+    net = FakeNet()
+    k = KafkaNemesis(net, SimpleNamespace(), "t", 1)  # type: ignore[arg-type]
+    k.apply(kafka_step(op="disk-error", target=["kafka2"], fail_on="read", path="*.index"))
+    k.apply(kafka_step(op="disk-full", target=["kafka3"], label="full"))
+    k.apply(kafka_step(op="disk-ok", target="@full"))
+    k.apply(kafka_step(op="disk-ok"))
+    assert net.calls == [
+        ("disk_error", ["kafka2"], "read", "*.index", 1.0),
+        ("disk_full", ["kafka3"]),
+        ("disk_ok", ["kafka3"]),
+        ("disk_ok", None),
+    ]
+
+
+def test_rabbitmqs_disk_steps_reach_the_common_nemesis() -> None:
+    net = FakeNet()
+    steps = [
+        {"op": "disk-error", "target": "rabbit2", "fail_on": "write", "probability": 0.1},
+        {"op": "disk-full", "target": ["rabbit1", "rabbit3"]},
+        {"op": "disk-ok"},
+    ]
+    for fields in steps:
+        apply_step(net, SimpleNamespace(), NemesisStep.model_validate({"at": 1, **fields}))  # type: ignore[arg-type]
+    assert net.calls == [
+        ("disk_error", ["rabbit2"], "write", "*", 0.1),
+        ("disk_full", ["rabbit1", "rabbit3"]),
+        ("disk_ok", None),
+    ]
