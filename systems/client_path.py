@@ -26,12 +26,13 @@ from compose.proxy import (
     delay,
     released,
 )
+from faults.registry import OPS
 from nemesis.containers import Nemesis, NemesisError
 from systems.scenario import ScenarioError
 
 PROXY_LOG = "toxiproxy.log"  # the clients' proxy's own log, beside the nodes'
 # The ops of the fault registry that fault the clients' path, as apply_client_fault takes them.
-CLIENT_PATH_OPS = ("delay", "hold", "slow-link", "blackhole", "reset-clients")
+CLIENT_PATH_OPS = tuple(op.name for op in OPS if op.needs_proxy)
 # Runs `act` between the nemesis's invoke and ok events of one history name.
 Logged = Callable[[str, dict[str, Any], Callable[[], Any]], None]
 
