@@ -384,6 +384,8 @@ def _step_situations(
         out.append("node-faulted")
     if window == "disk-start":
         out.append("disk-faulted")
+    if f == "corrupt":  # a node-bounce too: its node was down while its files changed
+        out.append("data-corrupted")
     if window == "client-down":
         out.append("client-paused" if f == "pause-client" else "client-ended")
     if leaders_hit and window != "injected":

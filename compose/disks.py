@@ -7,10 +7,12 @@ Each disk is `<workdir>/disks/<node>/` with `live/` (what the broker sees, passe
 ends, and with it every unsynced write it knew of), rebuilds `live/` from the durable image and
 mounts it again, fresh, so no kernel cache keeps what the disk lost.
 
-A disk may also be made to fail (`disk_error`, `disk_full`) until it is mended (`disk_ok`):
+A disk may also be made to fail (`disk_error`, `disk_full`, `torn_write`: at a power loss)
+until it is mended (`disk_ok`):
 rules its daemon reads from `store/faults.json` (lazyfs.injected). A disk keeps its faults
 through a power loss, as a broken disk stays broken when the machine comes back: its new daemon
-starts with none and is given them again.
+starts with none and is given them again. Its data may be corrupted (`corrupt`), which nothing
+mends.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from compose.cli import ComposeError
+from lazyfs.corrupt import Corruption, corrupt
 from lazyfs.durable import restore
-from lazyfs.injected import SETTLE_S, Faults, disk_error, disk_full, write_faults
+from lazyfs.injected import SETTLE_S, Faults, disk_error, disk_full, torn_write, write_faults
 
 FSNAME = "brokerjepsen-lazyfs"  # in /proc/mounts; `harness heal` unmounts what it finds
 MOUNT_TIMEOUT = 15.0
@@ -164,6 +167,17 @@ class LazyDisks:
         for node in self.disks if nodes is None else nodes:
             self.disks[node].set_faults(Faults())
         time.sleep(SETTLE_S)
+
+    def torn_write(self, nodes: list[str], path: str, keep: float) -> None:
+        """At the nodes' next power losses, until disk_ok, the last unsynced write of each file
+        matching the glob keeps `keep` of its bytes (lazyfs.injected.Torn)."""
+        self._add(nodes, torn_write(path, keep))
+
+    def corrupt(self, node: str, spec: Corruption) -> list[dict[str, Any]]:
+        """Changes bytes of the node's data files, live and durable (lazyfs.corrupt); what it
+        changed. Works whether the daemon runs or not: it reads neither's state but the files."""
+        disk = self.disks[node]
+        return corrupt(disk.live, disk.store, spec)
 
     def _add(self, nodes: list[str], faults: Faults) -> None:
         for node in nodes:

@@ -48,7 +48,9 @@ SITUATIONS: dict[str, str] = {
     "client-ended": "a workload client process was killed (SIGKILL) or stopped (SIGTERM)",
     "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",
     "node-faulted": "a node was killed, stopped, paused, restarted or lost power",
-    "disk-faulted": "a node's disk failed its calls (disk-error, disk-full)",
+    "disk-faulted": "a node's disk failed its calls or tore its writes (disk-error, disk-full, "
+    "torn-write)",
+    "data-corrupted": "bytes of a node's data files were changed behind its back (corrupt)",
 }
 
 

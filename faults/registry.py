@@ -120,7 +120,11 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("inject-errors", "injected errors", "injected"),
     HistoryName("disk-error", "disk errors (EIO)", "disk-start"),
     HistoryName("disk-full", "disk full (ENOSPC)", "disk-start"),
+    HistoryName("torn-write", "torn writes at a power loss", "disk-start"),
     HistoryName("disk-ok", "disks mended", "disk-heal"),
+    # Its node is down from the invoke to the ok when it is corrupted at rest (while: stopped);
+    # under a running broker the same span is the moment its bytes changed.
+    HistoryName("corrupt", "data corrupted", "node-bounce"),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
     HistoryName("resume-client", "client resumed (SIGCONT)", "client-up"),
     HistoryName("kill-client", "client killed (SIGKILL)", "client-down"),
@@ -285,6 +289,20 @@ OPS: tuple[FaultOp, ...] = (
         ),
     ),
     FaultOp(
+        "torn-write",
+        REAL,
+        "target",
+        ("torn-write",),
+        "disk-ok",
+        needs_lazy_disks=True,
+        does=(
+            "At each power loss of the targets until their disk-ok, the last unsynced write of "
+            "each file matching `path` is cut short, a share `keep` of it kept (whole sectors), "
+            "and the file's earlier unsynced writes kept whole, rather than all of them dropped: "
+            "a write torn by the power going while the disk wrote it back."
+        ),
+    ),
+    FaultOp(
         "disk-ok",
         REAL,
         "optional",
@@ -292,6 +310,23 @@ OPS: tuple[FaultOp, ...] = (
         None,
         needs_lazy_disks=True,
         does="Ends the disk faults of the targets, or of every node when none is named.",
+    ),
+    # one-off: nothing mends corrupted data; the history says which bytes it changed
+    FaultOp(
+        "corrupt",
+        REAL,
+        "target",
+        ("corrupt",),
+        None,
+        needs_lazy_disks=True,
+        does=(
+            "Changes `length` bytes of `files` of the targets' data files matching `path` (a "
+            "glob), at `offset` or a drawn one, by `corruption` (flip a bit of each, random, "
+            "zero), from `seed`: at rest (`while: stopped`, the default: the node killed, its "
+            "files changed, the node started) or under the running broker; in what it reads and "
+            "in what survives a power loss. The history records each file, offset, old and new "
+            "bytes."
+        ),
     ),
     # RabbitMQ: the manual resolution of a partition (memory watermark 0, wait for empty queues)
     FaultOp(

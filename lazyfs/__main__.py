@@ -6,7 +6,8 @@ and the writeback of data dirty that long (Linux's 30 s); 0 turns either off, th
 for a power loss. On its way out it writes `STORE/dropped.json`: what the unmount threw away
 (files with unsynced data, their bytes, whether metadata was uncommitted), a power loss's toll.
 While it serves, the harness may inject disk faults through `STORE/faults.json`
-(lazyfs.injected); it starts with none, whatever an earlier daemon left there.
+(lazyfs.injected); it starts with none, whatever an earlier daemon left there. Torn-write rules
+among them act as it ends: the toll then lists the writes it tore (`torn`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import mfusepy
@@ -63,8 +65,24 @@ def main(argv: list[str]) -> int:
         stop.set()
         injector.log_injected()
     with durable.lock:  # nothing more is written back once unmounted: the power is off
-        (args.store / DROPPED).write_text(json.dumps(durable.unsynced()))
+        toll: dict[str, object] = {}
+        # Torn writes first: what they keep is not in the toll of what was dropped.
+        if torn := durable.tear(_torn_by(injector)):
+            toll["torn"] = torn
+        (args.store / DROPPED).write_text(json.dumps({**durable.unsynced(), **toll}))
     return 0
+
+
+def _torn_by(injector: Injector) -> Callable[[str, int], int | None]:
+    """How many bytes of a file's last unsynced write a power loss keeps now, by the disk's
+    torn-write rules (lazyfs.injected); None: the write is dropped whole, as ever."""
+    faults = injector.current()
+
+    def kept(path: str, length: int) -> int | None:
+        rule = faults.torn_keep(path)
+        return rule.kept(length) if rule is not None else None
+
+    return kept
 
 
 if __name__ == "__main__":

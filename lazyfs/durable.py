@@ -33,6 +33,7 @@ import shutil
 import stat
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,11 @@ class Pending:
     resized: bool = False
     since: float = field(default_factory=time.monotonic)  # dirty since (the oldest change)
     path: str = ""  # where the live file is now (relative), for the background writeback
+    last: tuple[int, int] | None = None  # the last write's offset and length (what may tear)
 
     def wrote(self, offset: int, length: int) -> None:
         end = offset + length
+        self.last = (offset, length)
         if self.ranges and self.ranges[-1][1] == offset:
             self.ranges[-1][1] = end  # an append right after the last write: one range
         else:
@@ -162,6 +165,45 @@ class Durable:
         with self.lock:
             self._commit()
 
+    def tear(self, kept: Callable[[str, int], int | None]) -> list[dict[str, Any]]:
+        """At a power loss, before the toll is taken: each file with unsynced writes for which
+        `kept(path, length of its last write)` says how many bytes of that write survive is
+        written back as if the power went while the disk wrote it back: its earlier unsynced
+        writes whole, its last only that prefix. A log then ends in a partial record at the
+        end of what it had, not after a hole. What was torn, one record a file."""
+        torn: list[dict[str, Any]] = []
+        with self.lock:
+            for ino, pending in list(self.pending.items()):
+                if pending.last is None:
+                    continue
+                offset, length = pending.last
+                keep = kept(pending.path, length)
+                if keep is None:
+                    continue
+                if self._torn_write_back(ino, pending, offset + keep, offset + length):
+                    torn.append(
+                        {"file": pending.path, "offset": offset, "length": length, "kept": keep}
+                    )
+        return torn
+
+    def _torn_write_back(self, ino: int, pending: Pending, cut: int, end: int) -> bool:
+        try:
+            fd = os.open(self.live / pending.path, os.O_RDONLY)
+        except OSError:
+            return False  # gone since: nothing of it to write back
+        try:
+            if os.fstat(fd).st_ino != ino:
+                return False
+            size = os.fstat(fd).st_size
+            # An append (the write reached the end) leaves the file ending at the cut; a write
+            # inside the file leaves its size, with the old bytes past the cut.
+            new_size = cut if end >= size else size
+            self._copy_ranges(ino, fd, new_size, _without(_merged(pending.ranges), (cut, end)))
+            del self.pending[ino]
+            return True
+        finally:
+            os.close(fd)
+
     def unsynced(self) -> dict[str, int]:
         """What a power loss now would drop: files with unsynced data, their bytes, and whether
         the journal holds uncommitted metadata."""
@@ -188,11 +230,16 @@ class Durable:
         self.flush_at_commit.discard(ino)
         if pending is None:
             return
-        size = os.fstat(live_fd).st_size
+        self._copy_ranges(ino, live_fd, os.fstat(live_fd).st_size, _merged(pending.ranges))
+
+    def _copy_ranges(
+        self, ino: int, live_fd: int, size: int, ranges: list[tuple[int, int]]
+    ) -> None:
+        """The durable copy becomes `size` long, with the live file's bytes over `ranges`."""
         fd = os.open(self.files_dir / self._id(ino), os.O_WRONLY | os.O_CREAT, 0o600)
         try:
             os.ftruncate(fd, size)
-            for start, end in _merged(pending.ranges):
+            for start, end in ranges:
                 end = min(end, size)
                 while start < end:
                     chunk = os.pread(live_fd, min(end - start, 1 << 20), start)
@@ -258,6 +305,17 @@ class Durable:
             if durable.name not in kept:
                 durable.unlink()
         self.journal_dirty = False
+
+
+def _without(ranges: list[tuple[int, int]], cut: tuple[int, int]) -> list[tuple[int, int]]:
+    """The ranges less the span `cut` ([start, end))."""
+    out = []
+    for s, e in ranges:
+        if s < cut[0]:
+            out.append((s, min(e, cut[0])))
+        if e > cut[1]:
+            out.append((max(s, cut[1]), e))
+    return out
 
 
 def _load_namespace(store: Path) -> dict[str, Any]:

@@ -17,9 +17,12 @@ The daemon removes the file as it starts: a daemon that starts, fresh or after a
 has no rules until the harness writes them again.
 
 The file: `{"rules": [{"on": "write", "error": "EIO", "path": "*", "probability": 1.0}, ...],
-"full": false}`. A call fails with the errno of the first rule on its kind of call whose glob
-matches its path (relative to the mount, fnmatch: `*` spans directories) and whose draw, with
-its probability, says so. `full` makes statfs report no space free, as a full disk's df does.
+"full": false, "torn": [{"path": "*.log", "keep": 0.5}]}`. A call fails with the errno of the
+first rule on its kind of call whose glob matches its path (relative to the mount, fnmatch: `*`
+spans directories) and whose draw, with its probability, says so. `full` makes statfs report no
+space free, as a full disk's df does. `torn` fails no call: it is read when the daemon ends (a
+power loss), and the last unsynced write of each file its first matching glob names is torn
+rather than dropped (lazyfs.durable's `tear`). `rules` and `full` may be left out.
 """
 
 from __future__ import annotations
@@ -86,32 +89,74 @@ class Rule:
         return None
 
 
+SECTOR = 512  # what a torn write keeps is whole sectors, when it spans more than one
+
+
+@dataclass(frozen=True)
+class Torn:
+    """At a power loss, the last unsynced write of the files matching `path` keeps a share
+    `keep` of its bytes rather than none."""
+
+    path: str = "*"
+    keep: float = 0.5
+
+    def kept(self, length: int) -> int:
+        """How many bytes of a write of `length` survive: `keep` of it, rounded down to whole
+        sectors when that is a sector or more, and always some but not all (a write of one
+        byte cannot tear: none of it is kept)."""
+        kept = int(length * self.keep)
+        if kept >= SECTOR:
+            kept -= kept % SECTOR
+        return max(1, min(kept, length - 1)) if length > 1 else 0
+
+    @classmethod
+    def parse(cls, data: object) -> Torn:
+        if not isinstance(data, dict) or set(data) - {"path", "keep"}:
+            raise ValueError(f"a torn write is an object of path and keep: {data!r}")
+        torn = cls(**data)
+        if not isinstance(torn.path, str) or not torn.path:
+            raise ValueError(f"a torn write's path is a glob, not {torn.path!r}")
+        k = torn.keep
+        if isinstance(k, bool) or not isinstance(k, int | float) or not 0 < k < 1:
+            raise ValueError(f"a torn write's keep is a number in (0, 1), not {k!r}")
+        return torn
+
+
 @dataclass(frozen=True)
 class Faults:
     """What a disk does wrong now; the empty one: nothing."""
 
     rules: tuple[Rule, ...] = ()
     full: bool = False  # statfs says no space is free
+    torn: tuple[Torn, ...] = ()  # what a power loss tears rather than drops
 
     def __bool__(self) -> bool:
-        return bool(self.rules) or self.full
+        return bool(self.rules) or self.full or bool(self.torn)
 
     def plus(self, other: Faults) -> Faults:
         """Both in effect: this one's rules first."""
-        return Faults(self.rules + other.rules, self.full or other.full)
+        return Faults(self.rules + other.rules, self.full or other.full, self.torn + other.torn)
+
+    def torn_keep(self, path: str) -> Torn | None:
+        """The first torn-write rule whose glob matches the path (relative to the mount)."""
+        return next((t for t in self.torn if fnmatch.fnmatchcase(path, t.path)), None)
 
     def as_data(self) -> dict[str, Any]:
-        return {"rules": [asdict(r) for r in self.rules], "full": self.full}
+        data: dict[str, Any] = {"rules": [asdict(r) for r in self.rules], "full": self.full}
+        if self.torn:  # only when asked for: a file of rules alone reads as it always did
+            data["torn"] = [asdict(t) for t in self.torn]
+        return data
 
     @classmethod
     def parse(cls, data: object) -> Faults:
         """From the file's data; a ValueError of one line when it is not what this writes."""
-        if not isinstance(data, dict) or set(data) - {"rules", "full"}:
-            raise ValueError("the faults file is an object of rules and full")
+        if not isinstance(data, dict) or set(data) - {"rules", "full", "torn"}:
+            raise ValueError("the faults file is an object of rules, full and torn")
         rules, full = data.get("rules", []), data.get("full", False)
-        if not isinstance(rules, list) or not isinstance(full, bool):
-            raise ValueError("the faults file's rules are a list, its full true or false")
-        return cls(tuple(Rule.parse(r) for r in rules), full)
+        torn = data.get("torn", [])
+        if not isinstance(rules, list) or not isinstance(full, bool) or not isinstance(torn, list):
+            raise ValueError("the faults file's rules and torn are lists, its full true or false")
+        return cls(tuple(Rule.parse(r) for r in rules), full, tuple(Torn.parse(t) for t in torn))
 
 
 def disk_error(on: str, path: str = "*", probability: float = 1.0) -> Faults:
@@ -126,6 +171,11 @@ def disk_full() -> Faults:
     nothing is free. What needs none goes on: reads, fsyncs (their data was written, so its
     blocks are allocated), opening a file that exists, truncation, unlinking."""
     return Faults((Rule("write", "ENOSPC"), Rule("create", "ENOSPC")), full=True)
+
+
+def torn_write(path: str = "*", keep: float = 0.5) -> Faults:
+    """Writes torn at a power loss: the last unsynced write of a matching file keeps `keep`."""
+    return Faults(torn=(Torn.parse({"path": path, "keep": keep}),))
 
 
 def write_faults(store: Path, faults: Faults) -> None:

@@ -20,6 +20,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixe
 
 from contract.history import HistoryWriter
 from contract.topology import Topology
+from lazyfs.corrupt import Corruption
 from nemesis import network
 from nemesis.network import CLIENTS, NetworkState
 
@@ -54,6 +55,15 @@ class Disks(Protocol):
 
     def disk_ok(self, nodes: list[str] | None = None) -> None:
         """The nodes' disks (None: every one) fail nothing any more."""
+        ...
+
+    def torn_write(self, nodes: list[str], path: str, keep: float) -> None:
+        """The nodes' power losses tear the last unsynced write of matching files, until
+        disk_ok."""
+        ...
+
+    def corrupt(self, node: str, spec: Corruption) -> list[dict[str, Any]]:
+        """Changes bytes of the node's data files; returns each change (old and new bytes)."""
         ...
 
 
@@ -334,6 +344,50 @@ class Nemesis:
         names = list(nodes)
         disks = self._lazy_disks("disk-full", names)
         self._disk_fault("disk-full", {"nodes": names}, lambda: disks.disk_full(names))
+
+    def torn_write(self, nodes: Iterable[str], path: str, keep: float) -> None:
+        """The nodes' next power losses, until a disk_ok, keep `keep` of the last unsynced
+        write of each file matching `path` rather than none of it."""
+        names = list(nodes)
+        disks = self._lazy_disks("torn-write", names)
+        value = {"nodes": names, "path": path, "keep": keep}
+        self._disk_fault("torn-write", value, lambda: disks.torn_write(names, path, keep))
+
+    def corrupt(self, nodes: Iterable[str], spec: Corruption, stopped: bool = True) -> None:
+        """Changes bytes of each node's data files matching spec.path (lazyfs.corrupt), each
+        node from its own seed drawn from spec.seed. `stopped`: the nodes are killed first,
+        so that nothing the broker holds in memory or has open masks the damage, and started
+        again after, reading what the disk now holds; else under the running broker. The ok
+        records every byte changed; nothing ever mends it."""
+        names = list(nodes)
+        disks = self._lazy_disks("corrupt", names)
+        value = {
+            "nodes": names,
+            "path": spec.path,
+            "files": spec.files,
+            "length": spec.length,
+            "offset": spec.offset,
+            "corruption": spec.how,
+            "seed": spec.seed,
+            "while": "stopped" if stopped else "running",
+        }
+
+        def apply() -> dict[str, Any]:
+            # A node already down stays down: its files are at rest already, and its start is
+            # a later step's.
+            up = [n for n in names if n not in self.down] if stopped else []
+            containers = {n: self._container(n) for n in up}
+            for name, container in containers.items():
+                container.kill(signal=signal.SIGKILL)
+                self._stopped(name)
+            for container in containers.values():
+                container.wait(timeout=60)  # nothing writes the files while they change
+            changed = {name: disks.corrupt(name, spec.for_node(name)) for name in names}
+            for name, container in containers.items():
+                self._started(name, container)
+            return {"changed": changed}
+
+        self.logged("corrupt", value, apply)
 
     def _disk_fault(self, f: str, value: dict[str, Any], act: Callable[[], None]) -> None:
         # Counted as faulted before it is written: a fault that failed half-way is mended too.

@@ -89,7 +89,28 @@ DiskCall = Literal["write", "fsync", "read"]
 DiskGlob = Annotated[str, AfterValidator(_relative_glob)]
 Probability = Annotated[float, Field(gt=0, le=1)]
 # (Not `on`: YAML 1.1, PyYAML's, reads an unquoted `on` as true.)
-DISK_ERROR_ARGUMENTS = ("fail_on", "path", "probability")
+# corrupt's (lazyfs.corrupt): how many files, how many bytes, where, how, from which seed, and
+# whether the broker is stopped around it.
+CorruptFiles = Annotated[int, Field(ge=1, le=100)]
+CorruptLength = Annotated[int, Field(ge=1, le=1 << 20)]
+CorruptHow = Literal["flip", "random", "zero"]
+CorruptWhile = Literal["stopped", "running"]
+Seed = Annotated[int, Field(ge=0, lt=1 << 63)]
+# torn-write's: the share of the last unsynced write a power loss keeps (lazyfs.injected).
+Keep = Annotated[float, Field(gt=0, lt=1)]
+# The disk ops' own arguments (the step's field names), and the ops that read each.
+DISK_ARGUMENTS: dict[str, tuple[str, ...]] = {
+    "fail_on": ("disk-error",),
+    "probability": ("disk-error",),
+    "path": ("disk-error", "corrupt", "torn-write"),
+    "files": ("corrupt",),
+    "length": ("corrupt",),
+    "offset": ("corrupt",),
+    "corruption": ("corrupt",),
+    "seed": ("corrupt",),
+    "while_": ("corrupt",),
+    "keep": ("torn-write",),
+}
 
 
 @dataclass(frozen=True)
@@ -241,13 +262,17 @@ def client_path_refusal(op: str, delay_ms: int, rate_kbit: int) -> str | None:
 
 
 def disk_refusal(op: str, fail_on: str | None, given: set[str]) -> str | None:
-    """What a disk-error step lacks, or an argument of it another op names; `given`: the
+    """What a disk step lacks, or an argument of a disk op another op names; `given`: the
     fields the step set."""
     if op == "disk-error" and fail_on is None:
         return "disk-error needs fail_on: write, fsync or read (path and probability optional)"
-    named = [f for f in DISK_ERROR_ARGUMENTS if f in given]
-    if named and op != "disk-error":
-        return f"{named[0]} is for disk-error, not {op}"
+    if op == "corrupt" and "path" not in given:
+        # No default: corrupting every file a broker has is never what a finding needs.
+        return "corrupt needs path: a glob of the broker's data files (e.g. '[!_]*/*.log')"
+    for name, ops in DISK_ARGUMENTS.items():
+        if name in given and op not in ops:
+            readers = ", ".join(ops[:-1]) + f" or {ops[-1]}" if len(ops) > 1 else ops[0]
+            return f"{name.rstrip('_')} is for {readers}, not {op}"
     return None
 
 

@@ -25,13 +25,19 @@ from systems.rabbitmq.settings import (
     sets_partition_handling,
 )
 from systems.scenario import (
+    CorruptFiles,
+    CorruptHow,
+    CorruptLength,
+    CorruptWhile,
     DiskCall,
     DiskGlob,
+    Keep,
     KnownOp,
     MessageCount,
     NodeNames,
     Probability,
     ScenarioBase,
+    Seed,
     Strict,
     client_path_refusal,
     disk_refusal,
@@ -340,10 +346,31 @@ class NemesisStep(Strict):
     """disk-error: the calls that fail with EIO, write, fsync or read (a read the page cache
     answers never reaches the disk)."""
     path: DiskGlob = "*"
-    """disk-error: the files whose calls fail, a glob relative to the node's /var/lib/rabbitmq
-    (`*` spans directories); every file by default."""
+    """disk-error, corrupt, torn-write: the files whose calls fail (that it corrupts, whose
+    writes tear), a glob relative to the node's /var/lib/rabbitmq
+    (`*` spans directories); every file by default, but corrupt needs one."""
     probability: Probability = 1.0
     """disk-error: the chance that each of those calls fails."""
+    files: CorruptFiles = 1
+    """corrupt: how many of the files `path` matches are corrupted (drawn by the seed)."""
+    length: CorruptLength = 1
+    """corrupt: how many bytes of each file change (fewer where the file ends sooner)."""
+    offset: int | None = None
+    """corrupt: where in each file the bytes change, from its end when negative; drawn by the
+    seed when not given."""
+    corruption: CorruptHow = "flip"
+    """corrupt: how the bytes change: flip (one bit of each byte), random, or zero (a sector that
+    reads back empty)."""
+    seed: Seed | None = None
+    """corrupt: the seed of its draws (files, offsets, bits); when not given, one is drawn and
+    written to the history, to replay it with."""
+    while_: CorruptWhile = Field(default="stopped", alias="while")
+    """corrupt: stopped (the node killed, its files changed at rest, the node started: what it
+    reads as it recovers) or running (changed under the open broker, which may have the old
+    bytes cached)."""
+    keep: Keep = 0.5
+    """torn-write: the share of each matching file's last unsynced write a power loss keeps
+    (in whole 512-byte sectors when it spans more than one)."""
 
     model_config = ConfigDict(
         extra="forbid",

@@ -447,3 +447,20 @@ def test_a_full_disk_under_the_leader_faulted_it_and_its_disk_until_mended() -> 
     assert step["step"] == "1. disk-full kafka1 at +10.0 s" and step["leaders_hit"] == ["0"]
     assert c["situations"]["disk-faulted"] == 1 and c["situations"]["leader-faulted"] == 1
     assert "node-faulted" not in c["situations"] and c["missing"] == []
+
+
+def test_a_corruption_of_the_leaders_data_counts_as_corrupted_and_its_node_faulted() -> None:
+    changed = {"kafka1": [{"file": "jepsen-0/0.log", "offset": 9, "old": "00", "new": "01"}]}
+    nemesis = [
+        ev(10, "invoke", "corrupt", nodes=["kafka1"], path="*.log", seed=3, **{"while": "stopped"}),
+        ev(12, "ok", "corrupt", nodes=["kafka1"], changed=changed),
+        ev(20, "invoke", "torn-write", nodes=["kafka2"], path="*.log", keep=0.5),
+        ev(20.2, "ok", "torn-write", nodes=["kafka2"], path="*.log", keep=0.5),
+    ]
+    wanted = ["data-corrupted", "disk-faulted"]
+    c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, wanted, "safe", 0.0)
+    corrupt, torn = c["steps"]
+    assert corrupt["step"].startswith("1. corrupt kafka1") and corrupt["leaders_hit"] == ["0"]
+    assert c["situations"]["data-corrupted"] == 1 and c["situations"]["node-faulted"] == 1
+    assert c["situations"]["disk-faulted"] == 1 and torn["step"].startswith("2. torn-write")
+    assert c["missing"] == []

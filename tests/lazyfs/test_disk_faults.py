@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from compose.disks import LazyDisks, leftover_mounts
+from lazyfs.corrupt import Corruption
 from lazyfs.injected import FAULTS, Faults, disk_full, read_faults, write_faults
 from tests.conftest import missing
 
@@ -113,3 +114,39 @@ def test_a_read_error_fails_only_the_files_its_glob_matches(disks: LazyDisks) ->
     disks.disk_ok([NODE])
     assert (m / "segment.log").read_bytes() == b"records"
     assert read_faults(disks.disks[NODE].store / FAULTS) == Faults()
+
+
+def test_a_power_loss_tears_the_last_unsynced_write_of_a_matching_file_until_mended(
+    disks: LazyDisks,
+) -> None:
+    m = disks.mountpoint(NODE)
+    append(m / "other", b"x", fsync=True)
+    disks.torn_write([NODE], "log", 0.5)
+    append(m / "log", b"a" * 100)
+    append(m / "log", b"b" * 3000)  # one write(2), one FUSE write: the one that tears
+    append(m / "other", b"y" * 10)  # not matched: dropped whole, as ever
+    dropped = disks.power_loss(NODE)
+    assert dropped["torn"] == [{"file": "log", "offset": 105, "length": 3000, "kept": 1024}]
+    assert (m / "log").read_bytes() == b"first" + b"a" * 100 + b"b" * 1024
+    assert (m / "other").read_bytes() == b"x"
+    # The rule outlives the power loss, as the other faults do, until a disk-ok.
+    append(m / "log", b"c" * 10)
+    assert disks.power_loss(NODE)["torn"][0]["kept"] == 5
+    disks.disk_ok([NODE])
+    append(m / "log", b"d" * 10)
+    assert "torn" not in disks.power_loss(NODE)
+    assert (m / "log").read_bytes() == b"first" + b"a" * 100 + b"b" * 1024 + b"c" * 5
+
+
+def test_corrupted_bytes_are_read_through_the_mount_and_survive_a_power_loss(
+    disks: LazyDisks,
+) -> None:
+    m = disks.mountpoint(NODE)
+    assert (m / "log").read_bytes() == b"first"  # in the kernel's page cache now
+    spec = Corruption("log", seed=1, offset=1, length=2, how="zero")
+    (change,) = disks.corrupt(NODE, spec)
+    assert (change["file"], change["old"], change["new"]) == ("log", b"ir".hex(), "0000")
+    assert change["durable"] == {"old": b"ir".hex(), "new": "0000"}
+    assert (m / "log").read_bytes() == b"f\0\0st"  # a new open drops the cached pages
+    disks.power_loss(NODE)
+    assert (m / "log").read_bytes() == b"f\0\0st"

@@ -16,9 +16,11 @@ from lazyfs.injected import (
     Faults,
     Injector,
     Rule,
+    Torn,
     disk_error,
     disk_full,
     read_faults,
+    torn_write,
     write_faults,
 )
 
@@ -55,7 +57,7 @@ def test_the_file_says_what_was_written_and_nothing_when_there_is_none(tmp_path:
         ({"rules": [{"on": "write", "error": "EIO", "path": ""}]}, "path is a glob"),
         ({"rules": [{"on": "write"}]}, "a rule is an object of on, error"),
         ({"rules": [], "full": "yes"}, "its full true or false"),
-        ([], "an object of rules and full"),
+        ([], "an object of rules, full and torn"),
     ],
 )
 def test_a_rule_the_harness_would_not_write_is_one_line(data: object, says: str) -> None:
@@ -133,3 +135,30 @@ def test_an_unreadable_file_injects_nothing(
     inject, _ = injector(tmp_path)
     assert inject.error("write", "f") is None
     assert "disk faults ignored" in caplog.text and "EXYZ" in caplog.text
+
+
+def test_torn_writes_go_through_the_file_and_leave_a_file_without_them_as_it_was(
+    tmp_path: Path,
+) -> None:
+    faults = disk_full().plus(torn_write("*.log", 0.25))
+    write_faults(tmp_path, faults)
+    assert read_faults(tmp_path / FAULTS) == faults
+    assert faults.torn_keep("jepsen-0/00.log") == Torn("*.log", 0.25)
+    assert faults.torn_keep("jepsen-0/00.index") is None
+    assert "torn" not in disk_full().as_data()
+    assert bool(torn_write())  # a disk that only tears is a faulted disk: disk-ok mends it
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ({"torn": [{"path": "*", "keep": 1}]}, "keep is a number in \\(0, 1\\)"),
+        ({"torn": [{"path": "*", "keep": True}]}, "keep is a number"),
+        ({"torn": [{"path": ""}]}, "path is a glob"),
+        ({"torn": [{"path": "*", "at": 3}]}, "an object of path and keep"),
+        ({"torn": {}}, "rules and torn are lists"),
+    ],
+)
+def test_a_torn_write_the_daemon_cannot_read_is_refused(data: object, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        Faults.parse(data)

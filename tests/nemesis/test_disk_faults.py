@@ -11,6 +11,7 @@ import pytest
 
 from contract.history import HistoryWriter
 from contract.topology import NodeHandle, Topology
+from lazyfs.corrupt import Corruption
 from nemesis.containers import Nemesis, NemesisError
 
 NODES = ("rabbit1", "rabbit2", "rabbit3")
@@ -45,13 +46,44 @@ class FakeDisks:
     def disk_ok(self, nodes: list[str] | None = None) -> None:
         self._call("disk_ok", nodes)
 
+    def torn_write(self, nodes: list[str], path: str, keep: float) -> None:
+        self._call("torn_write", nodes, path, keep)
+
+    def corrupt(self, node: str, spec: Corruption) -> list[dict[str, Any]]:
+        self._call("corrupt", node, spec)
+        return [{"file": "q.wal", "offset": 3, "old": "00", "new": "01", "seed": spec.seed}]
+
+
+class FakeDocker:
+    """The containers the nemesis kills and starts, each call in one list with the disks'."""
+
+    def __init__(self, calls: list[tuple[Any, ...]]) -> None:
+        self.containers = self
+        self.calls = calls
+
+    def get(self, name: str) -> Any:
+        calls = self.calls
+
+        class Container:
+            def kill(self, signal: int) -> None:
+                calls.append(("kill", name))
+
+            def wait(self, timeout: float) -> None:
+                calls.append(("wait", name))
+
+            def start(self) -> None:
+                calls.append(("start", name))
+
+        return Container()
+
 
 def nemesis(tmp_path: Path, disks: FakeDisks | None) -> Nemesis:
     topology = Topology(
         tuple(NodeHandle(n, n, f"10.0.0.{i}") for i, n in enumerate(NODES, 1)), "10.0.0.254"
     )
     history = HistoryWriter(tmp_path, "nemesis", "rabbitmq")
-    return Nemesis(topology, "unused", history, client=cast(Any, object()), disks=disks)
+    client = FakeDocker(disks.calls) if disks is not None else object()
+    return Nemesis(topology, "unused", history, client=cast(Any, client), disks=disks)
 
 
 def events(tmp_path: Path) -> list[tuple[str, str, dict[str, Any]]]:
@@ -119,3 +151,63 @@ def test_a_disk_fault_needs_lazy_disks_on_every_target(
     if disks is None:
         with pytest.raises(NemesisError, match="^disk-ok needs lazy disks$"):
             n.disk_ok()
+
+
+def test_a_torn_write_is_a_disk_fault_its_disk_ok_ends(tmp_path: Path) -> None:
+    disks = FakeDisks()
+    n = nemesis(tmp_path, disks)
+    n.torn_write(["rabbit1"], "*.wal", 0.25)
+    assert n.disk_faulted == {"rabbit1"}
+    n.heal_all()
+    assert disks.calls == [("torn_write", ["rabbit1"], "*.wal", 0.25), ("disk_ok", None)]
+    assert events(tmp_path)[0] == (
+        "invoke",
+        "torn-write",
+        {"nodes": ["rabbit1"], "path": "*.wal", "keep": 0.25},
+    )
+
+
+def test_corrupt_while_stopped_kills_changes_then_starts_and_logs_every_byte(
+    tmp_path: Path,
+) -> None:
+    disks = FakeDisks()
+    n = nemesis(tmp_path, disks)
+    spec = Corruption("*.wal", seed=11, length=1)
+    n.corrupt(["rabbit1", "rabbit2"], spec)
+    # Both down before either changes: no node reads its damage before the other's is done.
+    assert disks.calls == [
+        ("kill", "rabbit1"),
+        ("kill", "rabbit2"),
+        ("wait", "rabbit1"),
+        ("wait", "rabbit2"),
+        ("corrupt", "rabbit1", spec.for_node("rabbit1")),
+        ("corrupt", "rabbit2", spec.for_node("rabbit2")),
+        ("start", "rabbit1"),
+        ("start", "rabbit2"),
+    ]
+    (_, f, asked), (_, _, done) = events(tmp_path)
+    assert f == "corrupt"
+    assert asked["seed"] == 11 and asked["while"] == "stopped" and asked["path"] == "*.wal"
+    assert done["changed"]["rabbit2"] == [
+        {
+            "file": "q.wal",
+            "offset": 3,
+            "old": "00",
+            "new": "01",
+            "seed": spec.for_node("rabbit2").seed,
+        }
+    ]
+    assert not n.down and not n.disk_faulted  # nothing to mend: corrupted stays corrupted
+
+
+def test_corrupt_leaves_a_node_already_down_down_and_a_running_one_running(
+    tmp_path: Path,
+) -> None:
+    disks = FakeDisks()
+    n = nemesis(tmp_path, disks)
+    n.down.add("rabbit1")
+    n.corrupt(["rabbit1"], Corruption("*", seed=1))
+    n.corrupt(["rabbit2"], Corruption("*", seed=1), stopped=False)
+    assert [c[:2] for c in disks.calls] == [("corrupt", "rabbit1"), ("corrupt", "rabbit2")]
+    assert n.down == {"rabbit1"}
+    assert events(tmp_path)[-1][2]["while"] == "running"
