@@ -76,8 +76,10 @@ def draw_schedule(shape: ClusterShape, opts: ChaosOptions) -> list[Step]:
         fault, heal = family.draw(rng, shape, f"f{n}")
         end = _end_of(rng, family, t, opts, last_heal)
         timed.append((round(t, 1), 1, {"at": round(t, 1), **fault}))
-        if heal is not None:
-            timed.append((round(end, 1), 0, {"at": round(end, 1), **heal}))
+        # A heal of several steps (a disk mended, then its node restarted) keeps its order:
+        # the sort below is stable.
+        for step in [] if heal is None else heal if isinstance(heal, list) else [heal]:
+            timed.append((round(end, 1), 0, {"at": round(end, 1), **step}))
         busy_until[family.kind] = end
         t += rng.uniform(*opts.interval)
     timed.sort(key=lambda x: (x[0], x[1]))

@@ -22,6 +22,9 @@ from typing import Any, Literal
 
 Kind = Literal["network", "process", "client"]
 Step = dict[str, Any]
+# What ends a drawn fault: one step, several in order (a disk mended, then its node restarted),
+# or none (a one-off).
+Heal = Step | list[Step] | None
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class ClusterShape:
 class Family:
     name: str
     kind: Kind
-    draw: Callable[[random.Random, ClusterShape, str], tuple[Step, Step | None]]
+    draw: Callable[[random.Random, ClusterShape, str], tuple[Step, Heal]]
     # What it needs of the cluster besides the system (lazy disks, a quorum apart).
     fits: Callable[[ClusterShape], bool] = field(default=lambda _shape: True)
     # Drawn when no families are named; the others only when asked for by name.
@@ -274,6 +277,46 @@ def _move_leader(rng: random.Random, shape: ClusterShape, label: str) -> tuple[S
     }, None
 
 
+# ---- disks -------------------------------------------------------------------------------------
+
+# The disk faults, by weight: failing calls most often (each kind of call is its own finding),
+# a full disk, and a corruption, rarer, since it alone can make a safe configuration lose data
+# (one replica's damage is what replication should mask; the draw says which files).
+DISK_OPS: dict[str, float] = {"disk-error": 3, "disk-full": 2, "corrupt": 1}
+# What a corruption damages, per system: the workload's own data, never the control plane
+# (Kafka's topics whose names begin with _ are the cluster's own: __cluster_metadata,
+# __consumer_offsets, __transaction_state), a segment's records or its index.
+CORRUPT_PATHS: dict[str, tuple[str, ...]] = {
+    "kafka": ("[!_]*/*.log", "[!_]*/*.log", "[!_]*/*.index"),
+    # Ra's segments and write-ahead log, the quorum queues' data (mnesia/<node>/quorum/...).
+    "rabbitmq": ("*/quorum/*.segment", "*/quorum/*.wal"),
+}
+
+
+def _disk(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+    """A node's disk failing its calls, full, or its data corrupted at rest. A failing or full
+    disk is mended and its node restarted: a broker takes a log directory that failed offline
+    until it restarts (Kafka) or crashes on it (RabbitMQ's Ra WAL), as an operator replaces
+    the disk and restarts the broker. A corruption is a one-off on a stopped node (killed,
+    changed, started): nothing mends it."""
+    op = rng.choices(list(DISK_OPS), list(DISK_OPS.values()))[0]
+    fault: Step = {"op": op, **_target(rng, shape)}
+    if op == "corrupt":
+        fault |= {
+            "path": rng.choice(CORRUPT_PATHS[shape.system]),
+            "length": rng.choice((1, 16, 512)),
+            "corruption": rng.choice(("flip", "random", "zero")),
+            "seed": rng.randrange(1 << 31),  # from the schedule's: the seed replays it
+        }
+        return fault, None
+    if op == "disk-error":
+        fault["fail_on"] = rng.choice(("write", "fsync", "read"))
+    if shape.system == "kafka" or _aims_at_a_role(shape, fault):
+        fault["label"] = label
+    again = _again(shape, fault, label)
+    return fault, [{"op": "disk-ok", **again}, {"op": "restart", **again}]
+
+
 def _has_lazy_disks(shape: ClusterShape) -> bool:
     return shape.lazy_disks
 
@@ -292,6 +335,8 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("stop", "process", _down_up("stop", "start")),
         Family("restart", "process", _once("restart")),
         Family("power-loss", "process", _once("power-loss"), _has_lazy_disks),
+        # Asked for by name, on a base with lazy disks (see DISK_OPS).
+        Family("disk", "process", _disk, _has_lazy_disks, default=False),
         # A preferred election the nemesis cannot get (the preferred replica down) fails its
         # step: asked for by name only.
         Family("elect", "process", _elect, default=False),
@@ -306,6 +351,7 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("stop", "process", _down_up("stop", "start")),
         Family("restart", "process", _once("restart")),
         Family("power-loss", "process", _once("power-loss"), _has_lazy_disks),
+        Family("disk", "process", _disk, _has_lazy_disks, default=False),
         Family("client-path", "network", _client_path, _has_client_paths, default=False),
     ),
     "kafka-mock": (

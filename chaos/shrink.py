@@ -198,8 +198,7 @@ def fault_units(steps: list[Data]) -> list[list[int]]:
         healed_by = _healed_by(step.get("op", ""))
         later = [j for j in range(i + 1, len(steps)) if j not in taken]
         if label:
-            refs = ("target", "from", "to")
-            unit += [j for j in later if f"@{label}" in [steps[j].get(k) for k in refs]]
+            unit += [j for j in later if f"@{label}" in _aimed_at(steps[j])]
         if len(unit) == 1 and healed_by:
             for j in later:
                 if steps[j].get("op") == healed_by and (
@@ -210,6 +209,16 @@ def fault_units(steps: list[Data]) -> list[list[int]]:
         taken.update(unit)
         units.append(unit)
     return units
+
+
+def _aimed_at(step: Data) -> list[Any]:
+    """What a step names as its nodes: Kafka's target, from and to (a role, an @label, node
+    names), RabbitMQ's nodes (a list, where an @label is one of them)."""
+    named: list[Any] = [step.get(k) for k in ("target", "from", "to")]
+    for k in ("target", "nodes", "from", "to"):
+        if isinstance(step.get(k), list):
+            named += step[k]
+    return named
 
 
 def _healed_by(op: str) -> str | None:

@@ -17,7 +17,7 @@ from chaos.menu import RABBITMQ_ROLES, ClusterShape
 from chaos.schedule import chaos_scenario, coordinators_of, shape_of, steps_yaml
 from checkers.coverage import COORDINATOR_ROLES
 from systems.kafka.scenario import KafkaScenario
-from systems.registry import load_scenario, parse_scenario
+from systems.registry import AnyScenario, load_scenario, parse_scenario
 from systems.scenario import scenario_data, to_yaml
 from tests.helpers import ROOT
 
@@ -382,3 +382,54 @@ def test_a_rabbitmq_base_draws_clients_path_faults_unless_behind_a_load_balancer
         if spec.cluster.system == "rabbitmq" and not spec.cluster.load_balancer:
             scenario, _ = chaos_scenario(spec, opts)
             assert scenario.nemesis  # the schema took every step
+
+
+DISK = {"disk-error", "disk-full", "corrupt"}
+
+
+def with_lazy_disks(path: Path) -> AnyScenario:
+    """A shipped chaos base with its data directories on lazy disks."""
+    data = scenario_data(load_scenario(path))
+    data["cluster"]["lazy_disks"] = True
+    return parse_scenario(to_yaml(data), path.name)
+
+
+@pytest.mark.parametrize("base", ["kafka-safe.yaml", "rabbitmq4-quorum.yaml"])
+def test_the_disk_family_draws_disk_faults_each_mended_and_its_node_restarted(base: str) -> None:
+    spec = with_lazy_disks(CHAOS / base)
+    opts = ChaosOptions(seed=0, seconds=120, faults=frozenset({"disk"}))
+    drawn: list[dict] = []
+    for seed in range(40):
+        scenario, steps = chaos_scenario(spec, replace(opts, seed=seed))
+        assert scenario.nemesis  # the schema took every step
+        faults = [s for s in steps if s["op"] in DISK]
+        assert {s["op"] for s in steps} <= DISK | {"disk-ok", "restart"}
+        healed = [s for s in faults if s["op"] != "corrupt"]
+        oks = [i for i, s in enumerate(steps) if s["op"] == "disk-ok"]
+        assert len(oks) == len(healed)
+        for i in oks:  # each mend is followed by its node's restart, on the same nodes
+            ok, restart = steps[i], steps[i + 1]
+            assert restart["op"] == "restart" and restart["at"] == ok["at"]
+            assert {k: v for k, v in restart.items() if k != "op"} == {
+                k: v for k, v in ok.items() if k != "op"
+            }
+        drawn += faults
+    ops = [s["op"] for s in drawn]
+    assert set(ops) == DISK
+    assert ops.count("disk-error") > ops.count("corrupt")  # weighted
+    assert {s["fail_on"] for s in drawn if s["op"] == "disk-error"} == {"write", "fsync", "read"}
+    corrupts = [s for s in drawn if s["op"] == "corrupt"]
+    # On a stopped node (the default), the workload's data only, with a seed that replays it.
+    assert all("while" not in s and isinstance(s["seed"], int) for s in corrupts)
+    assert all(not s["path"].startswith("_") for s in corrupts)
+
+
+def test_the_disk_family_is_drawn_only_when_asked_and_only_on_lazy_disks() -> None:
+    spec = with_lazy_disks(CHAOS / "kafka-safe.yaml")
+    default = chaos_scenario(spec, ChaosOptions(seed=3, seconds=120))[1]
+    assert not {s["op"] for s in default} & (DISK | {"disk-ok"})
+    opts = ChaosOptions(seed=3, seconds=120, faults=frozenset({"disk"}))
+    with pytest.raises(ChaosError, match="none of the fault families"):
+        chaos_scenario(kafka_base(CHAOS / "kafka-safe.yaml"), opts)
+    with pytest.raises(ChaosError, match="none of the fault families"):
+        draw_schedule(RABBITMQ, opts)

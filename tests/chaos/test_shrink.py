@@ -94,6 +94,18 @@ def test_a_step_whose_heal_it_needs_is_never_left_without_it() -> None:
         {"at": 9, "op": "disk-ok"},  # every disk
     ]
     assert fault_units(disks) == [[0, 3], [1, 2]]
+    # A drawn disk fault: mended and its node restarted by its label (Kafka's target, RabbitMQ's
+    # nodes), one unit; a corruption, which nothing heals, a unit of its own.
+    drawn = [
+        {"at": 5, "op": "disk-error", "target": "leader", "fail_on": "fsync", "label": "f1"},
+        {"at": 7, "op": "corrupt", "target": ["kafka2"], "path": "[!_]*/*.log", "seed": 4},
+        {"at": 9, "op": "disk-ok", "target": "@f1"},
+        {"at": 9, "op": "restart", "target": "@f1"},
+        {"at": 11, "op": "disk-full", "nodes": ["leader"], "label": "f3"},
+        {"at": 14, "op": "disk-ok", "nodes": ["@f3"]},
+        {"at": 14, "op": "restart", "nodes": ["@f3"]},
+    ]
+    assert fault_units(drawn) == [[0, 2, 3], [1], [4, 5, 6]]
 
 
 @settings(max_examples=60, deadline=None)
@@ -224,3 +236,22 @@ def test_a_schedule_already_at_its_warmup_is_not_moved() -> None:
     assert warmup_of(copy_scenario([])) == 25.0
     assert warmup_of(scenario([])) == 5.0
     assert warmup_of({**scenario([]), "chaos": {"warmup": 1.0}}) == 5.0  # a floor, never less
+
+
+def test_disk_faults_are_shrunk_away_like_any_other_leaving_the_corruption_that_loses() -> None:
+    steps = [
+        {"at": 10.0, "op": "disk-error", "target": "leader", "fail_on": "write", "label": "f1"},
+        {"at": 20.0, "op": "disk-ok", "target": "@f1"},
+        {"at": 20.0, "op": "restart", "target": "@f1"},
+        {"at": 31.0, "op": "corrupt", "target": "leader", "path": "[!_]*/*.log", "seed": 9},
+        {"at": 40.0, "op": "disk-full", "target": "follower", "label": "f3"},
+        {"at": 50.0, "op": "disk-ok", "target": "@f3"},
+        {"at": 50.0, "op": "restart", "target": "@f3"},
+    ]
+
+    def loses_when_corrupted(data: Data) -> bool:
+        return any(s["op"] == "corrupt" for s in data["nemesis"])
+
+    result = shrinker(loses_when_corrupted).shrink(scenario(steps), set(), (1, 1))
+    assert [s["op"] for s in result.minimal["nemesis"]] == ["corrupt"]
+    assert result.minimal["nemesis"][0]["seed"] == 9  # the same damage, replayed

@@ -105,7 +105,8 @@ def test_corrupt_and_torn_write_take_their_arguments_and_corrupt_stops_the_node_
         "op: corrupt, target: [NODE], path: '*.wal'",
         "op: torn-write, target: [NODE], path: '*.log', keep: 0.25",
     )
-    given, bare, torn = parse_scenario(text, "x.yaml").nemesis
+    steps: list[Any] = list(parse_scenario(text, "x.yaml").nemesis)
+    given, bare, torn = steps
     assert (given.files, given.length, given.offset, given.corruption) == (2, 16, -16, "zero")
     assert (given.seed, given.while_) == (7, "running")
     assert (bare.files, bare.length, bare.offset, bare.corruption) == (1, 1, None, "flip")
@@ -151,7 +152,7 @@ def test_kafkas_disk_steps_reach_the_common_nemesis_on_their_resolved_targets() 
 
 def test_rabbitmqs_disk_steps_reach_the_common_nemesis() -> None:
     net = FakeNet()
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"op": "disk-error", "target": "rabbit2", "fail_on": "write", "probability": 0.1},
         {"op": "disk-full", "target": ["rabbit1", "rabbit3"]},
         {"op": "disk-ok"},
