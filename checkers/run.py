@@ -13,6 +13,7 @@ from typing import Any
 from checkers.broker_errors import broker_errors
 from checkers.cluster_views import cluster_views
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
+from checkers.disk_evidence import disk_evidence
 from checkers.engine import (
     Where,
     cancel_all,
@@ -94,6 +95,8 @@ def check_run(
     verdict = verdict_of(result, manifest, expect, judgement, where)
     verdict["coverage"] = coverage
     verdict["broker_errors"] = broker_errors(run.logs, manifest)
+    # What the brokers logged of the run's disk faults, named (none without a disk fault).
+    verdict["disk_evidence"] = disk_evidence(run.logs, manifest, result.nemesis)
     # The brokers' own evidence of each anomalous message (null, with why, when there is none).
     run_start = (result.history_span or {}).get("first") or 0.0
     verdict["explanations"], verdict["explanations_missing"] = explain_run(run, run_start)
