@@ -20,7 +20,6 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixe
 
 from contract.history import HistoryWriter
 from contract.topology import Topology
-from lazyfs.corrupt import Corruption
 from nemesis import network
 from nemesis.network import CLIENTS, NetworkState
 
@@ -34,6 +33,27 @@ HELPER_LABELS = {HELPER_LABEL: "nemesis"}
 
 class NemesisError(Exception):
     """A fault that could not be applied; one line for the user."""
+
+
+class Corruption(Protocol):
+    """What a corrupt step changes (lazyfs.corrupt.Corruption; the nemesis only carries it)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def files(self) -> int: ...
+    @property
+    def length(self) -> int: ...
+    @property
+    def offset(self) -> int | None: ...
+    @property
+    def how(self) -> str: ...
+
+    def for_node(self, node: str) -> Corruption:
+        """The same corruption from the node's own seed."""
+        ...
 
 
 class Disks(Protocol):
@@ -62,7 +82,9 @@ class Disks(Protocol):
         disk_ok."""
         ...
 
-    def corrupt(self, node: str, spec: Corruption) -> list[dict[str, Any]]:
+    # spec: a lazyfs.corrupt.Corruption, which the nemesis carries without importing lazyfs (a
+    # layer it does not stand on); typed loosely here so that the disks may take the concrete one.
+    def corrupt(self, node: str, spec: Any) -> list[dict[str, Any]]:
         """Changes bytes of the node's data files; returns each change (old and new bytes)."""
         ...
 
