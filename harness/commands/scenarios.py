@@ -1,6 +1,7 @@
 """The commands on scenario files: `harness new` (a commented scenario of your own),
 `harness validate` (files checked offline, as a run would), `harness schema` (the scenario JSON
-Schema and the reference) and `harness list` (every shipped scenario)."""
+Schema and the reference), `harness list` (every shipped scenario) and `harness ops` (the fault
+ops a system's steps take)."""
 
 from __future__ import annotations
 
@@ -159,3 +160,31 @@ def list_scenarios(
         if out.is_terminal and len(description) > room:
             description = description[: max(room - 1, 0)] + "…"
         out.print(line + description, markup=False, style="bold" if row is header else None)
+
+
+OPS_SAID = 100
+
+
+def ops(
+    system: Annotated[str, typer.Argument(help="kafka, rabbitmq or kafka-mock")],
+) -> None:
+    """The fault ops a system's nemesis steps take, one line each: its name, what it needs
+    besides its op, the op that heals it, and what it does (docs/reference/faults.md has it
+    all)."""
+    from faults.registry import OPS
+
+    taken = [op for op in OPS if system in op.systems]
+    if not taken:
+        systems = sorted({s for op in OPS for s in op.systems})
+        raise _fail(f"no system {system!r} (systems: {', '.join(systems)})")
+    width = max(len(op.name) for op in taken)
+    for op in taken:
+        needs = [
+            w for w, on in (("lazy disks", op.needs_lazy_disks), ("proxy", op.needs_proxy)) if on
+        ]
+        healed = f"healed by {op.healed_by}" if op.healed_by else "no heal"
+        # Its first sentence, cut short: one line an op (the reference has the rest).
+        first = op.does.split(". ")[0].rstrip(".")
+        first = first if len(first) <= OPS_SAID else first[: OPS_SAID - 1] + "…"
+        said = f"{op.arguments}; {healed}" + (f"; needs {', '.join(needs)}" if needs else "")
+        out.print(f"{op.name.ljust(width)}  {said}  {first}", markup=False, soft_wrap=True)
