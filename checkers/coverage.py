@@ -384,6 +384,11 @@ def _step_situations(
         out.append("node-faulted")
     if window == "disk-start":
         out.append("disk-faulted")
+    # An add-broker moves replicas only with move_onto.
+    if (window == "membership-start" and v.get("move_onto") is not False) or f == "remove-broker":
+        out.append("reassigned")
+    if f in ("remove-broker", "add-broker"):
+        out.append("membership-changed")
     if window == "client-down":
         out.append("client-paused" if f == "pause-client" else "client-ended")
     if leaders_hit and window != "injected":

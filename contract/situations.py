@@ -49,6 +49,9 @@ SITUATIONS: dict[str, str] = {
     "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",
     "node-faulted": "a node was killed, stopped, paused, restarted or lost power",
     "disk-faulted": "a node's disk failed its calls (disk-error, disk-full)",
+    "reassigned": "Kafka's replicas moved between brokers while the workload ran (reassign, "
+    "remove-broker, add-broker)",
+    "membership-changed": "a broker left the cluster (remove-broker) or joined it (add-broker)",
 }
 
 
