@@ -447,3 +447,18 @@ def test_a_full_disk_under_the_leader_faulted_it_and_its_disk_until_mended() -> 
     assert step["step"] == "1. disk-full kafka1 at +10.0 s" and step["leaders_hit"] == ["0"]
     assert c["situations"]["disk-faulted"] == 1 and c["situations"]["leader-faulted"] == 1
     assert "node-faulted" not in c["situations"] and c["missing"] == []
+
+
+def test_a_decommissioned_leader_changed_the_membership_and_moved_replicas() -> None:
+    nemesis = [
+        ev(10, "invoke", "remove-broker", nodes=["kafka1"]),
+        ev(14, "ok", "remove-broker", nodes=["kafka1"], completed=True),
+        ev(20, "invoke", "add-broker", nodes=["kafka4"], move_onto=False),
+        ev(25, "ok", "add-broker", nodes=["kafka4"], move_onto=False, settled=True),
+    ]
+    situations = ["reassigned", "membership-changed"]
+    c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, situations, "safe", 0.0)
+    assert c["situations"]["membership-changed"] == 2
+    # The add-broker moved nothing (no move_onto): only the decommission reassigned.
+    assert c["situations"]["reassigned"] == 1 and c["situations"]["leader-faulted"] == 1
+    assert c["missing"] == []
