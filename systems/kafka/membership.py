@@ -278,8 +278,12 @@ def reassign(k: KafkaNemesis, step: Any) -> None:
     chosen = before
     if targets:
         ids = {m.members[n] for n in targets if n in m.members}
-        md = k.control.metadata()
-        led = {(p.topic, p.partition) for p in md.partitions if p.leader in ids}
+        led = {
+            (p.topic, p.partition)
+            for topic in m.topics
+            for p in k.control.metadata(topic=topic).partitions
+            if p.leader in ids
+        }
         chosen = {tp: r for tp, r in before.items() if tp in led}
     plan = {tp: r for tp, r in shifted(chosen, m.members.values()).items() if r != before[tp]}
     every = sorted(m.members) if not targets else sorted(targets)

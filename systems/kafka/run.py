@@ -249,7 +249,12 @@ class KafkaRun(KafkaClientsRun):
         started = time.monotonic()
         topics = [self.scenario.cluster.topic, output_topic(self.scenario.cluster.topic)]
         out = RunDir(self.run_dir).evidence
-        nodes = [n.name for n in self.cluster.nodes if n.role != "zookeeper"]
+        spares_up = self.cluster.started_spares  # a spare never started has nothing to copy
+        nodes = [
+            n.name
+            for n in self.cluster.nodes
+            if n.role != "zookeeper" and (not n.spare or n.name in spares_up)
+        ]
         found: list[evidence.NodeEvidence] = []
         try:
             found = evidence.collect(

@@ -382,3 +382,17 @@ def test_a_rabbitmq_base_draws_clients_path_faults_unless_behind_a_load_balancer
         if spec.cluster.system == "rabbitmq" and not spec.cluster.load_balancer:
             scenario, _ = chaos_scenario(spec, opts)
             assert scenario.nemesis  # the schema took every step
+
+
+def test_a_kafka_base_with_a_spare_broker_never_draws_it() -> None:
+    base = load_scenario(ROOT / "scenarios" / "remove-leader-broker.yaml")
+    spare = parse_scenario(
+        to_yaml(
+            scenario_data(base)
+            | {"cluster": {**scenario_data(base)["cluster"], "spare_brokers": 1}}
+        ),
+        "x.yaml",
+    )
+    shape = shape_of(spare)
+    assert shape.brokers == ("kafka1", "kafka2", "kafka3", "kafka4")
+    assert "kafka5" not in shape.nodes and "controller1" in shape.nodes
