@@ -284,3 +284,19 @@ def test_a_nemesis_without_membership_says_so() -> None:
     with pytest.raises(NemesisError, match="cannot change the cluster's membership"):
         k.apply(step(op="reassign"))
     assert k.expected_brokers({1, 2, 3}) == {1, 2, 3}
+
+
+def test_a_throttle_the_end_of_the_run_cannot_clear_is_a_fail_in_the_history_not_a_crash() -> None:
+    cluster = FakeCluster()
+    k, net, _ = nemesis_on(cluster)
+    k.apply(step(op="reassign", throttle=4096, within=5))
+
+    def refuse(brokers: Iterable[int], topics: Iterable[str]) -> None:
+        raise RuntimeError("broker 4 not available")
+
+    cluster.clear_throttles = refuse  # type: ignore[method-assign]
+    k.heal_all()  # no raise: the recovery goes on
+    fails = [v for t, f, v in net.history.events if t == "fail" and f == "end-reassign"]
+    assert len(fails) == 1
+    with pytest.raises(RuntimeError, match="broker 4"):
+        k.apply(step(op="heal"))  # a heal step that cannot clear it fails, said
