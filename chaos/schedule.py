@@ -29,7 +29,9 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
     """What the generator aims at: the base's cluster (in the Kafka mode given, or its first)."""
     if isinstance(base, KafkaScenario):
         mode = mode_of(base, kafka_mode)
-        nodes = nodes_of(base.cluster.config(mode), "0.0.0")  # type: ignore[arg-type]
+        # A spare broker is not started: no drawn fault may aim at it.
+        every = nodes_of(base.cluster.config(mode), "0.0.0")  # type: ignore[arg-type]
+        nodes = [n for n in every if not n.spare]
         return ClusterShape(
             system="kafka",
             brokers=tuple(n.name for n in nodes if n.role in ("broker", "combined")),

@@ -386,6 +386,11 @@ def _step_situations(
         out.append("disk-faulted")
     if f == "corrupt":  # a node-bounce too: its node was down while its files changed
         out.append("data-corrupted")
+    # An add-broker moves replicas only with move_onto.
+    if (window == "membership-start" and v.get("move_onto") is not False) or f == "remove-broker":
+        out.append("reassigned")
+    if f in ("remove-broker", "add-broker"):
+        out.append("membership-changed")
     if window == "client-down":
         out.append("client-paused" if f == "pause-client" else "client-ended")
     if leaders_hit and window != "injected":

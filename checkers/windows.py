@@ -14,6 +14,10 @@ history name does to it is the fault registry's (faults.registry.Window):
             the ok of the `release-clients` that removes its last toxic
   disk      a node's disk failing calls (disk-error, disk-full), from that invoke until the ok
             of a disk-ok that mends it
+  moving    Kafka's replicas reassigned (reassign, add-broker), from that invoke to its own ok
+            when that ok says it settled (every move done, no throttle), else to the ok of the
+            `end-reassign` a heal writes; a decommissioned broker (remove-broker) is down, as
+            after a stop, until a start
 Elections and leader-placement snapshots are not faults. A fault still in effect when the
 history ends lasts to the end of the run.
 """
@@ -41,12 +45,14 @@ class _State:
     paused_clients: set[str] = field(default_factory=set)
     proxied: set[str] = field(default_factory=set)
     disks: set[str] = field(default_factory=set)
+    moving: set[str] = field(default_factory=set)
 
     def faulty(self) -> bool:
         return (
             self.network
             or bool(self.proxied)
             or bool(self.disks)
+            or bool(self.moving)
             or self.injected
             or bool(self.down)
             or bool(self.restarting)
@@ -83,6 +89,14 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
         _apply_proxy(state, type_, f, value, names)
     elif window in ("disk-start", "disk-heal"):
         _apply_disk(state, type_, window, value, names)
+    elif window == "membership-start":
+        # The op's ok ends it when the ok says it settled; otherwise an end-reassign does.
+        if type_ == "invoke":
+            state.moving |= names or {f}
+        elif type_ == "ok" and value.get("settled") is True:
+            state.moving -= names or {f}
+    elif type_ == "ok" and window == "membership-heal":
+        state.moving.clear()
     elif type_ == "invoke" and window == "network-start":
         state.network = True
     elif type_ == "ok" and window in ("network-heal", "heal-all"):

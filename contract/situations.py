@@ -51,6 +51,9 @@ SITUATIONS: dict[str, str] = {
     "disk-faulted": "a node's disk failed its calls or tore its writes (disk-error, disk-full, "
     "torn-write)",
     "data-corrupted": "bytes of a node's data files were changed behind its back (corrupt)",
+    "reassigned": "Kafka's replicas moved between brokers while the workload ran (reassign, "
+    "remove-broker, add-broker)",
+    "membership-changed": "a broker left the cluster (remove-broker) or joined it (add-broker)",
 }
 
 

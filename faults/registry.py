@@ -44,6 +44,10 @@ Arguments = Literal["target", "from-to", "groups", "optional", "none", "client"]
 #   client-up      the clients run again (at the ok)
 #   disk-start     the nodes' disks fail calls from the invoke until a disk-heal mends them
 #   disk-heal      the nodes' disks mended (at the ok), unless it reports others still failing
+#   membership-start  replicas moving between brokers from the invoke to the ok of the same op
+#                  when that ok says it settled (moved, no throttle left), else until a
+#                  membership-heal
+#   membership-heal   reassignments' throttles cleared, whatever still moves said (at the ok)
 #   none           not a fault: an election, a snapshot, a procedure step, a note
 Window = Literal[
     "network-start",
@@ -57,6 +61,8 @@ Window = Literal[
     "client-up",
     "disk-start",
     "disk-heal",
+    "membership-start",
+    "membership-heal",
     "none",
 ]
 # The windows that begin a fault (the rest end one, or are none): what the checker's coverage
@@ -68,6 +74,7 @@ FAULT_WINDOWS: tuple[Window, ...] = (
     "injected",
     "client-down",
     "disk-start",
+    "membership-start",
 )
 
 
@@ -125,6 +132,13 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     # Its node is down from the invoke to the ok when it is corrupted at rest (while: stopped);
     # under a running broker the same span is the moment its bytes changed.
     HistoryName("corrupt", "data corrupted", "node-bounce"),
+    HistoryName("reassign", "partitions reassigned", "membership-start"),
+    HistoryName("add-broker", "broker added", "membership-start"),
+    # A decommissioned broker is down (stopped) until a start brings it back.
+    HistoryName("remove-broker", "broker decommissioned", "node-down"),
+    # Written by a heal (or the end of the run) when a reassignment left a throttle or had not
+    # settled: part of that heal, not a step of its own.
+    HistoryName("end-reassign", "reassignment throttles cleared", "membership-heal", False),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
     HistoryName("resume-client", "client resumed (SIGCONT)", "client-up"),
     HistoryName("kill-client", "client killed (SIGKILL)", "client-down"),
@@ -188,11 +202,12 @@ OPS: tuple[FaultOp, ...] = (
         "heal",
         REAL | MOCK,
         "optional",
-        ("stop-partition", "heal", "release-clients"),
+        ("stop-partition", "heal", "release-clients", "end-reassign"),
         None,
         does=(
             "Ends every network fault (cuts and degraded links, and the clients' proxy's: what a "
-            "hold held is delivered then), or those of the targets when named."
+            "hold held is delivered then), or those of the targets when named; on Kafka it also "
+            "clears a reassignment's throttle."
         ),
     ),
     # processes, both real systems (Docker)
@@ -405,6 +420,45 @@ OPS: tuple[FaultOp, ...] = (
         does=(
             "Records where the partitions' leaders are (expect_balanced: every partition on its "
             "preferred replica)."
+        ),
+    ),
+    # Kafka's membership (systems.kafka.membership): replicas moved by Kafka's reassignment tool
+    # while the workload produces, a broker decommissioned, a spare broker added
+    FaultOp(
+        "reassign",
+        KAFKA,
+        "optional",
+        ("reassign",),
+        "heal",
+        does=(
+            "Moves every partition of the workload's topics (or those the targets lead) to the "
+            "next replica set in the ring of brokers, with an optional replication `throttle` "
+            "(bytes/s), and waits until the move completes or `within` passes; a heal clears "
+            "the throttle."
+        ),
+    ),
+    FaultOp(
+        "remove-broker",
+        KAFKA,
+        "target",
+        ("remove-broker",),
+        "start",
+        does=(
+            "Decommissions one broker: its replicas of the workload's topics moved to the other "
+            "brokers (within `within`), then a graceful stop, then, in KRaft, its registration "
+            "removed (kafka-cluster.sh unregister). A start brings it back, with no replicas."
+        ),
+    ),
+    FaultOp(
+        "add-broker",
+        KAFKA,
+        "optional",
+        ("add-broker",),
+        None,
+        does=(
+            "Starts a spare broker (`cluster.spare_brokers`; the targets name which, else the "
+            "first not started) and waits until it registers; `move_onto` then moves one replica "
+            "of each partition onto it."
         ),
     ),
     # the clients' path through Toxiproxy (compose.proxy): the brokers advertise the proxy to

@@ -311,6 +311,12 @@ class Nemesis:
 
         self._each("resume", nodes, resume_one)
 
+    def take_down(self, name: str) -> None:
+        """A graceful stop within another op's events (Kafka's remove-broker), not logged as a
+        step of its own; down until a start, as after stop (heal_all starts it)."""
+        self._container(name).stop(timeout=30)
+        self._stopped(name)
+
     def _stopped(self, name: str) -> None:
         self.down.add(name)
         self.paused.discard(name)

@@ -1,16 +1,44 @@
-"""The admin-API side of a running Kafka cluster: metadata, topics, leader elections."""
+"""The admin-API side of a running Kafka cluster: metadata, topics, leader elections, and the
+membership ops' moves (Kafka's reassignment tool, its throttles, a broker's registration)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import shlex
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from compose.cli import ComposeError
+from contract.topology import Topology
 from systems.kafka.cluster import INTERNAL_PORT, KafkaCluster
+from systems.kafka.membership import Placement, reassignment_json
+
+# What a reassignment's throttle sets (kafka-reassign-partitions --throttle): a rate on each
+# broker, and on each topic the replicas it applies to. A heal deletes all four.
+BROKER_THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+TOPIC_THROTTLES = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+
+
+def reassign_command(plan: Placement, throttle: int | None) -> str:
+    """The shell command that starts the plan's moves inside a broker: the plan written to a
+    file there (the tool reads none from its input), then --execute; --additional, so that a
+    move still under way from an earlier step does not refuse this one."""
+    document = shlex.quote(json.dumps(reassignment_json(plan)))
+    path = "/tmp/brokerjepsen-reassign.json"
+    rate = f" --throttle {throttle}" if throttle is not None else ""
+    return (
+        f"printf '%s' {document} > {path} && kafka-reassign-partitions.sh "
+        f"--bootstrap-server localhost:{INTERNAL_PORT} --reassignment-json-file {path} "
+        f"--execute --additional{rate} 2>&1"
+    )
 
 
 def election_outcome(err: Any) -> str:
@@ -197,6 +225,60 @@ class KafkaAdmin:
         except Exception:  # noqa: BLE001 - a broker still starting
             return False
         return True
+
+    # ---- membership (systems.kafka.membership.MembershipControl) ----------------------------
+
+    @property
+    def kraft(self) -> bool:
+        return self.cluster.config.mode != "zk"
+
+    def reassign(self, plan: Placement, throttle: int | None, via: str) -> str:
+        """Starts the plan's moves with Kafka's tool inside `via` (its answer, or a
+        ComposeError with its last line)."""
+        return self.cluster.run_in(
+            via, ["sh", "-c", reassign_command(plan, throttle)], "reassignment", timeout=120
+        )
+
+    def clear_throttles(self, brokers: Iterable[int], topics: Iterable[str]) -> None:
+        """Every throttle a reassignment set, deleted (a key not set is deleted all the same)."""
+        from confluent_kafka.admin import (
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        def deleted(names: tuple[str, ...]) -> list[Any]:
+            op = AlterConfigOpType.DELETE
+            return [ConfigEntry(n, None, incremental_operation=op) for n in names]
+
+        resources = [
+            ConfigResource(
+                ResourceType.BROKER, str(b), incremental_configs=deleted(BROKER_THROTTLES)
+            )
+            for b in brokers
+        ] + [
+            ConfigResource(ResourceType.TOPIC, t, incremental_configs=deleted(TOPIC_THROTTLES))
+            for t in topics
+        ]
+        if not resources:
+            return
+        futures = self.admin.incremental_alter_configs(resources)
+        failed = []
+        for resource, future in futures.items():
+            try:
+                future.result(timeout=30)
+            except Exception as e:  # noqa: BLE001 - each said; a broker down keeps its own
+                failed.append(f"{resource.name}: {e}")
+        if failed:
+            raise ComposeError(f"throttles not cleared on {'; '.join(failed)}")
+
+    def unregister(self, broker: int, via: str) -> str:
+        return self.cluster.unregister(broker, via)
+
+    def start_broker(self, name: str) -> Topology:
+        self.cluster.start_spare(name)
+        return self.cluster.topology()
 
     def elect(
         self, election: str, partitions: list[int], via: str | None = None, wait: float = 15

@@ -79,6 +79,8 @@ def broker_ports(broker_ids: list[int], proxied: bool) -> dict[int, BrokerPorts]
 
 
 DATA_DIR = "/var/lib/kafka/data"
+# The compose profile of the spare brokers: rendered with the cluster, started one by one.
+SPARE_PROFILE = "spare"
 LOCAL_ZOOKEEPER_IMAGE = "brokerjepsen/zookeeper:3.8.0-debian"
 LOCAL_KAFKA_REPO = "brokerjepsen/kafka"
 KAFKA_VERSION_LABEL = "org.brokerjepsen.kafka-version"
@@ -196,6 +198,10 @@ def render_compose(
         }
         if data_mounts and node.name in data_mounts:
             service["volumes"] = [f"{data_mounts[node.name]}:{DATA_DIR}"]
+        if node.spare:
+            # Declared, not started by `up`: a service of a profile starts only when named
+            # (KafkaCluster.start_spare).
+            service["profiles"] = [SPARE_PROFILE]
         if node.role in ("broker", "combined"):
             mine = ports[node.node_id]
             service["ports"] = [f"127.0.0.1:{mine.published}:{EXTERNAL_PORT}"]
@@ -344,6 +350,10 @@ class KafkaCluster(ComposeCluster):
         brokers = [n for n in self.nodes if n.role in ("broker", "combined")]
         self.ports = broker_ports([b.node_id for b in brokers], proxied)
         self.node_of = {b.node_id: b.name for b in brokers}
+        # The brokers in the cluster now: those it started with, then as add-broker and
+        # remove-broker change it (what the recovery waits for, systems.kafka.run).
+        self.members: set[int] = {b.node_id for b in brokers if not b.spare}
+        self.started_spares: set[str] = set()
         self.compose_file = workdir / "docker-compose.yml"
         # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
         self.cluster_id = _kraft_cluster_id()
@@ -355,16 +365,26 @@ class KafkaCluster(ComposeCluster):
         return nodes_of(self.config, self.net_prefix)
 
     @property
+    def spares(self) -> list[str]:
+        """The spare brokers' names, in id order (started or not)."""
+        return [n.name for n in self.nodes if n.spare]
+
+    def _first_ports(self) -> list[BrokerPorts]:
+        # A spare that never started answers nothing: no client bootstraps from it.
+        spare_ids = {n.node_id for n in self.nodes if n.spare}
+        return [p for b, p in sorted(self.ports.items()) if b not in spare_ids]
+
+    @property
     def bootstrap_servers(self) -> str:
         """Where the workload's clients bootstrap (the proxy, on a proxied run)."""
-        return ",".join(f"127.0.0.1:{p.advertised}" for p in self.ports.values())
+        return ",".join(f"127.0.0.1:{p.advertised}" for p in self._first_ports())
 
     @property
     def admin_servers(self) -> str:
         """Where the harness's own admin bootstraps: never through the proxy."""
         return ",".join(
             f"127.0.0.1:{p.harness if p.harness is not None else p.published}"
-            for p in self.ports.values()
+            for p in self._first_ports()
         )
 
     def proxy_routes(self) -> dict[str, tuple[int, str]]:
@@ -432,18 +452,43 @@ class KafkaCluster(ComposeCluster):
                 out[name] = lines[-1] if lines else f"exit code {c.attrs['State']['ExitCode']}"
         return out
 
+    def start_spare(self, name: str, timeout: float = 120) -> None:
+        """Starts one spare broker's container (its profile's service, named). --no-deps: a
+        controller a fault stopped stays stopped."""
+        if name not in self.spares:
+            raise ComposeError(f"{name} is not a spare broker of this cluster")
+        compose(self.compose_file, ["up", "-d", "--no-deps", name], {}, timeout=timeout)
+        self.started_spares.add(name)
+
     def down(self, timeout: float = 180) -> None:
+        # The spares' profile named, so that a spare an add-broker started comes down too.
+        profile = ["--profile", SPARE_PROFILE] if self.spares else []
         try:
             if self.compose_file.exists():
                 compose(
-                    self.compose_file, ["down", "-v", "--remove-orphans", "-t", "5"], {}, timeout
+                    self.compose_file,
+                    [*profile, "down", "-v", "--remove-orphans", "-t", "5"],
+                    {},
+                    timeout,
                 )
         finally:
             if self.disks is not None:
                 self.disks.unmount_all()
 
     def topology(self) -> Topology:
-        return self.topology_of(n.name for n in self.nodes)
+        """Where the nodes are: every node but a spare not started (it has no container)."""
+        return self.topology_of(
+            n.name for n in self.nodes if not n.spare or n.name in self.started_spares
+        )
+
+    def unregister(self, broker_id: int, via: str) -> str:
+        """KRaft: the broker's registration removed from the cluster's metadata (it must be
+        down: a running broker registers again), by Kafka's own tool inside `via`."""
+        command = (
+            f"kafka-cluster.sh unregister --bootstrap-server localhost:{INTERNAL_PORT} "
+            f"--id {broker_id} 2>&1"
+        )
+        return self.exec(via, command, timeout=90)
 
     def exec(self, node: str, command: str, timeout: float = 60) -> str:
         return self.run_in(node, ["sh", "-c", command], "command", timeout)

@@ -36,6 +36,9 @@ class KafkaSettings(Strict):
 
     brokers: Annotated[int, Field(ge=3, le=6)] = 3
     """Kafka brokers in the cluster."""
+    spare_brokers: Annotated[int, Field(ge=0, le=3)] = 0
+    """Brokers declared in the compose file but not started: an add-broker step starts one
+    (ids after the brokers': kafka4 on a cluster of 3)."""
     racks: dict[int, str] = Field(default_factory=dict)
     """Broker id to rack (a data centre): broker.rack."""
     min_insync_replicas: Annotated[int, Field(ge=1, le=6)] = 2
@@ -80,10 +83,13 @@ class Node:
     node_id: int
     """broker / KRaft node id; ZooKeeper myid."""
     address: str
+    spare: bool = False
+    """A broker declared but not started with the cluster (add-broker starts it)."""
 
 
 def nodes_of(cfg: KafkaClusterConfig, net_prefix: str) -> list[Node]:
-    """Every container of the cluster, with its fixed address on the cluster network."""
+    """Every container of the cluster, with its fixed address on the cluster network; the
+    spare brokers last (never combined: they join a quorum fixed when the cluster formed)."""
     out: list[Node] = []
     if cfg.mode == "zk":
         out += [Node(f"zk{i}", "zookeeper", i, f"{net_prefix}.{30 + i}") for i in (1, 2, 3)]
@@ -97,6 +103,9 @@ def nodes_of(cfg: KafkaClusterConfig, net_prefix: str) -> list[Node]:
             "combined" if cfg.mode == "kraft" and i <= 3 else "broker"
         )
         out.append(Node(f"kafka{i}", role, i, f"{net_prefix}.{20 + i}"))
+    for i in range(cfg.brokers + 1, cfg.brokers + cfg.spare_brokers + 1):
+        # At most 6 + 3 brokers: .21 to .29, below ZooKeeper's .31.
+        out.append(Node(f"kafka{i}", "broker", i, f"{net_prefix}.{20 + i}", spare=True))
     return out
 
 

@@ -14,6 +14,7 @@ that faulted the controller must say so.
 from __future__ import annotations
 
 import functools
+import logging
 import signal
 import threading
 import time
@@ -27,6 +28,8 @@ from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.disks import DISK_OPS, apply_disk_fault
+from systems.kafka import membership
+from systems.kafka.membership import Membership
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
@@ -38,13 +41,21 @@ from systems.kafka.targets import (
     roles_held,
 )
 
+log = logging.getLogger("harness")
+
 # Roles whose answer needs the active controller (a docker exec in KRaft: asked only then).
 _CONTROLLER_ROLES = {"controller", "non-controller", "non-controllers"}
 
 # The ops that fault nodes (their network or their process): each learns, before its fault
 # begins, every role the cluster's nodes hold. A heal, a start, an election or a client's pause
 # faults no node.
-_NODE_FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "disk-start")
+_NODE_FAULT_WINDOWS = (
+    "network-start",
+    "node-down",
+    "node-bounce",
+    "disk-start",
+    "membership-start",
+)
 NODE_FAULT_OPS = frozenset(
     o.name
     for o in OPS
@@ -141,6 +152,7 @@ class KafkaNemesis:
         coordinated: dict[str, str] | None = None,
         clients: ClientGroups | None = None,
         coordinator_keys: list[tuple[str, str]] | None = None,
+        membership: Membership | None = None,
     ) -> None:
         self.net = net
         self.control = control
@@ -158,6 +170,8 @@ class KafkaNemesis:
         # The roles learnt as the step being applied began (a step faulting nodes): its roles
         # resolve from them, and its `resolve` event records what its nodes held.
         self.now: RolesNow | None = None
+        # The brokers as reassign, remove-broker and add-broker change them (the run's).
+        self.membership = membership
 
     @property
     def history(self) -> Any:
@@ -165,12 +179,28 @@ class KafkaNemesis:
 
     def heal_all(self) -> None:
         """Every fault ended: paused clients resumed first (whatever the cluster's heal
-        meets, no stopped process may outlive the run), then the cluster's faults."""
+        meets, no stopped process may outlive the run), then the cluster's faults (a
+        decommissioned broker started again), then a reassignment's throttle, once the
+        brokers answer."""
         try:
             if self.clients is not None and self.clients.paused:
                 self.resume_clients(sorted(self.clients.paused))
         finally:
-            self.net.heal_all()
+            try:
+                self.net.heal_all()
+            finally:
+                try:
+                    membership.end_reassignments(self)
+                except Exception as e:  # noqa: BLE001 - its fail is in the history; the
+                    # recovery goes on (a throttle left slows the catch-up, it loses nothing)
+                    log.warning("reassignment throttles not cleared: %s", e)
+
+    def expected_brokers(self, initial: set[int]) -> set[int]:
+        """The broker ids a whole cluster has now: `initial` (those it started with) as the
+        membership ops changed it."""
+        if self.membership is None:
+            return set(initial)
+        return self.membership.expected(self.net.down)
 
     # ---- the workload's clients ------------------------------------------------------------
 
@@ -330,6 +360,7 @@ class KafkaNemesis:
 
     def _heal(self, step: Any) -> None:
         self.net.heal(self._resolved(step).get("target") or None)
+        membership.end_reassignments(self)
 
     def _cut(self, step: Any) -> None:
         nodes = self._resolved(step)
@@ -520,6 +551,9 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "power-loss": _on_target("power_loss"),
     **{op: _applied(apply_disk_fault, op) for op in DISK_OPS},
     "rolling-restart": KafkaNemesis._rolling_restart,
+    "reassign": membership.reassign,
+    "remove-broker": membership.remove_broker,
+    "add-broker": membership.add_broker,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),
     "pause-client": lambda k, s: k.pause_clients([s.client]),

@@ -23,6 +23,7 @@ from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.cluster import KafkaCluster
 from systems.kafka.config import KafkaClusterConfig, mode_refusal
 from systems.kafka.configdefs import has_definitions
+from systems.kafka.membership import Membership
 from systems.kafka.nemesis import KafkaNemesis
 from systems.kafka.scenario import KafkaClusterSpec, KafkaScenario, KafkaStep
 from systems.kafka.settings import (
@@ -132,7 +133,7 @@ class KafkaRun(KafkaClientsRun):
         self.manifest.bootstrap_servers = cluster.bootstrap_servers
         self.manifest.write(self.run_dir)
         self.admin = admin = KafkaAdmin(cluster, c.topic, self.paths.logs / ADMIN_LOG)
-        expected = set(cluster.node_of)
+        expected = self._first_brokers()
         cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected)
         self.manifest.cluster_network = f"{cluster.net_prefix}.0/24"
         self.manifest.images["kafka"]["version"] = cluster.kafka_version()
@@ -171,6 +172,12 @@ class KafkaRun(KafkaClientsRun):
             self.scenario.workload.coordinated(),
             ClientGroups(self.running_clients, restart=self.restart_client),
             coordinator_keys=self.scenario.workload.coordinator_keys(),
+            membership=Membership(
+                admin,
+                members={cluster.node_of[b]: b for b in self._first_brokers()},
+                spares={n.name: n.node_id for n in cluster.nodes if n.spare},
+                topics=tuple(self.topics()),
+            ),
         )
         self.watch = PartitionWatch(
             admin.admin,
@@ -182,6 +189,15 @@ class KafkaRun(KafkaClientsRun):
         self.manifest.topology = {
             "nodes": [n.__dict__ for n in cluster.nodes],
             "quorum": list(cluster.quorum),
+        }
+
+    def _first_brokers(self) -> set[int]:
+        """The brokers the cluster starts with: every one but the spares."""
+        assert self.cluster is not None
+        return {
+            n.node_id
+            for n in self.cluster.nodes
+            if n.role != "zookeeper" and not n.spare and n.node_id in self.cluster.node_of
         }
 
     def _settings(self, cfg: KafkaClusterConfig) -> dict[str, dict[str, str]]:
@@ -233,7 +249,12 @@ class KafkaRun(KafkaClientsRun):
         started = time.monotonic()
         topics = [self.scenario.cluster.topic, output_topic(self.scenario.cluster.topic)]
         out = RunDir(self.run_dir).evidence
-        nodes = [n.name for n in self.cluster.nodes if n.role != "zookeeper"]
+        spares_up = self.cluster.started_spares  # a spare never started has nothing to copy
+        nodes = [
+            n.name
+            for n in self.cluster.nodes
+            if n.role != "zookeeper" and (not n.spare or n.name in spares_up)
+        ]
         found: list[evidence.NodeEvidence] = []
         try:
             found = evidence.collect(
@@ -283,10 +304,13 @@ class KafkaRun(KafkaClientsRun):
         self.nemesis.apply(step)
 
     def _recover(self) -> None:
-        """Final heal, then wait until every broker is back and every replica in sync."""
+        """Final heal, then wait until every broker of the cluster now is back and every
+        replica in sync: the brokers it started with as add-broker and remove-broker changed
+        them (a decommissioned broker the heal started again is one)."""
         assert self.nemesis is not None and self.admin is not None and self.cluster is not None
         self.nemesis.heal_all()
-        admin, expected = self.admin, set(self.cluster.node_of)
+        admin = self.admin
+        expected = self.nemesis.expected_brokers(self._first_brokers())
         ok = wait_until(
             lambda: admin.registered_brokers() >= expected and admin.fully_in_sync(),
             self.scenario.timeouts.recovery,

@@ -62,6 +62,11 @@ def _bare_node(value: object) -> object:
 # A role resolved from live metadata when the step runs (systems.kafka.targets), "@label" (what
 # an earlier step with that label resolved to), or node names.
 Selector = Annotated[str | list[str], BeforeValidator(_bare_node)]
+# The roles that may name several brokers at once: remove-broker takes one.
+MANY_BROKER_ROLES = frozenset(
+    {"followers", "isr", "in-sync-followers", "out-of-sync", "replicas", "quorum", "brokers"}
+    | {"non-controllers", "non-transaction-coordinators", "stopped"}
+)
 # The ops whose step names one of the workload's clients (`client: P1`) rather than nodes.
 CLIENT_OPS = tuple(o.name for o in OPS if o.arguments == "client")
 
@@ -152,8 +157,9 @@ class KafkaClusterSpec(KafkaSettings):
                     raise ValueError("each replica list has replication_factor distinct brokers")
                 if not set(replicas) <= ids:
                     raise ValueError(f"replica_assignment names a broker outside 1..{self.brokers}")
-        if not set(self.racks) <= ids:
-            raise ValueError(f"racks names a broker outside 1..{self.brokers}")
+        every = self.brokers + self.spare_brokers
+        if not set(self.racks) <= set(range(1, every + 1)):
+            raise ValueError(f"racks names a broker outside 1..{every}")
         return self
 
     def config(self, mode: Mode, kafka_line: str = DEFAULT_KAFKA_LINE) -> KafkaClusterConfig:
@@ -201,7 +207,8 @@ class KafkaStep(Strict):
     election: Literal["preferred", "unclean"] = "preferred"
     """elect: a preferred or an unclean leader election."""
     within: Annotated[float, Field(gt=0, le=600)] = 60.0
-    """elect / rolling-restart: time bound."""
+    """elect, rolling-restart: time bound; reassign, remove-broker, add-broker: how long the
+    step waits for its moves to complete (its ok says whether they did)."""
     label: str = ""
     """A name for the nodes this step's roles resolved to, for a later step's @label."""
     expect_balanced: bool | None = None
@@ -238,6 +245,12 @@ class KafkaStep(Strict):
     keep: Keep = 0.5
     """torn-write: the share of each matching file's last unsynced write a power loss keeps
     (in whole 512-byte sectors when it spans more than one)."""
+    throttle: Annotated[int, Field(ge=1024)] | None = None
+    """reassign, add-broker (with move_onto): the moving replicas' replication limited to this
+    many bytes/s (Kafka's replication throttle) until a heal or the end of the run clears it."""
+    move_onto: bool = False
+    """add-broker: once the new broker registers, one replica of each partition of the
+    workload's topics moved onto it."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
@@ -256,6 +269,8 @@ class KafkaStep(Strict):
             raise ValueError(refusal)
         if refusal := disk_refusal(self.op, self.fail_on, self.model_fields_set):
             raise ValueError(refusal)
+        if refusal := self._membership_refusal():
+            raise ValueError(refusal)
         if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
             raise ValueError(f"{self.op} needs at least two non-empty groups")
         if arguments == "client":
@@ -268,6 +283,23 @@ class KafkaStep(Strict):
         elif self.client is not None:
             raise ValueError(f"client is for {', '.join(CLIENT_OPS)}, not {self.op}")
         return self
+
+    def _membership_refusal(self) -> str | None:
+        """What a membership step's arguments cannot mean, or their use by another op."""
+        if self.throttle is not None and self.op not in ("reassign", "add-broker"):
+            return f"throttle is for reassign and add-broker, not {self.op}"
+        if self.move_onto and self.op != "add-broker":
+            return f"move_onto is for add-broker, not {self.op}"
+        if self.op == "add-broker" and self.throttle is not None and not self.move_onto:
+            return "add-broker: throttle limits the moves of move_onto: set move_onto: true"
+        if self.op == "remove-broker":
+            many = isinstance(self.target, list) and len(self.target) != 1
+            if many or (isinstance(self.target, str) and self.target in MANY_BROKER_ROLES):
+                return (
+                    f"remove-broker takes one broker at a time, not {self.target}: a role naming "
+                    "one (leader, follower, non-controller, a coordinator), an @label or a node"
+                )
+        return None
 
     def named_nodes(self) -> list[str]:
         """The node names the step gives as names (a role or @label in a partition's groups is
@@ -366,6 +398,60 @@ class KafkaScenario(ScenarioBase):
                         "stop-client of it"
                     )
                 ended.discard(step.client)
+        return self
+
+    @model_validator(mode="after")
+    def _membership_holds(self) -> KafkaScenario:
+        """The brokers each membership step leaves: a remove-broker keeps replication_factor
+        and min.insync.replicas brokers, an add-broker has a spare left, and a spare is named
+        by no step before one starts it. A start of a decommissioned broker (its @label, or
+        `stopped`) counts it back."""
+        c = self.cluster
+        spares = [f"kafka{i}" for i in range(c.brokers + 1, c.brokers + c.spare_brokers + 1)]
+        brokers, removed_labels, removed = c.brokers, set(), 0
+        for i, step in enumerate(self.nemesis):
+            if step.op == "add-broker":
+                if not spares:
+                    raise ValueError(
+                        f"nemesis.{i}: add-broker needs a spare broker: cluster.spare_brokers is "
+                        f"{c.spare_brokers}, and the steps before it started "
+                        f"{'them all' if c.spare_brokers else 'none'}"
+                    )
+                named = step.target if isinstance(step.target, list) else None
+                if named and (len(named) != 1 or named[0] not in spares):
+                    raise ValueError(
+                        f"nemesis.{i}: add-broker starts one spare broker, not {named} "
+                        f"(spares not started: {', '.join(spares)})"
+                    )
+                spares.remove(named[0] if named else spares[0])
+                brokers += 1
+            elif step.op == "remove-broker":
+                brokers, removed = brokers - 1, removed + 1
+                if brokers < c.replication_factor:
+                    raise ValueError(
+                        f"nemesis.{i}: remove-broker would leave {brokers} brokers for "
+                        f"replication_factor {c.replication_factor}: its replicas have nowhere "
+                        "to go"
+                    )
+                if brokers < c.min_insync_replicas:
+                    raise ValueError(
+                        f"nemesis.{i}: remove-broker would leave {brokers} brokers, fewer than "
+                        f"min_insync_replicas {c.min_insync_replicas}: acks=all could never be "
+                        "acknowledged again"
+                    )
+                if step.label:
+                    removed_labels.add(step.label)
+            elif step.op == "start" and removed:
+                back = removed if step.target == "stopped" else 0
+                if isinstance(step.target, str) and step.target[1:] in removed_labels:
+                    back = 1
+                brokers, removed = brokers + back, removed - back
+            else:
+                early = [n for n in step.named_nodes() if n in spares]
+                if early:
+                    raise ValueError(
+                        f"nemesis.{i}: {early[0]} is a spare broker no add-broker has started yet"
+                    )
         return self
 
     @model_validator(mode="after")

@@ -433,3 +433,17 @@ def test_the_disk_family_is_drawn_only_when_asked_and_only_on_lazy_disks() -> No
         chaos_scenario(kafka_base(CHAOS / "kafka-safe.yaml"), opts)
     with pytest.raises(ChaosError, match="none of the fault families"):
         draw_schedule(RABBITMQ, opts)
+
+
+def test_a_kafka_base_with_a_spare_broker_never_draws_it() -> None:
+    base = load_scenario(ROOT / "scenarios" / "remove-leader-broker.yaml")
+    spare = parse_scenario(
+        to_yaml(
+            scenario_data(base)
+            | {"cluster": {**scenario_data(base)["cluster"], "spare_brokers": 1}}
+        ),
+        "x.yaml",
+    )
+    shape = shape_of(spare)
+    assert shape.brokers == ("kafka1", "kafka2", "kafka3", "kafka4")
+    assert "kafka5" not in shape.nodes and "controller1" in shape.nodes

@@ -106,6 +106,14 @@ def test_a_step_whose_heal_it_needs_is_never_left_without_it() -> None:
         {"at": 14, "op": "restart", "nodes": ["@f3"]},
     ]
     assert fault_units(drawn) == [[0, 2, 3], [1], [4, 5, 6]]
+    membership = [
+        {"at": 5, "op": "reassign", "throttle": 1024},
+        {"at": 6, "op": "remove-broker", "target": "leader", "label": "gone"},
+        {"at": 8, "op": "heal"},  # clears the reassignment's throttle
+        {"at": 9, "op": "start", "target": "@gone"},
+        {"at": 10, "op": "add-broker"},  # a one-off: nothing heals it
+    ]
+    assert fault_units(membership) == [[0, 2], [1, 3], [4]]
 
 
 @settings(max_examples=60, deadline=None)

@@ -463,4 +463,18 @@ def test_a_corruption_of_the_leaders_data_counts_as_corrupted_and_its_node_fault
     assert corrupt["step"].startswith("1. corrupt kafka1") and corrupt["leaders_hit"] == ["0"]
     assert c["situations"]["data-corrupted"] == 1 and c["situations"]["node-faulted"] == 1
     assert c["situations"]["disk-faulted"] == 1 and torn["step"].startswith("2. torn-write")
+
+
+def test_a_decommissioned_leader_changed_the_membership_and_moved_replicas() -> None:
+    nemesis = [
+        ev(10, "invoke", "remove-broker", nodes=["kafka1"]),
+        ev(14, "ok", "remove-broker", nodes=["kafka1"], completed=True),
+        ev(20, "invoke", "add-broker", nodes=["kafka4"], move_onto=False),
+        ev(25, "ok", "add-broker", nodes=["kafka4"], move_onto=False, settled=True),
+    ]
+    situations = ["reassigned", "membership-changed"]
+    c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, situations, "safe", 0.0)
+    assert c["situations"]["membership-changed"] == 2
+    # The add-broker moved nothing (no move_onto): only the decommission reassigned.
+    assert c["situations"]["reassigned"] == 1 and c["situations"]["leader-faulted"] == 1
     assert c["missing"] == []

@@ -118,3 +118,19 @@ def test_a_disk_fault_lasts_until_a_disk_ok_mends_the_last_failing_disk() -> Non
         nem(35, "ok", "disk-ok", {"nodes": ["r3"]}),  # read without `remaining`: r3 mended
     ]
     assert fault_windows(events, run_end=60) == [(10, 20), (30, 35)]
+
+
+def test_a_reassignment_lasts_to_its_ok_when_settled_else_until_its_throttle_is_cleared() -> None:
+    nodes = {"nodes": ["k1", "k2", "k3", "k4"]}
+    events = [
+        nem(10, "invoke", "reassign", nodes),
+        nem(14, "ok", "reassign", {**nodes, "settled": True}),
+        nem(20, "invoke", "reassign", {**nodes, "throttle": 1024}),
+        nem(30, "ok", "reassign", {**nodes, "throttle": 1024, "settled": False}),
+        nem(40, "ok", "stop-partition", {"nodes": "all", "remaining_cuts": []}),
+        nem(40.5, "invoke", "end-reassign", {"nodes": "all"}),
+        nem(41, "ok", "end-reassign", {"nodes": "all", "out_of_sync": []}),
+        nem(50, "invoke", "remove-broker", {"nodes": ["k2"]}),
+        nem(60, "ok", "start", {"nodes": ["k2"]}),
+    ]
+    assert fault_windows(events, run_end=90) == [(10, 14), (20, 41), (50, 60)]

@@ -73,3 +73,15 @@ def test_an_unknown_op_is_one_line_naming_the_systems_ops() -> None:
     assert check_op("kafka", "degrade") == "degrade"
     with pytest.raises(ValueError):
         check_op("rabbitmq", "degrade")
+
+
+def test_membership_ops_are_kafkas_and_each_says_what_ends_it() -> None:
+    assert {window_of(f) for f in ("reassign", "add-broker")} == {"membership-start"}
+    assert window_of("remove-broker") == "node-down"  # a decommissioned broker is down
+    assert window_of("end-reassign") == "membership-heal" and not is_step("end-reassign")
+    assert op("reassign").healed_by == "heal" and op("reassign").arguments == "optional"
+    assert op("remove-broker").healed_by == "start" and op("remove-broker").arguments == "target"
+    assert op("add-broker").healed_by is None
+    assert "end-reassign" in op("heal").writes
+    with pytest.raises(ValueError, match="'reassign' is not a rabbitmq fault op"):
+        check_op("rabbitmq", "reassign")

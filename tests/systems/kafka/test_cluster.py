@@ -220,3 +220,27 @@ def test_broker_ports_are_distinct_and_one_per_broker_unless_proxied() -> None:
     proxied = broker_ports([1, 2, 3], proxied=True)
     every = [x for p in proxied.values() for x in (p.published, p.advertised, p.harness)]
     assert len(set(every)) == 9 and all(p.proxied for p in proxied.values())
+
+
+def test_a_spare_broker_is_rendered_in_a_profile_that_up_leaves_unstarted(tmp_path: Path) -> None:
+    cfg = KafkaClusterConfig(mode="kraft", brokers=3, spare_brokers=1)
+    ports = {i: BrokerPorts(40000 + i, 40000 + i) for i in range(1, 5)}
+    data = render_compose(cfg, "brokerjepsen-t", IMAGES, ports, "172.29.60", "A" * 22)
+    spare = data["services"]["kafka4"]
+    assert spare["profiles"] == ["spare"]
+    assert all("profiles" not in data["services"][f"kafka{i}"] for i in (1, 2, 3))
+    env = spare["environment"]
+    # A broker only, of the quorum the cluster formed with: never one of its voters.
+    assert env["KAFKA_PROCESS_ROLES"] == "broker" and env["KAFKA_NODE_ID"] == "4"
+    assert "4@" not in env["KAFKA_CONTROLLER_QUORUM_VOTERS"]
+    assert spare["networks"]["cluster"]["ipv4_address"] == "172.29.60.24"
+    assert quorum_nodes(cfg) == ("kafka1", "kafka2", "kafka3")
+    path = tmp_path / "docker-compose.yml"
+    path.write_text(yaml.safe_dump(data))
+    listed = subprocess.run(
+        [*compose_command(), "-f", str(path), "config", "--services"],
+        capture_output=True,
+        text=True,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(listed.stdout.split()) == ["kafka1", "kafka2", "kafka3"]  # up starts these

@@ -105,3 +105,56 @@ def test_the_final_reads_group_is_reserved() -> None:
     with pytest.raises(ScenarioError, match="reader id 'final' is the final read's own"):
         parse_scenario(bad, "x.yaml")
     assert parse_scenario(bad.replace("}]}", "}], final_read: false}"), "x.yaml")
+
+
+MEMBERSHIP = """
+id: x
+expect: safe
+cluster: {system: kafka, modes: [kraft-dedicated], brokers: 4, spare_brokers: 1}
+workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
+"""
+
+
+@pytest.mark.parametrize(
+    ("nemesis", "message"),
+    [
+        (
+            "[{at: 1, op: add-broker}, {at: 2, op: add-broker}]",
+            "nemesis.1: add-broker needs a spare broker: cluster.spare_brokers is 1, and the "
+            "steps before it started them all",
+        ),
+        (
+            "[{at: 1, op: add-broker, target: [kafka2]}]",
+            "add-broker starts one spare broker, not ['kafka2'] (spares not started: kafka5)",
+        ),
+        (
+            "[{at: 1, op: remove-broker, target: leader}, {at: 2, op: remove-broker, "
+            "target: follower}]",
+            "nemesis.1: remove-broker would leave 2 brokers for replication_factor 3",
+        ),
+        ("[{at: 1, op: remove-broker, target: followers}]", "remove-broker takes one broker"),
+        ("[{at: 1, op: remove-broker, target: [kafka1, kafka2]}]", "takes one broker at a time"),
+        ("[{at: 1, op: kill, target: [kafka5]}]", "kafka5 is a spare broker no add-broker has"),
+        ("[{at: 1, op: kill, target: leader, throttle: 2048}]", "throttle is for reassign and"),
+        ("[{at: 1, op: add-broker, throttle: 2048}]", "set move_onto: true"),
+        ("[{at: 1, op: reassign, move_onto: true}]", "move_onto is for add-broker, not reassign"),
+    ],
+)
+def test_bad_membership_steps_are_one_line(nemesis: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        parse_scenario(MEMBERSHIP + f"nemesis: {nemesis}\n", "x.yaml")
+
+
+def test_a_removal_below_min_isr_is_refused_and_a_start_of_the_removed_broker_counts_it_back() -> (
+    None
+):
+    rf2 = MEMBERSHIP.replace("spare_brokers: 1", "replication_factor: 2, min_insync_replicas: 4")
+    with pytest.raises(ScenarioError, match="fewer than min_insync_replicas 4"):
+        parse_scenario(rf2 + "nemesis: [{at: 1, op: remove-broker, target: leader}]\n", "x.yaml")
+    back = (
+        "nemesis: [{at: 1, op: remove-broker, target: leader, label: gone}, "
+        "{at: 2, op: start, target: '@gone'}, {at: 3, op: remove-broker, target: leader}]\n"
+    )
+    assert parse_scenario(MEMBERSHIP + back, "x.yaml").nemesis[2].op == "remove-broker"
+    after = "nemesis: [{at: 1, op: add-broker}, {at: 2, op: kill, target: [kafka5]}]\n"
+    assert parse_scenario(MEMBERSHIP + after, "x.yaml").cluster.spare_brokers == 1
