@@ -49,6 +49,10 @@ SITUATIONS: dict[str, str] = {
     "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",
     "node-faulted": "a node was killed, stopped, paused, restarted or lost power",
     "disk-faulted": "a node's disk failed its calls (disk-error, disk-full)",
+    "membership-changed": (
+        "a node was taken out of the cluster (forget-node) or a queue's member removed "
+        "(shrink-queue)"
+    ),
 }
 
 

@@ -118,3 +118,17 @@ def test_a_disk_fault_lasts_until_a_disk_ok_mends_the_last_failing_disk() -> Non
         nem(35, "ok", "disk-ok", {"nodes": ["r3"]}),  # read without `remaining`: r3 mended
     ]
     assert fault_windows(events, run_end=60) == [(10, 20), (30, 35)]
+
+
+def test_a_membership_fault_lasts_until_what_it_took_out_is_back() -> None:
+    events = [
+        nem(10, "invoke", "forget-node", {"nodes": ["r1"], "via": "r2"}),
+        nem(11, "ok", "forget-node", {"nodes": ["r1"], "out": ["r1", "q@r1"]}),
+        nem(20, "ok", "add-node", {"nodes": ["r1"], "out": ["q@r1"]}),  # its member still out
+        nem(25, "ok", "grow-queue", {"nodes": "all", "out": []}),
+        nem(30, "invoke", "shrink-queue", {"nodes": ["r2"], "queues": ["q"]}),
+        nem(31, "ok", "stop-partition", {"nodes": "all", "remaining_cuts": []}),  # not a grow
+        nem(35, "ok", "grow-queue", {"nodes": ["r3"], "queues": ["q"]}),  # another node's
+        nem(40, "ok", "grow-queue", {"nodes": ["r2"], "queues": ["q"]}),  # read without `out`
+    ]
+    assert fault_windows(events, run_end=60) == [(10, 25), (30, 40)]
