@@ -193,7 +193,7 @@ class Membership:
                 log.warning("forgotten nodes not added back: %s", e)
         try:
             self._ask_removed()
-            if any(self.removed.values()):
+            if any(ns - self.forgotten for ns in self.removed.values()):
                 self.grow(net)
         except Exception as e:  # noqa: BLE001 - said below, with what is still out
             log.warning("quorum queues not grown back: %s", e)

@@ -476,7 +476,8 @@ def membership_refusal(
     forget-node that leaves the cluster no node, a shrink-queue that leaves the queue no
     member. Counted through the schedule, a role as the nodes it names at most (leader,
     random-node: one; followers: the queue's other members; an @label: one), a step healing
-    with no target as putting everything back; the run checks each step again on what is."""
+    with no target (or the non-members) as putting everything back; the run checks each step
+    again on what is."""
     nodes = cluster.nodes
     replicas = _initial_members(cluster, workload)
     out = {"forget-node": 0, "shrink-queue": 0}
@@ -487,7 +488,7 @@ def membership_refusal(
         for out_op, heal in MEMBERSHIP_OUT.items():
             if step.op == heal:
                 out[out_op] = max(0, out[out_op] - _counted(step.nodes, replicas, nodes))
-                if not step.nodes:
+                if not step.nodes or "non-members" in step.nodes:  # whatever is out
                     out[out_op] = 0
             elif step.op == out_op:
                 out[out_op] += _counted(step.nodes, replicas, nodes)
