@@ -186,8 +186,8 @@ class Shrinker:
 def fault_units(steps: list[Data]) -> list[list[int]]:
     """Each fault step with the steps that heal it, as indexes: a step labelled L with the
     later steps aimed at @L, else a fault with the first later step of its healing op on the
-    same nodes (or a heal of everything: any network heal, a disk-ok naming no node). A step
-    nothing pairs with is a unit of its own."""
+    same nodes (or a heal of everything: any network heal, a disk-ok, add-node or grow-queue
+    naming no node). A step nothing pairs with is a unit of its own."""
     taken: set[int] = set()
     units: list[list[int]] = []
     for i, step in enumerate(steps):

@@ -389,7 +389,7 @@ def _step_situations(
     # An add-broker moves replicas only with move_onto.
     if (window == "membership-start" and v.get("move_onto") is not False) or f == "remove-broker":
         out.append("reassigned")
-    if f in ("remove-broker", "add-broker"):
+    if f in ("remove-broker", "add-broker") or window == "member-out":
         out.append("membership-changed")
     if window == "client-down":
         out.append("client-paused" if f == "pause-client" else "client-ended")

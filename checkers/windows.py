@@ -18,6 +18,8 @@ history name does to it is the fault registry's (faults.registry.Window):
             when that ok says it settled (every move done, no throttle), else to the ok of the
             `end-reassign` a heal writes; a decommissioned broker (remove-broker) is down, as
             after a stop, until a start
+  member    a node out of the cluster (forget-node) or a queue's member removed (shrink-queue),
+            from that invoke until the ok of the add-node or grow-queue that leaves it in
 Elections and leader-placement snapshots are not faults. A fault still in effect when the
 history ends lasts to the end of the run.
 """
@@ -46,6 +48,7 @@ class _State:
     proxied: set[str] = field(default_factory=set)
     disks: set[str] = field(default_factory=set)
     moving: set[str] = field(default_factory=set)
+    members_out: set[str] = field(default_factory=set)  # nodes, and queue members as q@node
 
     def faulty(self) -> bool:
         return (
@@ -53,6 +56,7 @@ class _State:
             or bool(self.proxied)
             or bool(self.disks)
             or bool(self.moving)
+            or bool(self.members_out)
             or self.injected
             or bool(self.down)
             or bool(self.restarting)
@@ -97,6 +101,8 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
             state.moving -= names or {f}
     elif type_ == "ok" and window == "membership-heal":
         state.moving.clear()
+    elif window in ("member-out", "member-in"):
+        _apply_members(state, type_, f, window, value, names)
     elif type_ == "invoke" and window == "network-start":
         state.network = True
     elif type_ == "ok" and window in ("network-heal", "heal-all"):
@@ -151,6 +157,26 @@ def _apply_disk(
             state.disks -= names
         else:
             state.disks.clear()
+
+
+def _apply_members(
+    state: _State, type_: str, f: str, window: str, value: dict[str, Any], names: set[str]
+) -> None:
+    queues = value.get("queues")
+    queue_members = (
+        {f"{q}@{n}" for q in queues for n in names} if isinstance(queues, list) else set()
+    )
+    if type_ == "invoke" and window == "member-out":
+        state.members_out |= names if f == "forget-node" else queue_members
+    elif type_ == "ok" and window == "member-in":
+        # The ok says what is still out; read without that, it puts back what it names.
+        remaining = value.get("out")
+        if isinstance(remaining, list):
+            state.members_out = {str(n) for n in remaining}
+        elif f == "add-node":
+            state.members_out -= names
+        else:
+            state.members_out -= queue_members
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,10 @@ SITUATIONS: dict[str, str] = {
     "data-corrupted": "bytes of a node's data files were changed behind its back (corrupt)",
     "reassigned": "Kafka's replicas moved between brokers while the workload ran (reassign, "
     "remove-broker, add-broker)",
-    "membership-changed": "a broker left the cluster (remove-broker) or joined it (add-broker)",
+    "membership-changed": (
+        "a broker left the cluster (remove-broker) or joined it (add-broker); a RabbitMQ node was "
+        "taken out of the cluster (forget-node) or a queue's member removed (shrink-queue)"
+    ),
 }
 
 

@@ -2,7 +2,8 @@
 
 A scenario's nemesis step names an op (`kill`, `isolate`, `broker-down`, ...). Each op is
 declared here with the systems that dispatch it, the arguments it needs, the op that heals it
-(kill -> start, pause -> resume, isolate -> heal, disk-full -> disk-ok) or none for a one-off,
+(kill -> start, pause -> resume, isolate -> heal, disk-full -> disk-ok, forget-node -> add-node)
+or none for a one-off,
 and the history name
 its nemesis events carry. Each history name is declared with what it does to the run's fault
 windows. Every reader of faults works from these two tables: each system's scenario schema
@@ -48,6 +49,9 @@ Arguments = Literal["target", "from-to", "groups", "optional", "none", "client"]
 #                  when that ok says it settled (moved, no throttle left), else until a
 #                  membership-heal
 #   membership-heal   reassignments' throttles cleared, whatever still moves said (at the ok)
+#   member-out     nodes out of the cluster, or queue members removed, from the invoke until a
+#                  member-in puts them back
+#   member-in      members back (at the ok), unless it reports others still out
 #   none           not a fault: an election, a snapshot, a procedure step, a note
 Window = Literal[
     "network-start",
@@ -63,6 +67,8 @@ Window = Literal[
     "disk-heal",
     "membership-start",
     "membership-heal",
+    "member-out",
+    "member-in",
     "none",
 ]
 # The windows that begin a fault (the rest end one, or are none): what the checker's coverage
@@ -75,6 +81,7 @@ FAULT_WINDOWS: tuple[Window, ...] = (
     "client-down",
     "disk-start",
     "membership-start",
+    "member-out",
 )
 
 
@@ -139,6 +146,10 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     # Written by a heal (or the end of the run) when a reassignment left a throttle or had not
     # settled: part of that heal, not a step of its own.
     HistoryName("end-reassign", "reassignment throttles cleared", "membership-heal", False),
+    HistoryName("forget-node", "node forgotten (out of the cluster)", "member-out"),
+    HistoryName("add-node", "node added back to the cluster", "member-in"),
+    HistoryName("shrink-queue", "queue member removed", "member-out"),
+    HistoryName("grow-queue", "queue member added", "member-in"),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
     HistoryName("resume-client", "client resumed (SIGCONT)", "client-up"),
     HistoryName("kill-client", "client killed (SIGKILL)", "client-down"),
@@ -364,6 +375,55 @@ OPS: tuple[FaultOp, ...] = (
         does=(
             "Waits (up to `within` seconds) until the targets' queues are empty: the manual way "
             "out of a partition."
+        ),
+    ),
+    # RabbitMQ: membership (rabbitmqctl, rabbitmq-queues): a node out of the cluster, a quorum
+    # queue's member removed; each healed by its own op, or by the end of the run
+    FaultOp(
+        "forget-node",
+        RABBITMQ,
+        "target",
+        ("forget-node",),
+        "add-node",
+        does=(
+            "Takes the targets out of the cluster: their RabbitMQ application stopped "
+            "(`rabbitmqctl stop_app`), then `rabbitmqctl forget_cluster_node` from a member that "
+            "stays, which also removes their members of the quorum queues. Never the last member."
+        ),
+    ),
+    FaultOp(
+        "add-node",
+        RABBITMQ,
+        "optional",
+        ("add-node",),
+        None,
+        does=(
+            "Puts forgotten targets (none named: every forgotten node) back: each reset, joined to "
+            "a member (`join_cluster`) and started (`start_app`); their queue members come back "
+            "with a grow-queue or the end of the run."
+        ),
+    ),
+    FaultOp(
+        "shrink-queue",
+        RABBITMQ,
+        "target",
+        ("shrink-queue",),
+        "grow-queue",
+        does=(
+            "Removes the targets' members of the workload's quorum queues "
+            "(`rabbitmq-queues delete_member`); refused where it would leave a queue no member."
+        ),
+    ),
+    FaultOp(
+        "grow-queue",
+        RABBITMQ,
+        "optional",
+        ("grow-queue",),
+        None,
+        does=(
+            "Adds members of the workload's quorum queues on the targets "
+            "(`rabbitmq-queues add_member`); none named: every member the run removed, so each "
+            "queue has its first members again."
         ),
     ),
     # Kafka

@@ -119,6 +119,9 @@ class Nemesis:
         # The faults of the clients' path through a proxy, when the run has one (set by the
         # system's run, which owns the proxy): healed with the network's.
         self.client_path: ClientPathFaults | None = None
+        # A system's own faults' heals (RabbitMQ's membership), run last by heal_all: they need
+        # the nodes up and the network whole. Each is idempotent and says what it left.
+        self.system_heals: list[Callable[[], Any]] = []
 
     # ---- network -------------------------------------------------------------------------
 
@@ -441,7 +444,7 @@ class Nemesis:
 
     def heal_all(self) -> None:
         """End every fault: disks mended, network healed, paused nodes resumed, stopped nodes
-        started (on disks that work again).
+        started (on disks that work again), then the system's own (system_heals).
 
         Idempotent; used at the end of a run, on failure and on SIGINT/SIGTERM.
         """
@@ -455,6 +458,8 @@ class Nemesis:
             self.client_path.heal()
         if self.state.cuts or self.state.degraded:
             self.heal()
+        for heal in self.system_heals:
+            heal()
 
     def logged(self, f: str, value: dict[str, Any], act: Callable[[], Any]) -> None:
         """Runs `act` between an invoke and its ok (with what act returns) or fail."""

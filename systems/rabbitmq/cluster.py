@@ -22,6 +22,7 @@ from contract.topology import Endpoint, Topology
 from contract.versions import on_spec, version_key
 from contract.wait import wait_until
 from systems.rabbitmq.broker_log import boot_errors
+from systems.rabbitmq.membership import Membership
 from systems.rabbitmq.settings import typed_conf
 
 COMPOSE_FILE = Path(__file__).parent / "compose" / "docker-compose.yml"
@@ -171,6 +172,8 @@ class RabbitMQCluster(ComposeCluster):
         self.nodes = config.nodes
         self.disks = LazyDisks(workdir, list(self.nodes)) if config.lazy_disks else None
         self.overrides: tuple[Path, ...] = ()
+        # Who is in the cluster as the membership steps leave it (forget-node, shrink-queue).
+        self.membership = Membership(self, list(self.nodes))
 
     @property
     def boots_together(self) -> bool:
@@ -296,6 +299,11 @@ class RabbitMQCluster(ComposeCluster):
         what = f"rabbitmqctl {args[0]}"
         return self.run_in(node, ["rabbitmqctl", *args], what, timeout, line=0)
 
+    def rabbitmq_queues(self, node: str, *args: str, timeout: float = 60) -> str:
+        """rabbitmq-queues in a node; its refusal is its last line."""
+        what = f"rabbitmq-queues {args[0]}"
+        return self.run_in(node, ["rabbitmq-queues", *args], what, timeout, line=-1)
+
     def cluster_status(self, node: str) -> dict[str, Any]:
         out = self.rabbitmqctl(node, "cluster_status", "--formatter", "json", timeout=30)
         status: dict[str, Any] = json.loads(out)
@@ -350,6 +358,16 @@ class RabbitMQCluster(ComposeCluster):
                 members = [_node_name(m) for m in q.get("members") or []]
                 return _node_name(q["leader"]), members
         raise ComposeError(f"{node} names no leader of {queue}")
+
+    def quorum_members(self) -> dict[str, list[str]]:
+        """Each quorum queue's members (node names). 3.10 names the type quorum as 4.x does;
+        a module name (rabbit_quorum_queue) is read the same."""
+        _, queues = self._list_queues("name", "type", "members", timeout=30)
+        return {
+            q["name"]: [_node_name(m) for m in q.get("members") or []]
+            for q in queues
+            if "quorum" in str(q.get("type"))
+        }
 
     def queue_messages(self, node: str) -> dict[str, int]:
         """Each queue's messages as one node counts them (during a partition, its own side)."""

@@ -3,9 +3,10 @@
 The network and process steps are the common nemesis's (`Nemesis`: iptables in each node's
 namespace, Docker for processes). RabbitMQ adds the steps of the manual resolution of a partition
 (R4): block the publishers of a node (memory high watermark 0) and wait until that node's queues
-are drained, through `RabbitMQControl`. A step may name the leader or followers of the first
-queue (a quorum queue or stream), resolved as the step runs, or a node or partition shape drawn
-anew each step from the run's seed (nemesis.picks)."""
+are drained, through `RabbitMQControl`; and the membership steps (a node out of the cluster and
+back, a quorum queue's member removed and added back: systems.rabbitmq.membership). A step may
+name the leader or followers of the first queue (a quorum queue or stream), resolved as the step
+runs, or a node or partition shape drawn anew each step from the run's seed (nemesis.picks)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from nemesis.containers import Nemesis, NemesisError
 from nemesis.picks import RANDOM_NODE, draw_groups, draw_node
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.disks import DISK_OPS, apply_disk_fault
+from systems.rabbitmq.membership import Membership
 from systems.rabbitmq.scenario import NemesisStep, is_role
 
 
@@ -28,6 +30,9 @@ class RabbitMQControl(Protocol):
     def set_memory_high_watermark(self, node: str, fraction: float) -> None: ...
 
     def queue_leader(self, queue: str) -> tuple[str, list[str]]: ...
+
+    # The cluster's members as the membership steps leave them (systems.rabbitmq.membership).
+    membership: Membership
 
 
 @dataclass
@@ -157,6 +162,10 @@ HANDLERS: dict[str, Handler] = {
     **{op: lambda n, _c, s: apply_disk_fault(n, s.op, s.nodes, s) for op in DISK_OPS},
     "block-publishers": lambda n, c, s: block_publishers(n, c, s.nodes),
     "wait-drained": lambda n, c, s: wait_drained(n, c, s.nodes, s.within),
+    "forget-node": lambda n, c, s: c.membership.forget(n, s.nodes),
+    "add-node": lambda n, c, s: c.membership.add(n, s.nodes or None),
+    "shrink-queue": lambda n, c, s: c.membership.shrink(n, s.nodes),
+    "grow-queue": lambda n, c, s: c.membership.grow(n, s.nodes or None),
     **{op: lambda n, _c, s: apply_client_fault(n, s.op, s.nodes, s) for op in CLIENT_PATH_OPS},
 }
 

@@ -66,6 +66,11 @@ def stream_positions(history_dir: Path, groups: set[str]) -> dict[str, int]:
     return {g: o + 1 for g, o in highest.items()}
 
 
+def recovery_members(names: tuple[str, ...], forgotten: set[str]) -> tuple[str, ...]:
+    """The nodes the recovery waits for: the cluster's current members."""
+    return tuple(n for n in names if n not in forgotten)
+
+
 class RabbitMQRun(ScenarioRun):
     scenario: RabbitMQScenario
     nemesis: Nemesis | None
@@ -166,6 +171,10 @@ class RabbitMQRun(ScenarioRun):
         )
         if self.proxy is not None:
             self.nemesis.client_path = ClientPath(self.proxy, self.nemesis.logged)
+        # The end of the run puts forgotten nodes and removed queue members back.
+        self.nemesis.system_heals.append(
+            functools.partial(self.cluster.membership.restore, self.nemesis)
+        )
         self.manifest.topology = asdict(self.cluster.topology())
 
     def _check_conf_against_the_image(self, cluster: RabbitMQCluster) -> None:
@@ -208,15 +217,19 @@ class RabbitMQRun(ScenarioRun):
         return [p.id for p in w.publishers]
 
     def _recover(self) -> None:
-        """Final heal, then wait until every node runs in one cluster again."""
+        """Final heal, then wait until every member runs in one cluster again: every node, but
+        one the heal could not add back (a forgotten node is no member to wait for), and, once
+        a membership step ran, every quorum queue with its first members."""
         assert self.nemesis is not None and self.cluster is not None
         self.nemesis.heal_all()
-        cluster, names = self.cluster, self.nemesis.topology.names
+        cluster, membership = self.cluster, self.cluster.membership
+        names = recovery_members(self.nemesis.topology.names, membership.forgotten)
         everyone = {f"rabbit@{n}" for n in names}
 
         def reunited() -> bool:
             try:
-                return all(set(cluster.running_nodes(n)) == everyone for n in names)
+                together = all(set(cluster.running_nodes(n)) == everyone for n in names)
+                return together and (not membership.changed() or membership.whole())
             except Exception:  # noqa: BLE001 - a node still starting answers with errors
                 return False
 

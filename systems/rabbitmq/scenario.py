@@ -487,7 +487,59 @@ class RabbitMQScenario(ScenarioBase):
                 raise ValueError(
                     f"nemesis.{i}: no node {unknown[0]!r} in a cluster of {self.cluster.nodes}"
                 )
+        if refusal := membership_refusal(self.nemesis, self.cluster, self.workload):
+            raise ValueError(refusal)
         return self
+
+
+MEMBERSHIP_OUT = {"forget-node": "add-node", "shrink-queue": "grow-queue"}
+QUEUE_MEMBERSHIP = ("shrink-queue", "grow-queue")
+
+
+def membership_refusal(
+    steps: list[NemesisStep], cluster: RabbitMQClusterSpec, workload: Workload
+) -> str | None:
+    """The first membership step that cannot be: a queue op without quorum queues, a
+    forget-node that leaves the cluster no node, a shrink-queue that leaves the queue no
+    member. Counted through the schedule, a role as the nodes it names at most (leader,
+    random-node: one; followers: the queue's other members; an @label: one), a step healing
+    with no target (or the non-members) as putting everything back; the run checks each step
+    again on what is."""
+    nodes = cluster.nodes
+    replicas = _initial_members(cluster, workload)
+    out = {"forget-node": 0, "shrink-queue": 0}
+    whole = {"forget-node": nodes, "shrink-queue": replicas}
+    for i, step in enumerate(steps):
+        if step.op in QUEUE_MEMBERSHIP and cluster.queue_type != "quorum":
+            return f"nemesis.{i}: {step.op} needs quorum queues (cluster.queue_type: quorum)"
+        for out_op, heal in MEMBERSHIP_OUT.items():
+            if step.op == heal:
+                out[out_op] = max(0, out[out_op] - _counted(step.nodes, replicas, nodes))
+                if not step.nodes or "non-members" in step.nodes:  # whatever is out
+                    out[out_op] = 0
+            elif step.op == out_op:
+                out[out_op] += _counted(step.nodes, replicas, nodes)
+                if out[out_op] >= whole[out_op]:
+                    what = "the cluster no node" if out_op == "forget-node" else "a queue no member"
+                    unit = "nodes" if out_op == "forget-node" else "members"
+                    return (
+                        f"nemesis.{i}: {out_op} would leave {what} ({whole[out_op]} {unit}, "
+                        f"{out[out_op]} out by then): {heal} some back first"
+                    )
+    return None
+
+
+def _initial_members(cluster: RabbitMQClusterSpec, workload: Workload) -> int:
+    """How many members the first queue starts with: x-quorum-initial-group-size, else one on
+    every node."""
+    size = workload.queue_arguments.get(workload.queues[0], {}).get("x-quorum-initial-group-size")
+    return min(int(size), cluster.nodes) if isinstance(size, int) and size > 0 else cluster.nodes
+
+
+def _counted(names: list[str], replicas: int, nodes: int) -> int:
+    """The nodes a target names at most: a node is one, a role the nodes it can stand for."""
+    count = {"followers": replicas - 1, "non-members": nodes - replicas}
+    return len(set(names)) if not names else sum(count.get(n, 1) for n in set(names))
 
 
 def is_role(name: str) -> bool:

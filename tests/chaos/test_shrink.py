@@ -116,6 +116,17 @@ def test_a_step_whose_heal_it_needs_is_never_left_without_it() -> None:
     assert fault_units(membership) == [[0, 2], [1, 3], [4]]
 
 
+def test_a_membership_fault_pairs_with_its_own_heal_or_one_naming_no_node() -> None:
+    steps = [
+        {"at": 5, "op": "forget-node", "target": ["rabbit1"]},
+        {"at": 6, "op": "shrink-queue", "target": ["rabbit2"]},
+        {"at": 8, "op": "grow-queue", "target": ["rabbit3"]},  # another node's: no pair
+        {"at": 9, "op": "grow-queue"},  # every member back
+        {"at": 10, "op": "add-node", "target": ["rabbit1"]},
+    ]
+    assert fault_units(steps) == [[0, 4], [1, 3], [2]]
+
+
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), planted=st.integers(0, 1000))
 def test_a_shrink_never_grows_a_schedule(seed: int, planted: int) -> None:

@@ -478,3 +478,19 @@ def test_a_decommissioned_leader_changed_the_membership_and_moved_replicas() -> 
     # The add-broker moved nothing (no move_onto): only the decommission reassigned.
     assert c["situations"]["reassigned"] == 1 and c["situations"]["leader-faulted"] == 1
     assert c["missing"] == []
+
+
+def test_a_forgotten_queue_leader_changed_the_membership_and_faulted_the_leader() -> None:
+    nemesis = [
+        ev(9.9, "info", "resolve", op="forget-node", queue="q", roles={"target": "leader"}),
+        ev(10, "invoke", "forget-node", nodes=["rabbit1"], via="rabbit2"),
+        ev(12, "ok", "forget-node", nodes=["rabbit1"], out=["rabbit1", "q@rabbit1"]),
+        ev(30, "invoke", "add-node", nodes=["rabbit1"], via="rabbit2"),
+        ev(40, "ok", "add-node", nodes=["rabbit1"], out=["q@rabbit1"]),
+    ]
+    wanted = ["membership-changed", "leader-faulted"]
+    c = coverage_of(nemesis, [], traffic(acked=5), ClusterFacts(), wanted, "safe", 0.0)
+    (step,) = c["steps"]  # adding it back is no fault step
+    assert step["step"].startswith("1. forget-node rabbit1") and step["queue_leader_hit"]
+    assert c["situations"]["membership-changed"] == 1 and c["missing"] == []
+    assert "node-faulted" not in c["situations"]

@@ -134,3 +134,17 @@ def test_a_reassignment_lasts_to_its_ok_when_settled_else_until_its_throttle_is_
         nem(60, "ok", "start", {"nodes": ["k2"]}),
     ]
     assert fault_windows(events, run_end=90) == [(10, 14), (20, 41), (50, 60)]
+
+
+def test_a_membership_fault_lasts_until_what_it_took_out_is_back() -> None:
+    events = [
+        nem(10, "invoke", "forget-node", {"nodes": ["r1"], "via": "r2"}),
+        nem(11, "ok", "forget-node", {"nodes": ["r1"], "out": ["r1", "q@r1"]}),
+        nem(20, "ok", "add-node", {"nodes": ["r1"], "out": ["q@r1"]}),  # its member still out
+        nem(25, "ok", "grow-queue", {"nodes": "all", "out": []}),
+        nem(30, "invoke", "shrink-queue", {"nodes": ["r2"], "queues": ["q"]}),
+        nem(31, "ok", "stop-partition", {"nodes": "all", "remaining_cuts": []}),  # not a grow
+        nem(35, "ok", "grow-queue", {"nodes": ["r3"], "queues": ["q"]}),  # another node's
+        nem(40, "ok", "grow-queue", {"nodes": ["r2"], "queues": ["q"]}),  # read without `out`
+    ]
+    assert fault_windows(events, run_end=60) == [(10, 25), (30, 40)]

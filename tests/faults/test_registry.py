@@ -67,6 +67,19 @@ def test_disk_faults_are_a_window_of_their_own_mended_by_disk_ok_alone() -> None
         check_op("kafka-mock", "disk-full")
 
 
+def test_membership_faults_are_rabbitmqs_each_healed_by_its_own_op_or_the_end() -> None:
+    assert {window_of(f) for f in ("forget-node", "shrink-queue")} == {"member-out"}
+    assert {window_of(f) for f in ("add-node", "grow-queue")} == {"member-in"}
+    assert op("forget-node").healed_by == "add-node"
+    assert op("shrink-queue").healed_by == "grow-queue"
+    for name in ("forget-node", "shrink-queue"):
+        assert op(name).arguments == "target" and op(name).systems == {"rabbitmq"}
+    for name in ("add-node", "grow-queue"):  # none named: everything back
+        assert op(name).arguments == "optional" and op(name).healed_by is None
+    with pytest.raises(ValueError, match="'forget-node' is not a kafka fault op"):
+        check_op("kafka", "forget-node")
+
+
 def test_an_unknown_op_is_one_line_naming_the_systems_ops() -> None:
     with pytest.raises(ValueError, match="'explode' is not a rabbitmq fault op \\(ops: isolate"):
         check_op("rabbitmq", "explode")

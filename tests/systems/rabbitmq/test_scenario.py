@@ -344,3 +344,78 @@ def test_rabbitmq_4_3_needs_no_partition_handling() -> None:
     assert isinstance(s, RabbitMQScenario) and s.cluster.partition_handling is None
     with pytest.raises(ScenarioError, match="partition_handling is required"):
         parse_scenario(on_4_3.replace('"4.3"', '"4.0"'))
+
+
+MEMBERSHIP = """
+id: x
+expect: safe
+cluster: {version: "4.3", queue_type: QUEUE_TYPE}
+workload:
+  queues: [q]
+  publishers: [{id: A, count: 10}]
+  consumers: [{queue: q}]
+  QUEUE_ARGUMENTS
+nemesis:
+"""
+
+
+def membership(steps: list[str], queue_type: str = "quorum", arguments: str = "") -> str:
+    lines = [f"- {{at: {i}, {s}}}" for i, s in enumerate(steps, 1)]
+    text = MEMBERSHIP.replace("QUEUE_TYPE", queue_type).replace("QUEUE_ARGUMENTS", arguments)
+    return text + "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("steps", "queue_type", "arguments", "message"),
+    [
+        (
+            ["op: forget-node, target: leader", "op: forget-node, target: [rabbit2, rabbit3]"],
+            "quorum",
+            "",
+            "nemesis.1: forget-node would leave the cluster no node (3 nodes, 3 out by then): "
+            "add-node some back first",
+        ),
+        (
+            ["op: shrink-queue, target: followers", "op: shrink-queue, target: leader"],
+            "quorum",
+            "",
+            "nemesis.1: shrink-queue would leave a queue no member (3 members, 3 out by then)",
+        ),
+        (
+            ["op: shrink-queue, target: rabbit1", "op: shrink-queue, target: rabbit2"],
+            "quorum",
+            "queue_arguments: {q: {x-quorum-initial-group-size: 2}}",
+            "nemesis.1: shrink-queue would leave a queue no member (2 members, 2 out by then)",
+        ),
+        (
+            ["op: shrink-queue, target: rabbit1"],
+            "stream",
+            "",
+            "nemesis.0: shrink-queue needs quorum queues (cluster.queue_type: quorum)",
+        ),
+        (["op: forget-node"], "quorum", "", "forget-node needs a target"),
+        (["op: add-node, target: rabbit9"], "quorum", "", "unknown node 'rabbit9'"),
+    ],
+)
+def test_a_membership_step_that_cannot_be_is_one_line(
+    steps: list[str], queue_type: str, arguments: str, message: str
+) -> None:
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(membership(steps, queue_type, arguments), "x.yaml")
+    said = str(e.value)
+    assert message in said and "\n" not in said, said
+
+
+def test_membership_steps_that_put_back_what_they_took_out_are_counted_through() -> None:
+    steps = [
+        "op: forget-node, target: leader",
+        "op: forget-node, target: rabbit3",
+        "op: add-node",  # every node back: two more may go
+        "op: forget-node, target: [rabbit1, rabbit2]",
+        "op: add-node, target: [rabbit1]",
+        "op: shrink-queue, target: followers",
+        "op: grow-queue, target: non-members",
+        "op: shrink-queue, target: rabbit1",
+    ]
+    scenario = parse_scenario(membership(steps), "x.yaml")
+    assert [s.op for s in scenario.nemesis][-2:] == ["grow-queue", "shrink-queue"]
