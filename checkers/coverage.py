@@ -384,6 +384,8 @@ def _step_situations(
         out.append("node-faulted")
     if window == "disk-start":
         out.append("disk-faulted")
+    if window == "clock-start":
+        out.append("clock-skewed")
     if window == "client-down":
         out.append("client-paused" if f == "pause-client" else "client-ended")
     if leaders_hit and window != "injected":

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 SITUATIONS: dict[str, str] = {
     "leader-faulted": (
-        "a partition's leader was killed, stopped, paused, restarted, cut off or its disk faulted"
+        "a partition's leader was killed, stopped, paused, restarted, cut off, its disk faulted "
+        "or its clock skewed"
     ),
     "leader-faulted-isr-shrunk": "a leader was faulted while its ISR was below the replicas",
     "leader-changed": "a partition's leader moved (a fail-over or an election)",
@@ -49,6 +50,7 @@ SITUATIONS: dict[str, str] = {
     "power-lost-unsynced-dropped": "a power loss dropped writes the disk had not synced",
     "node-faulted": "a node was killed, stopped, paused, restarted or lost power",
     "disk-faulted": "a node's disk failed its calls (disk-error, disk-full)",
+    "clock-skewed": "a node's clock was set off true time (clock)",
 }
 
 

@@ -2,8 +2,8 @@
 
 A scenario's nemesis step names an op (`kill`, `isolate`, `broker-down`, ...). Each op is
 declared here with the systems that dispatch it, the arguments it needs, the op that heals it
-(kill -> start, pause -> resume, isolate -> heal, disk-full -> disk-ok) or none for a one-off,
-and the history name
+(kill -> start, pause -> resume, isolate -> heal, disk-full -> disk-ok, clock -> clock-ok) or
+none for a one-off, and the history name
 its nemesis events carry. Each history name is declared with what it does to the run's fault
 windows. Every reader of faults works from these two tables: each system's scenario schema
 (which ops it accepts and what they need), each system's dispatcher (one handler per op, a test
@@ -44,6 +44,8 @@ Arguments = Literal["target", "from-to", "groups", "optional", "none", "client"]
 #   client-up      the clients run again (at the ok)
 #   disk-start     the nodes' disks fail calls from the invoke until a disk-heal mends them
 #   disk-heal      the nodes' disks mended (at the ok), unless it reports others still failing
+#   clock-start    the nodes' clocks are off true time from the invoke until a clock-heal
+#   clock-heal     the nodes' clocks true again (at the ok), unless it reports others still off
 #   none           not a fault: an election, a snapshot, a procedure step, a note
 Window = Literal[
     "network-start",
@@ -57,6 +59,8 @@ Window = Literal[
     "client-up",
     "disk-start",
     "disk-heal",
+    "clock-start",
+    "clock-heal",
     "none",
 ]
 # The windows that begin a fault (the rest end one, or are none): what the checker's coverage
@@ -68,6 +72,7 @@ FAULT_WINDOWS: tuple[Window, ...] = (
     "injected",
     "client-down",
     "disk-start",
+    "clock-start",
 )
 
 
@@ -91,6 +96,7 @@ class FaultOp:
     writes: tuple[str, ...]  # the history names of its events (a system writes one of them)
     healed_by: str | None  # the op that ends it; None: one-off, or itself a recovery
     needs_lazy_disks: bool = False
+    needs_fake_clock: bool = False  # the nodes run under libfaketime (cluster.fake_clock)
     needs_proxy: bool = False  # the clients reach the brokers through Toxiproxy for it
     does: str = ""  # what it does, for the reference (docs/reference/faults.md)
 
@@ -121,6 +127,8 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("disk-error", "disk errors (EIO)", "disk-start"),
     HistoryName("disk-full", "disk full (ENOSPC)", "disk-start"),
     HistoryName("disk-ok", "disks mended", "disk-heal"),
+    HistoryName("clock", "clock skewed", "clock-start"),
+    HistoryName("clock-ok", "clocks true again", "clock-heal"),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
     HistoryName("resume-client", "client resumed (SIGCONT)", "client-up"),
     HistoryName("kill-client", "client killed (SIGKILL)", "client-down"),
@@ -292,6 +300,33 @@ OPS: tuple[FaultOp, ...] = (
         None,
         needs_lazy_disks=True,
         does="Ends the disk faults of the targets, or of every node when none is named.",
+    ),
+    # clocks, both real systems (libfaketime in the nodes' containers, docs/clock-faults.md):
+    # what the node's processes read as the time of day, never the host's clock nor the
+    # monotonic clock; a fault of its own, ended by clock-ok (a network heal leaves it)
+    FaultOp(
+        "clock",
+        REAL,
+        "target",
+        ("clock",),
+        "clock-ok",
+        needs_fake_clock=True,
+        does=(
+            "The targets' clocks read `offset` seconds off true time (signed: +3600 an hour "
+            "ahead, -3600 an hour behind), from within a second of the step until a clock-ok: "
+            "the time of day every process of the node reads jumps there; its monotonic clock "
+            "and the host's clock are untouched. A later clock step sets a new offset from "
+            "true time, not one added to the last."
+        ),
+    ),
+    FaultOp(
+        "clock-ok",
+        REAL,
+        "optional",
+        ("clock-ok",),
+        None,
+        needs_fake_clock=True,
+        does="Sets the targets' clocks, or every node's when none is named, back to true time.",
     ),
     # RabbitMQ: the manual resolution of a partition (memory watermark 0, wait for empty queues)
     FaultOp(

@@ -92,6 +92,11 @@ Probability = Annotated[float, Field(gt=0, le=1)]
 DISK_ERROR_ARGUMENTS = ("fail_on", "path", "probability")
 
 
+# clock's argument, as both systems' steps name it: the nodes' clocks' offset from true time, in
+# seconds (compose.clocks bounds it: a year either way).
+ClockOffset = Annotated[float, Field(ge=-366 * 86400, le=366 * 86400, allow_inf_nan=False)]
+
+
 @dataclass(frozen=True)
 class KnownOp:
     """A step's `op` (`Annotated[str, KnownOp("kafka")]`): one of the fault registry's ops for
@@ -248,6 +253,25 @@ def disk_refusal(op: str, fail_on: str | None, given: set[str]) -> str | None:
     named = [f for f in DISK_ERROR_ARGUMENTS if f in given]
     if named and op != "disk-error":
         return f"{named[0]} is for disk-error, not {op}"
+    return None
+
+
+def clock_refusal(op: str, offset: float | None) -> str | None:
+    """What a clock step lacks, or its argument on another op."""
+    if op == "clock" and offset is None:
+        return "clock needs offset: seconds off true time, signed (+3600 ahead, -3600 behind)"
+    if offset is not None and op != "clock":
+        return f"offset is for clock, not {op}"
+    return None
+
+
+def fake_clock_refusal(i: int, op: str, fake_clock: bool) -> str | None:
+    """A clock step on a cluster whose nodes run without libfaketime (docs/clock-faults.md)."""
+    if fault(op).needs_fake_clock and not fake_clock:
+        return (
+            f"nemesis.{i}: {op} needs cluster.fake_clock: true (the nodes under libfaketime, "
+            "docs/clock-faults.md)"
+        )
     return None
 
 

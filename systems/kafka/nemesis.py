@@ -26,6 +26,7 @@ from faults.registry import OPS, window_of
 from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
+from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
 from systems.kafka.targets import (
     ALL_BUT,
@@ -44,7 +45,7 @@ _CONTROLLER_ROLES = {"controller", "non-controller", "non-controllers"}
 # The ops that fault nodes (their network or their process): each learns, before its fault
 # begins, every role the cluster's nodes hold. A heal, a start, an election or a client's pause
 # faults no node.
-_NODE_FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "disk-start")
+_NODE_FAULT_WINDOWS = ("network-start", "node-down", "node-bounce", "disk-start", "clock-start")
 NODE_FAULT_OPS = frozenset(
     o.name
     for o in OPS
@@ -519,6 +520,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "resume": _on_target("resume"),
     "power-loss": _on_target("power_loss"),
     **{op: _applied(apply_disk_fault, op) for op in DISK_OPS},
+    **{op: _applied(apply_clock_fault, op) for op in CLOCK_OPS},
     "rolling-restart": KafkaNemesis._rolling_restart,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),

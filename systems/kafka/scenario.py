@@ -35,6 +35,7 @@ from systems.kafka.workload_spec import (
 )
 from systems.problems import KeyProblem, did_you_mean
 from systems.scenario import (
+    ClockOffset,
     DiskCall,
     DiskGlob,
     KnownOp,
@@ -42,7 +43,9 @@ from systems.scenario import (
     ScenarioBase,
     Strict,
     client_path_refusal,
+    clock_refusal,
     disk_refusal,
+    fake_clock_refusal,
 )
 
 
@@ -210,6 +213,9 @@ class KafkaStep(Strict):
     (`*` spans directories: `*.log` is every segment); every file by default."""
     probability: Probability = 1.0
     """disk-error: the chance that each of those calls fails."""
+    offset: ClockOffset | None = None
+    """clock: the targets' clocks' offset from true time, in seconds, signed (3600: an hour ahead,
+    -3600: an hour behind); each clock step sets it from true time, not from the last step's."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
@@ -227,6 +233,8 @@ class KafkaStep(Strict):
         if refusal := client_path_refusal(self.op, self.delay_ms, self.rate_kbit):
             raise ValueError(refusal)
         if refusal := disk_refusal(self.op, self.fail_on, self.model_fields_set):
+            raise ValueError(refusal)
+        if refusal := clock_refusal(self.op, self.offset):
             raise ValueError(refusal)
         if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
             raise ValueError(f"{self.op} needs at least two non-empty groups")
@@ -378,6 +386,8 @@ class KafkaScenario(ScenarioBase):
                     )
                 if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
                     raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")
+                if refusal := fake_clock_refusal(i, step.op, self.cluster.fake_clock):
+                    raise ValueError(refusal)
                 if step.op == "cut-from-quorum" and mode == "kraft":
                     raise ValueError(
                         f"nemesis.{i}: cut-from-quorum needs a quorum apart from the brokers "

@@ -25,6 +25,7 @@ from systems.rabbitmq.settings import (
     sets_partition_handling,
 )
 from systems.scenario import (
+    ClockOffset,
     DiskCall,
     DiskGlob,
     KnownOp,
@@ -34,7 +35,9 @@ from systems.scenario import (
     ScenarioBase,
     Strict,
     client_path_refusal,
+    clock_refusal,
     disk_refusal,
+    fake_clock_refusal,
 )
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
@@ -70,6 +73,9 @@ class RabbitMQClusterSpec(Strict):
     """Seconds; short so a partition is detected in seconds, not a minute."""
     lazy_disks: bool = False
     """Each node's data directory on the power-loss filesystem (lazyfs): needed by power-loss."""
+    fake_clock: bool = False
+    """Every node's processes under libfaketime, their clock set by the harness: needed by clock
+    and clock-ok (docs/clock-faults.md; the image must carry the library: make setup's do)."""
     nodes: Annotated[int, Field(ge=1, le=len(NODE_NAMES))] = 3
     """rabbit1..rabbitN (1 to 7; the RabbitMQ team's Jepsen suite runs 5)."""
     load_balancer: bool = False
@@ -344,6 +350,9 @@ class NemesisStep(Strict):
     (`*` spans directories); every file by default."""
     probability: Probability = 1.0
     """disk-error: the chance that each of those calls fails."""
+    offset: ClockOffset | None = None
+    """clock: the targets' clocks' offset from true time, in seconds, signed (3600: an hour ahead,
+    -3600: an hour behind); each clock step sets it from true time, not from the last step's."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -378,6 +387,8 @@ class NemesisStep(Strict):
         if refusal := client_path_refusal(self.op, self.delay_ms, self.rate_kbit):
             raise ValueError(refusal)
         if refusal := disk_refusal(self.op, self.fail_on, self.model_fields_set):
+            raise ValueError(refusal)
+        if refusal := clock_refusal(self.op, self.offset):
             raise ValueError(refusal)
         if RANDOM_NODE in self.from_ and RANDOM_NODE in self.to:
             raise ValueError(
@@ -449,6 +460,8 @@ class RabbitMQScenario(ScenarioBase):
                 raise ValueError(f"nemesis.{i}: {refusal}")
             if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
                 raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")
+            if refusal := fake_clock_refusal(i, step.op, self.cluster.fake_clock):
+                raise ValueError(refusal)
             if fault(step.op).needs_proxy and self.cluster.load_balancer:
                 raise ValueError(
                     f"nemesis.{i}: {step.op} faults the clients' path to each node, and with "

@@ -73,3 +73,15 @@ def test_an_unknown_op_is_one_line_naming_the_systems_ops() -> None:
     assert check_op("kafka", "degrade") == "degrade"
     with pytest.raises(ValueError):
         check_op("rabbitmq", "degrade")
+
+
+def test_a_clock_skew_is_a_window_of_its_own_ended_by_clock_ok_alone() -> None:
+    assert (window_of("clock"), window_of("clock-ok")) == ("clock-start", "clock-heal")
+    skew, ok = op("clock"), op("clock-ok")
+    assert skew.healed_by == "clock-ok" and skew.arguments == "target"
+    assert ok.arguments == "optional" and ok.healed_by is None
+    assert skew.needs_fake_clock and ok.needs_fake_clock and not skew.needs_lazy_disks
+    assert not any(op(n).needs_fake_clock for n in ("kill", "heal", "disk-full"))
+    assert "clock-ok" not in op("heal").writes
+    with pytest.raises(ValueError, match="'clock' is not a kafka-mock fault op"):
+        check_op("kafka-mock", "clock")
