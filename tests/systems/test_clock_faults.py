@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -78,7 +78,7 @@ def test_a_clock_step_takes_a_signed_offset_and_a_bare_clock_ok_every_clock(base
         base, "op: clock, target: [NODE], offset: 3600", "op: clock, target: [NODE], offset: -1.5",
         "op: clock-ok",
     )  # fmt: skip
-    ahead, behind, ok = parse_scenario(text, "x.yaml").nemesis
+    ahead, behind, ok = cast(list[Any], parse_scenario(text, "x.yaml").nemesis)
     assert (ahead.offset, behind.offset, ok.offset) == (3600, -1.5, None)
 
 
@@ -114,14 +114,18 @@ def test_kafkas_clock_steps_reach_the_common_nemesis_on_their_resolved_targets()
 
 def test_rabbitmqs_clock_steps_reach_the_common_nemesis() -> None:
     net = FakeNet()
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"op": "clock", "target": "rabbit2", "offset": -600},
         {"op": "clock-ok", "target": ["rabbit2"]},
         {"op": "clock-ok"},
     ]
     for fields in steps:
         apply_step(net, SimpleNamespace(), NemesisStep.model_validate({"at": 1, **fields}))  # type: ignore[arg-type]
-    assert net.calls == [("clock", ["rabbit2"], -600), ("clock_ok", ["rabbit2"]), ("clock_ok", None)]
+    assert net.calls == [
+        ("clock", ["rabbit2"], -600),
+        ("clock_ok", ["rabbit2"]),
+        ("clock_ok", None),
+    ]
 
 
 def kafka_compose(fake_clock: bool, tmp_path: Path) -> dict[str, Any]:
