@@ -94,6 +94,14 @@ def test_a_step_whose_heal_it_needs_is_never_left_without_it() -> None:
         {"at": 9, "op": "disk-ok"},  # every disk
     ]
     assert fault_units(disks) == [[0, 3], [1, 2]]
+    skews = [
+        {"at": 5, "op": "clock", "target": ["rabbit1"], "offset": 60},
+        {"at": 6, "op": "clock", "target": ["rabbit2"], "offset": -60},
+        {"at": 7, "op": "heal"},  # a network heal sets no clock true
+        {"at": 8, "op": "clock-ok", "target": ["rabbit2"]},
+        {"at": 9, "op": "clock-ok"},  # every clock
+    ]
+    assert fault_units(skews) == [[0, 4], [1, 3], [2]]
 
 
 @settings(max_examples=60, deadline=None)
