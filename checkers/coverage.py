@@ -391,6 +391,8 @@ def _step_situations(
         out.append("reassigned")
     if f in ("remove-broker", "add-broker") or window == "member-out":
         out.append("membership-changed")
+    if window == "clock-start":
+        out.append("clock-skewed")
     if window == "client-down":
         out.append("client-paused" if f == "pause-client" else "client-ended")
     if leaders_hit and window != "injected":

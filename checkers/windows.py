@@ -20,6 +20,8 @@ history name does to it is the fault registry's (faults.registry.Window):
             after a stop, until a start
   member    a node out of the cluster (forget-node) or a queue's member removed (shrink-queue),
             from that invoke until the ok of the add-node or grow-queue that leaves it in
+  clock     a node's clock off true time (clock), from that invoke until the ok of a clock-ok
+            that sets it back
 Elections and leader-placement snapshots are not faults. A fault still in effect when the
 history ends lasts to the end of the run.
 """
@@ -49,6 +51,7 @@ class _State:
     disks: set[str] = field(default_factory=set)
     moving: set[str] = field(default_factory=set)
     members_out: set[str] = field(default_factory=set)  # nodes, and queue members as q@node
+    clocks: set[str] = field(default_factory=set)
 
     def faulty(self) -> bool:
         return (
@@ -57,6 +60,7 @@ class _State:
             or bool(self.disks)
             or bool(self.moving)
             or bool(self.members_out)
+            or bool(self.clocks)
             or self.injected
             or bool(self.down)
             or bool(self.restarting)
@@ -92,7 +96,21 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
     if f in CLIENT_PATH_STARTS or f == RELEASE:
         _apply_proxy(state, type_, f, value, names)
     elif window in ("disk-start", "disk-heal"):
-        _apply_disk(state, type_, window, value, names)
+        _apply_held(
+            state.disks,
+            type_ == "invoke" and window == "disk-start",
+            type_ == "ok" and window == "disk-heal",
+            value,
+            names,
+        )
+    elif window in ("clock-start", "clock-heal"):
+        _apply_held(
+            state.clocks,
+            type_ == "invoke" and window == "clock-start",
+            type_ == "ok" and window == "clock-heal",
+            value,
+            names,
+        )
     elif window == "membership-start":
         # The op's ok ends it when the ok says it settled; otherwise an end-reassign does.
         if type_ == "invoke":
@@ -113,6 +131,7 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
         if window == "heal-all":  # the mock tier's heal also brings every broker back
             state.proxied.clear()
             state.disks.clear()
+            state.clocks.clear()
             state.down.clear()
             state.injected = False
     elif type_ == "invoke" and window == "injected":
@@ -142,21 +161,23 @@ def _apply_proxy(state: _State, type_: str, f: str, value: dict[str, Any], names
         state.proxied = set(remaining) if isinstance(remaining, dict) else set()
 
 
-def _apply_disk(
-    state: _State, type_: str, window: str, value: dict[str, Any], names: set[str]
+def _apply_held(
+    held: set[str], starts: bool, heals: bool, value: dict[str, Any], names: set[str]
 ) -> None:
-    if type_ == "invoke" and window == "disk-start":
-        state.disks |= names
-    elif type_ == "ok" and window == "disk-heal":
-        # The heal says whose disks still fail; read without that, it mends the nodes it names,
-        # or every disk.
+    """A fault a node holds until its own heal (a disk's, a clock's): `held` changed in place."""
+    if starts:
+        held |= names
+    elif heals:
+        # The heal says whose faults remain; read without that, it ends the nodes it names, or
+        # every node's.
         remaining = value.get("remaining")
         if isinstance(remaining, list):
-            state.disks = {str(n) for n in remaining}
+            held.clear()
+            held.update(str(n) for n in remaining)
         elif names:
-            state.disks -= names
+            held -= names
         else:
-            state.disks.clear()
+            held.clear()
 
 
 def _apply_members(

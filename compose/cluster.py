@@ -12,6 +12,7 @@ import docker
 import docker.errors
 
 from compose.cli import ComposeError
+from compose.clocks import LIBRARY
 from compose.subnet import SUBNET_TAKEN, free_net_prefix
 from contract.topology import NodeHandle, Topology
 
@@ -95,6 +96,19 @@ class ComposeCluster:
             lines = (result.stderr or result.stdout).strip().splitlines()
             raise ComposeError(f"{what} on {node}: {lines[line] if lines else '?'}")
         return result.stdout
+
+    def check_fake_clocks(self, nodes: Iterable[str]) -> None:
+        """That each node's image carries libfaketime where the fake clock preloads it from: the
+        loader only warns of a library it cannot preload, and the node would then run on true
+        time through every clock step."""
+        for node in nodes:
+            try:
+                self.run_in(node, ["test", "-e", LIBRARY], "libfaketime", timeout=30)
+            except ComposeError:
+                raise ComposeError(
+                    f"cluster.fake_clock: {node}'s image has no {LIBRARY} (images built before "
+                    "clock faults lack it: FORCE=1 bash compose/images/build_local_images.sh)"
+                ) from None
 
     def topology_of(self, names: Iterable[str]) -> Topology:
         """Where the named nodes are on the cluster network, and where clients come from."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 SITUATIONS: dict[str, str] = {
     "leader-faulted": (
-        "a partition's leader was killed, stopped, paused, restarted, cut off or its disk faulted"
+        "a partition's leader was killed, stopped, paused, restarted, cut off, its disk faulted "
+        "or its clock skewed"
     ),
     "leader-faulted-isr-shrunk": "a leader was faulted while its ISR was below the replicas",
     "leader-changed": "a partition's leader moved (a fail-over or an election)",
@@ -57,6 +58,7 @@ SITUATIONS: dict[str, str] = {
         "a broker left the cluster (remove-broker) or joined it (add-broker); a RabbitMQ node was "
         "taken out of the cluster (forget-node) or a queue's member removed (shrink-queue)"
     ),
+    "clock-skewed": "a node's clock was set off true time (clock)",
 }
 
 

@@ -5,6 +5,8 @@ declared here with the systems that dispatch it, the arguments it needs, the op 
 (kill -> start, pause -> resume, isolate -> heal, disk-full -> disk-ok, forget-node -> add-node)
 or none for a one-off,
 and the history name
+(kill -> start, pause -> resume, isolate -> heal, disk-full -> disk-ok, clock -> clock-ok) or
+none for a one-off, and the history name
 its nemesis events carry. Each history name is declared with what it does to the run's fault
 windows. Every reader of faults works from these two tables: each system's scenario schema
 (which ops it accepts and what they need), each system's dispatcher (one handler per op, a test
@@ -52,6 +54,8 @@ Arguments = Literal["target", "from-to", "groups", "optional", "none", "client"]
 #   member-out     nodes out of the cluster, or queue members removed, from the invoke until a
 #                  member-in puts them back
 #   member-in      members back (at the ok), unless it reports others still out
+#   clock-start    the nodes' clocks are off true time from the invoke until a clock-heal
+#   clock-heal     the nodes' clocks true again (at the ok), unless it reports others still off
 #   none           not a fault: an election, a snapshot, a procedure step, a note
 Window = Literal[
     "network-start",
@@ -69,6 +73,8 @@ Window = Literal[
     "membership-heal",
     "member-out",
     "member-in",
+    "clock-start",
+    "clock-heal",
     "none",
 ]
 # The windows that begin a fault (the rest end one, or are none): what the checker's coverage
@@ -82,6 +88,7 @@ FAULT_WINDOWS: tuple[Window, ...] = (
     "disk-start",
     "membership-start",
     "member-out",
+    "clock-start",
 )
 
 
@@ -105,6 +112,7 @@ class FaultOp:
     writes: tuple[str, ...]  # the history names of its events (a system writes one of them)
     healed_by: str | None  # the op that ends it; None: one-off, or itself a recovery
     needs_lazy_disks: bool = False
+    needs_fake_clock: bool = False  # the nodes run under libfaketime (cluster.fake_clock)
     needs_proxy: bool = False  # the clients reach the brokers through Toxiproxy for it
     does: str = ""  # what it does, for the reference (docs/reference/faults.md)
 
@@ -150,6 +158,8 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("add-node", "node added back to the cluster", "member-in"),
     HistoryName("shrink-queue", "queue member removed", "member-out"),
     HistoryName("grow-queue", "queue member added", "member-in"),
+    HistoryName("clock", "clock skewed", "clock-start"),
+    HistoryName("clock-ok", "clocks true again", "clock-heal"),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
     HistoryName("resume-client", "client resumed (SIGCONT)", "client-up"),
     HistoryName("kill-client", "client killed (SIGKILL)", "client-down"),
@@ -353,6 +363,33 @@ OPS: tuple[FaultOp, ...] = (
             "in what survives a power loss. The history records each file, offset, old and new "
             "bytes."
         ),
+    ),
+    # clocks, both real systems (libfaketime in the nodes' containers, docs/clock-faults.md):
+    # what the node's processes read as the time of day, never the host's clock nor the
+    # monotonic clock; a fault of its own, ended by clock-ok (a network heal leaves it)
+    FaultOp(
+        "clock",
+        REAL,
+        "target",
+        ("clock",),
+        "clock-ok",
+        needs_fake_clock=True,
+        does=(
+            "The targets' clocks read `offset` seconds off true time (signed: +3600 an hour "
+            "ahead, -3600 an hour behind), from within a second of the step until a clock-ok: "
+            "the time of day every process of the node reads jumps there; its monotonic clock "
+            "and the host's clock are untouched. A later clock step sets a new offset from "
+            "true time, not one added to the last."
+        ),
+    ),
+    FaultOp(
+        "clock-ok",
+        REAL,
+        "optional",
+        ("clock-ok",),
+        None,
+        needs_fake_clock=True,
+        does="Sets the targets' clocks, or every node's when none is named, back to true time.",
     ),
     # RabbitMQ: the manual resolution of a partition (memory watermark 0, wait for empty queues)
     FaultOp(

@@ -210,6 +210,7 @@ def faults_page() -> str:
         systems = ", ".join(sorted(op.systems))
         healed = f"`{op.healed_by}`" if op.healed_by else "-"
         lazy = " Needs `cluster.lazy_disks: true`." if op.needs_lazy_disks else ""
+        lazy += " Needs `cluster.fake_clock: true`." if op.needs_fake_clock else ""
         lines.append(
             f"| `{op.name}` | {systems} | {_arguments(op.arguments)} | "
             f"{_options(op, options)} | {healed} | {op.does}{lazy} |"

@@ -1,5 +1,5 @@
-"""The nemesis: applies network, process and disk faults to a cluster and logs each to the
-history.
+"""The nemesis: applies network, process, disk and clock faults to a cluster and logs each to
+the history.
 
 Network rules run in each node's own network namespace from a short-lived helper container
 (`--network container:<node>`, NET_ADMIN), so nodes built from official images, which have no
@@ -89,6 +89,20 @@ class Disks(Protocol):
         ...
 
 
+class Clocks(Protocol):
+    """Nodes whose clock can be set off true time (compose.clocks.FakeClocks)."""
+
+    def has(self, node: str) -> bool: ...
+
+    def set_offset(self, nodes: list[str], offset: float) -> dict[str, float]:
+        """The nodes' clocks read `offset` s off true time; returns each node's offset."""
+        ...
+
+    def reset(self, nodes: list[str] | None = None) -> None:
+        """The nodes' clocks (None: every one) true again."""
+        ...
+
+
 class ClientPathFaults(Protocol):
     """The faults of the clients' path through a proxy (systems.client_path)."""
 
@@ -106,6 +120,7 @@ class Nemesis:
         history: HistoryWriter | None = None,
         client: docker.DockerClient | None = None,
         disks: Disks | None = None,
+        clocks: Clocks | None = None,
     ) -> None:
         self.topology = topology
         self.tools_image = tools_image
@@ -116,6 +131,8 @@ class Nemesis:
         self.down: set[str] = set()
         self.disks = disks
         self.disk_faulted: set[str] = set()  # nodes whose disk fails calls until a disk-ok
+        self.clocks = clocks
+        self.clock_skewed: set[str] = set()  # nodes whose clock is off until a clock-ok
         # The faults of the clients' path through a proxy, when the run has one (set by the
         # system's run, which owns the proxy): healed with the network's.
         self.client_path: ClientPathFaults | None = None
@@ -440,14 +457,54 @@ class Nemesis:
 
         self.logged("disk-ok", {"nodes": names or "all"}, apply)
 
+    # ---- clocks --------------------------------------------------------------------------
+
+    def clock(self, nodes: Iterable[str], offset: float) -> None:
+        """The nodes' clocks read `offset` seconds off true time (from true time, not from what
+        they read before), until a clock_ok; the ok records each node's offset."""
+        names = list(nodes)
+        clocks = self._fake_clocks("clock", names)
+        # Counted as skewed before it is written: a step that failed half-way is set back too.
+        self.clock_skewed.update(names)
+        self.logged(
+            "clock",
+            {"nodes": names, "offset": offset},
+            lambda: {"offsets": clocks.set_offset(names, offset)},
+        )
+
+    def clock_ok(self, nodes: Iterable[str] | None = None) -> None:
+        """The clocks of `nodes` (None: every node's) true again; the ok says whose are not."""
+        names = list(nodes) if nodes else None
+        clocks = self._fake_clocks("clock-ok", names or [])
+
+        def apply() -> dict[str, Any]:
+            clocks.reset(names)
+            if names is None:
+                self.clock_skewed.clear()
+            else:
+                self.clock_skewed -= set(names)
+            return {"remaining": sorted(self.clock_skewed)}
+
+        self.logged("clock-ok", {"nodes": names or "all"}, apply)
+
+    def _fake_clocks(self, f: str, names: list[str]) -> Clocks:
+        clocks = self.clocks
+        if clocks is None or not all(clocks.has(n) for n in names):
+            on = f" on {', '.join(names)}" if names else ""
+            raise NemesisError(f"{f}{on} needs cluster.fake_clock: true")
+        return clocks
+
     # ---- recovery ------------------------------------------------------------------------
 
     def heal_all(self) -> None:
-        """End every fault: disks mended, network healed, paused nodes resumed, stopped nodes
-        started (on disks that work again), then the system's own (system_heals).
+        """End every fault: clocks true, disks mended, network healed, paused nodes resumed,
+        stopped nodes started (on disks that work again, to true clocks), then the system's own
+        (system_heals).
 
         Idempotent; used at the end of a run, on failure and on SIGINT/SIGTERM.
         """
+        if self.clock_skewed:
+            self.clock_ok()
         if self.disk_faulted:
             self.disk_ok()
         if self.paused:

@@ -105,12 +105,20 @@ DISK_ARGUMENTS: dict[str, tuple[str, ...]] = {
     "path": ("disk-error", "corrupt", "torn-write"),
     "files": ("corrupt",),
     "length": ("corrupt",),
-    "offset": ("corrupt",),
+    "offset": ("corrupt", "clock"),
     "corruption": ("corrupt",),
     "seed": ("corrupt",),
     "while_": ("corrupt",),
     "keep": ("torn-write",),
 }
+
+
+# clock's argument, as both systems' steps name it: the nodes' clocks' offset from true time, in
+# seconds (compose.clocks bounds it: a year either way).
+MAX_CLOCK_OFFSET = 366 * 86400
+# A step's offset: corrupt's byte position (a whole number, from the file's end when negative)
+# or clock's seconds off true time (clock_refusal bounds it): one field, read by two ops.
+StepOffset = int | Annotated[float, Field(allow_inf_nan=False)]
 
 
 @dataclass(frozen=True)
@@ -273,6 +281,28 @@ def disk_refusal(op: str, fail_on: str | None, given: set[str]) -> str | None:
         if name in given and op not in ops:
             readers = ", ".join(ops[:-1]) + f" or {ops[-1]}" if len(ops) > 1 else ops[0]
             return f"{name.rstrip('_')} is for {readers}, not {op}"
+    return None
+
+
+def clock_refusal(op: str, offset: float | None) -> str | None:
+    """What a clock step lacks, or an offset out of its reach (the offset of other ops is
+    disk_refusal's)."""
+    if op == "clock" and offset is None:
+        return "clock needs offset: seconds off true time, signed (+3600 ahead, -3600 behind)"
+    if op == "clock" and offset is not None and abs(offset) > MAX_CLOCK_OFFSET:
+        return f"clock's offset is at most {MAX_CLOCK_OFFSET} s (a year) either way, not {offset}"
+    if op == "corrupt" and offset is not None and not isinstance(offset, int):
+        return f"corrupt's offset is a byte position, a whole number, not {offset}"
+    return None
+
+
+def fake_clock_refusal(i: int, op: str, fake_clock: bool) -> str | None:
+    """A clock step on a cluster whose nodes run without libfaketime (docs/clock-faults.md)."""
+    if fault(op).needs_fake_clock and not fake_clock:
+        return (
+            f"nemesis.{i}: {op} needs cluster.fake_clock: true (the nodes under libfaketime, "
+            "docs/clock-faults.md)"
+        )
     return None
 
 

@@ -19,7 +19,9 @@ SUITE=${DEBIAN_SUITE:-bookworm}
 ZOOKEEPER_IMAGE=${LOCAL_ZOOKEEPER_IMAGE:-brokerjepsen/zookeeper:3.8.0-debian}
 HAPROXY_IMAGE=${LOCAL_HAPROXY_IMAGE:-brokerjepsen/haproxy:2.6-debian}
 here=$(cd "$(dirname "$0")" && pwd)
-TOOLS=iptables,iproute2,procps,iputils-ping,ca-certificates
+# libfaketime: a node's fake clock (cluster.fake_clock, compose/clocks.py), preloaded only when a
+# scenario asks; the Kafka images inherit it from the JVM base.
+TOOLS=iptables,iproute2,procps,iputils-ping,ca-certificates,libfaketime
 
 present() { [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$1" >/dev/null 2>&1; }
 
@@ -58,6 +60,7 @@ debootstrap_image() {
     "$SUITE" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 || {
       tail -n 20 "$work/debootstrap.log" >&2; echo "build_local_images: debootstrap failed" >&2; exit 1; }
   install -m 0755 "$here/$entrypoint" "$rootfs/usr/local/bin/docker-entrypoint.sh"
+  link_libfaketime "$rootfs"
   "$prepare" "$rootfs"
   rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
   tar -C "$rootfs" -c . | docker import \
@@ -66,6 +69,16 @@ debootstrap_image() {
     --change "LABEL org.brokerjepsen.base=debian-$SUITE" \
     "$@" - "$image" >/dev/null
   echo "built $image in $(( $(date +%s) - start )) s"
+}
+
+# Debian puts libfaketime under its multiarch directory (/usr/lib/x86_64-linux-gnu/faketime/);
+# one path on every architecture is what a compose file can name (compose/clocks.py LIBRARY).
+link_libfaketime() {
+  local rootfs=$1 lib
+  lib=$(cd "$rootfs" && ls usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n1)
+  [[ -n "$lib" ]] || { echo "build_local_images: libfaketime.so.1 missing from the rootfs" >&2; exit 1; }
+  mkdir -p "$rootfs/usr/local/lib/faketime"
+  ln -sf "/$lib" "$rootfs/usr/local/lib/faketime/libfaketime.so.1"
 }
 
 prepare_rabbitmq() {

@@ -27,7 +27,9 @@ import docker
 import docker.errors
 import yaml
 
+from compose import clocks
 from compose.cli import ComposeError, compose
+from compose.clocks import FakeClocks
 from compose.cluster import ComposeCluster, free_ports
 from compose.disks import LazyDisks
 from contract.topology import Topology
@@ -181,9 +183,11 @@ def render_compose(
     net_prefix: str,
     cluster_id: str,
     data_mounts: dict[str, Path] | None = None,
+    clock_dirs: dict[str, Path] | None = None,
 ) -> dict[str, Any]:
     """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
-    to mount as the named nodes' log directories."""
+    to mount as the named nodes' log directories; `clock_dirs`: the host directories of the
+    named nodes' fake clocks (compose.clocks), whose processes then run under libfaketime."""
     services: dict[str, Any] = {}
     nodes = nodes_of(cfg, net_prefix)
     first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller")]
@@ -202,6 +206,11 @@ def render_compose(
             # Declared, not started by `up`: a service of a profile starts only when named
             # (KafkaCluster.start_spare).
             service["profiles"] = [SPARE_PROFILE]
+        if clock_dirs and node.name in clock_dirs:
+            service["environment"] = {**service["environment"], **clocks.environment()}
+            service.setdefault("volumes", []).append(
+                f"{clock_dirs[node.name]}:{clocks.CONTAINER_DIR}:ro"
+            )
         if node.role in ("broker", "combined"):
             mine = ports[node.node_id]
             service["ports"] = [f"127.0.0.1:{mine.published}:{EXTERNAL_PORT}"]
@@ -358,6 +367,10 @@ class KafkaCluster(ComposeCluster):
         # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
         self.cluster_id = _kraft_cluster_id()
         self.disks = LazyDisks(workdir, [b.name for b in brokers]) if config.lazy_disks else None
+        # Every node's clock, ZooKeeper's and the controllers' too: a step may aim at any role.
+        self.clocks = (
+            FakeClocks(workdir, [n.name for n in self.nodes]) if config.fake_clock else None
+        )
 
     @property
     def nodes(self) -> list[Node]:
@@ -409,6 +422,11 @@ class KafkaCluster(ComposeCluster):
             self.net_prefix,
             self.cluster_id,
             {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,
+            (
+                {n: self.clocks.directory(n).resolve() for n in self.clocks.offsets}
+                if self.clocks
+                else None
+            ),
         )
 
     def up(self, timeout: float, registered: Any) -> None:
@@ -416,6 +434,8 @@ class KafkaCluster(ComposeCluster):
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.disks is not None:
             self.disks.mount_all()
+        if self.clocks is not None:
+            self.clocks.prepare()
 
         def start() -> None:
             self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
@@ -442,6 +462,8 @@ class KafkaCluster(ComposeCluster):
         if exited:  # a node that exits while the cluster forms will not come back by itself
             node, last = sorted(exited.items())[0]
             raise ComposeError(f"{node} exited while the cluster formed: {last}")
+        if self.clocks is not None:
+            self.check_fake_clocks(self.clocks.offsets)
 
     def _exited(self) -> dict[str, str]:
         """Nodes whose container has exited, with the last line each wrote."""

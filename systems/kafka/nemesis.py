@@ -27,6 +27,7 @@ from faults.registry import OPS, window_of
 from nemesis.clients import ClientGroups
 from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
+from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
 from systems.kafka import membership
 from systems.kafka.membership import Membership
@@ -55,6 +56,7 @@ _NODE_FAULT_WINDOWS = (
     "node-bounce",
     "disk-start",
     "membership-start",
+    "clock-start",
 )
 NODE_FAULT_OPS = frozenset(
     o.name
@@ -550,6 +552,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "resume": _on_target("resume"),
     "power-loss": _on_target("power_loss"),
     **{op: _applied(apply_disk_fault, op) for op in DISK_OPS},
+    **{op: _applied(apply_clock_fault, op) for op in CLOCK_OPS},
     "rolling-restart": KafkaNemesis._rolling_restart,
     "reassign": membership.reassign,
     "remove-broker": membership.remove_broker,

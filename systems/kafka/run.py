@@ -161,6 +161,7 @@ class KafkaRun(KafkaClientsRun):
             self.opts.tools_image,
             HistoryWriter(self.history_dir, "nemesis", "kafka", keep_going=True),
             disks=cluster.disks,
+            clocks=cluster.clocks,
         )
         if self.proxy is not None:
             net.client_path = ClientPath(self.proxy, net.logged)

@@ -46,9 +46,12 @@ from systems.scenario import (
     Probability,
     ScenarioBase,
     Seed,
+    StepOffset,
     Strict,
     client_path_refusal,
+    clock_refusal,
     disk_refusal,
+    fake_clock_refusal,
 )
 
 
@@ -229,9 +232,11 @@ class KafkaStep(Strict):
     """corrupt: how many of the files `path` matches are corrupted (drawn by the seed)."""
     length: CorruptLength = 1
     """corrupt: how many bytes of each file change (fewer where the file ends sooner)."""
-    offset: int | None = None
-    """corrupt: where in each file the bytes change, from its end when negative; drawn by the
-    seed when not given."""
+    offset: StepOffset | None = None
+    """corrupt: where in each file the bytes change, a byte position from its end when negative;
+    drawn by the seed when not given. clock: the targets' clocks' offset from true time, in
+    seconds, signed (3600: an hour ahead, -3600: an hour behind); each clock step sets it from
+    true time, not from the last step's."""
     corruption: CorruptHow = "flip"
     """corrupt: how the bytes change: flip (one bit of each byte), random, or zero (a sector that
     reads back empty)."""
@@ -268,6 +273,8 @@ class KafkaStep(Strict):
         if refusal := client_path_refusal(self.op, self.delay_ms, self.rate_kbit):
             raise ValueError(refusal)
         if refusal := disk_refusal(self.op, self.fail_on, self.model_fields_set):
+            raise ValueError(refusal)
+        if refusal := clock_refusal(self.op, self.offset):
             raise ValueError(refusal)
         if refusal := self._membership_refusal():
             raise ValueError(refusal)
@@ -492,6 +499,8 @@ class KafkaScenario(ScenarioBase):
                     )
                 if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
                     raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")
+                if refusal := fake_clock_refusal(i, step.op, self.cluster.fake_clock):
+                    raise ValueError(refusal)
                 if step.op == "cut-from-quorum" and mode == "kraft":
                     raise ValueError(
                         f"nemesis.{i}: cut-from-quorum needs a quorum apart from the brokers "

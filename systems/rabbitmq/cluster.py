@@ -14,7 +14,9 @@ from typing import Any
 import docker
 import docker.errors
 
+from compose import clocks
 from compose.cli import ComposeError, compose
+from compose.clocks import FakeClocks
 from compose.cluster import ComposeCluster, free_ports
 from compose.disks import LazyDisks
 from compose.releases import RELEASE_PATTERN, setup_releases
@@ -46,6 +48,7 @@ class ClusterConfig:
     pause_if_all_down_recover: str = "autoheal"
     image: str | None = None
     lazy_disks: bool = False  # each node's /var/lib/rabbitmq on the power-loss filesystem
+    fake_clock: bool = False  # each node's processes under libfaketime (compose.clocks)
     nodes: tuple[str, ...] = NODE_NAMES[:3]  # the first N of NODE_NAMES
     load_balancer: bool = False
     version: str | None = None  # a line or release of the local images; None: see choose_image
@@ -171,6 +174,7 @@ class RabbitMQCluster(ComposeCluster):
         self._env: dict[str, str] = {}
         self.nodes = config.nodes
         self.disks = LazyDisks(workdir, list(self.nodes)) if config.lazy_disks else None
+        self.clocks = FakeClocks(workdir, list(self.nodes)) if config.fake_clock else None
         self.overrides: tuple[Path, ...] = ()
         # Who is in the cluster as the membership steps leave it (forget-node, shrink-queue).
         self.membership = Membership(self, list(self.nodes))
@@ -212,9 +216,14 @@ class RabbitMQCluster(ComposeCluster):
         }
         services = [*self.nodes, *([LOAD_BALANCER] if self.config.load_balancer else [])]
         wait = ["up", "-d", "--wait", "--wait-timeout", str(int(timeout)), *services]
+        overrides = []
         if self.disks is not None:
             self.disks.mount_all()
-            self.overrides = (self._disk_override(self.disks),)
+            overrides.append(self._disk_override(self.disks))
+        if self.clocks is not None:
+            self.clocks.prepare()
+            overrides.append(self._clock_override(self.clocks))
+        self.overrides = tuple(overrides)
 
         def start() -> None:
             self._env["BJ_NET_PREFIX"] = self.net_prefix
@@ -233,6 +242,8 @@ class RabbitMQCluster(ComposeCluster):
                 raise ComposeError(f"{e}; {refused}") from None
             raise
         self._wait_formed(timeout=60)
+        if self.clocks is not None:
+            self.check_fake_clocks(self.nodes)
 
     def _refused_configuration(self) -> str | None:
         """What the first node whose log says it refused its configuration said, in one line
@@ -269,6 +280,20 @@ class RabbitMQCluster(ComposeCluster):
         """A compose file merged over the shipped one: each node's data on its lazy disk."""
         override = self.workdir / "lazy-disks.yml"
         services = {n: {"volumes": [f"{disks.mountpoint(n)}:{DATA_DIR}"]} for n in self.nodes}
+        override.write_text(json.dumps({"services": services}, indent=2))
+        return override
+
+    def _clock_override(self, fake: FakeClocks) -> Path:
+        """A compose file merged over the shipped one: each node under libfaketime, reading its
+        clock's offset from its own directory of the host's."""
+        override = self.workdir / "fake-clocks.yml"
+        services = {
+            n: {
+                "environment": clocks.environment(),
+                "volumes": [f"{fake.directory(n).resolve()}:{clocks.CONTAINER_DIR}:ro"],
+            }
+            for n in self.nodes
+        }
         override.write_text(json.dumps({"services": services}, indent=2))
         return override
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from nemesis.containers import Nemesis, NemesisError
 from nemesis.picks import RANDOM_NODE, draw_groups, draw_node
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
+from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
 from systems.rabbitmq.membership import Membership
 from systems.rabbitmq.scenario import NemesisStep, is_role
@@ -160,6 +161,7 @@ HANDLERS: dict[str, Handler] = {
     "resume": lambda n, _c, s: n.resume(s.nodes),
     "power-loss": lambda n, _c, s: n.power_loss(s.nodes),
     **{op: lambda n, _c, s: apply_disk_fault(n, s.op, s.nodes, s) for op in DISK_OPS},
+    **{op: lambda n, _c, s: apply_clock_fault(n, s.op, s.nodes, s) for op in CLOCK_OPS},
     "block-publishers": lambda n, c, s: block_publishers(n, c, s.nodes),
     "wait-drained": lambda n, c, s: wait_drained(n, c, s.nodes, s.within),
     "forget-node": lambda n, c, s: c.membership.forget(n, s.nodes),

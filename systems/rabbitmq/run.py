@@ -113,6 +113,7 @@ class RabbitMQRun(ScenarioRun):
                 pause_if_all_down_recover=c.pause_if_all_down_recover,
                 image=c.image,
                 lazy_disks=c.lazy_disks,
+                fake_clock=c.fake_clock,
                 nodes=c.node_names(),
                 load_balancer=c.load_balancer,
                 version=c.version,
@@ -168,6 +169,7 @@ class RabbitMQRun(ScenarioRun):
             self.opts.tools_image,
             HistoryWriter(self.history_dir, "nemesis", c.system, keep_going=True),
             disks=self.cluster.disks,
+            clocks=self.cluster.clocks,
         )
         if self.proxy is not None:
             self.nemesis.client_path = ClientPath(self.proxy, self.nemesis.logged)

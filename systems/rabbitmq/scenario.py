@@ -38,9 +38,12 @@ from systems.scenario import (
     Probability,
     ScenarioBase,
     Seed,
+    StepOffset,
     Strict,
     client_path_refusal,
+    clock_refusal,
     disk_refusal,
+    fake_clock_refusal,
 )
 
 RABBITMQ_NODES: tuple[str, ...] = NODE_NAMES  # the compose file's services
@@ -76,6 +79,9 @@ class RabbitMQClusterSpec(Strict):
     """Seconds; short so a partition is detected in seconds, not a minute."""
     lazy_disks: bool = False
     """Each node's data directory on the power-loss filesystem (lazyfs): needed by power-loss."""
+    fake_clock: bool = False
+    """Every node's processes under libfaketime, their clock set by the harness: needed by clock
+    and clock-ok (docs/clock-faults.md; the image must carry the library: make setup's do)."""
     nodes: Annotated[int, Field(ge=1, le=len(NODE_NAMES))] = 3
     """rabbit1..rabbitN (1 to 7; the RabbitMQ team's Jepsen suite runs 5)."""
     load_balancer: bool = False
@@ -355,9 +361,11 @@ class NemesisStep(Strict):
     """corrupt: how many of the files `path` matches are corrupted (drawn by the seed)."""
     length: CorruptLength = 1
     """corrupt: how many bytes of each file change (fewer where the file ends sooner)."""
-    offset: int | None = None
-    """corrupt: where in each file the bytes change, from its end when negative; drawn by the
-    seed when not given."""
+    offset: StepOffset | None = None
+    """corrupt: where in each file the bytes change, a byte position from its end when negative;
+    drawn by the seed when not given. clock: the targets' clocks' offset from true time, in
+    seconds, signed (3600: an hour ahead, -3600: an hour behind); each clock step sets it from
+    true time, not from the last step's."""
     corruption: CorruptHow = "flip"
     """corrupt: how the bytes change: flip (one bit of each byte), random, or zero (a sector that
     reads back empty)."""
@@ -405,6 +413,8 @@ class NemesisStep(Strict):
         if refusal := client_path_refusal(self.op, self.delay_ms, self.rate_kbit):
             raise ValueError(refusal)
         if refusal := disk_refusal(self.op, self.fail_on, self.model_fields_set):
+            raise ValueError(refusal)
+        if refusal := clock_refusal(self.op, self.offset):
             raise ValueError(refusal)
         if RANDOM_NODE in self.from_ and RANDOM_NODE in self.to:
             raise ValueError(
@@ -476,6 +486,8 @@ class RabbitMQScenario(ScenarioBase):
                 raise ValueError(f"nemesis.{i}: {refusal}")
             if fault(step.op).needs_lazy_disks and not self.cluster.lazy_disks:
                 raise ValueError(f"nemesis.{i}: {step.op} needs cluster.lazy_disks: true")
+            if refusal := fake_clock_refusal(i, step.op, self.cluster.fake_clock):
+                raise ValueError(refusal)
             if fault(step.op).needs_proxy and self.cluster.load_balancer:
                 raise ValueError(
                     f"nemesis.{i}: {step.op} faults the clients' path to each node, and with "

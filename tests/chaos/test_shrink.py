@@ -115,6 +115,15 @@ def test_a_step_whose_heal_it_needs_is_never_left_without_it() -> None:
     ]
     assert fault_units(membership) == [[0, 2], [1, 3], [4]]
 
+    skews = [
+        {"at": 5, "op": "clock", "target": ["rabbit1"], "offset": 60},
+        {"at": 6, "op": "clock", "target": ["rabbit2"], "offset": -60},
+        {"at": 7, "op": "heal"},  # a network heal sets no clock true
+        {"at": 8, "op": "clock-ok", "target": ["rabbit2"]},
+        {"at": 9, "op": "clock-ok"},  # every clock
+    ]
+    assert fault_units(skews) == [[0, 4], [1, 3], [2]]
+
 
 def test_a_membership_fault_pairs_with_its_own_heal_or_one_naming_no_node() -> None:
     steps = [

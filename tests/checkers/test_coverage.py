@@ -494,3 +494,17 @@ def test_a_forgotten_queue_leader_changed_the_membership_and_faulted_the_leader(
     assert step["step"].startswith("1. forget-node rabbit1") and step["queue_leader_hit"]
     assert c["situations"]["membership-changed"] == 1 and c["missing"] == []
     assert "node-faulted" not in c["situations"]
+
+
+def test_a_skewed_leader_clock_faulted_the_leader_and_counts_as_a_clock_skew() -> None:
+    nemesis = [
+        ev(10, "invoke", "clock", nodes=["kafka1"], offset=3600),
+        ev(10.2, "ok", "clock", nodes=["kafka1"], offset=3600),
+        ev(30, "invoke", "clock-ok", nodes=["kafka1"]),
+        ev(30.2, "ok", "clock-ok", nodes=["kafka1"], remaining=[]),
+    ]
+    c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, ["clock-skewed"], "safe", 0.0)
+    (step,) = c["steps"]  # setting the clock back is no fault step
+    assert step["step"].startswith("1. clock kafka1 at +10.0 s"), step
+    assert c["situations"]["clock-skewed"] == 1 and c["situations"]["leader-faulted"] == 1
+    assert "disk-faulted" not in c["situations"] and c["missing"] == []

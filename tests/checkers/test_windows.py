@@ -148,3 +148,19 @@ def test_a_membership_fault_lasts_until_what_it_took_out_is_back() -> None:
         nem(40, "ok", "grow-queue", {"nodes": ["r2"], "queues": ["q"]}),  # read without `out`
     ]
     assert fault_windows(events, run_end=60) == [(10, 25), (30, 40)]
+
+
+def test_a_clock_skew_lasts_until_a_clock_ok_sets_the_last_clock_true() -> None:
+    events = [
+        nem(10, "invoke", "clock", {"nodes": ["r1"], "offset": 3600}),
+        nem(10.1, "ok", "clock", {"nodes": ["r1"], "offset": 3600}),
+        nem(12, "invoke", "clock", {"nodes": ["r2"], "offset": -60}),
+        nem(15, "ok", "clock-ok", {"nodes": ["r1"], "remaining": ["r2"]}),  # r2 still off
+        nem(16, "ok", "disk-ok", {"nodes": "all", "remaining": []}),  # a disk's mend: not r2's
+        nem(20, "ok", "clock-ok", {"nodes": "all", "remaining": []}),
+        nem(30, "invoke", "clock", {"nodes": ["r3"], "offset": 5}),
+        nem(31, "ok", "stop-partition", {"nodes": "all", "remaining_cuts": []}),  # not a clock's
+        nem(35, "ok", "clock-ok", {"nodes": ["r3"]}),  # read without `remaining`: r3 true again
+        nem(40, "invoke", "clock", {"nodes": ["r1"], "offset": 1}),
+    ]
+    assert fault_windows(events, run_end=60) == [(10, 20), (30, 35), (40, 60)]

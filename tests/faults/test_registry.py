@@ -98,3 +98,15 @@ def test_membership_ops_are_kafkas_and_each_says_what_ends_it() -> None:
     assert "end-reassign" in op("heal").writes
     with pytest.raises(ValueError, match="'reassign' is not a rabbitmq fault op"):
         check_op("rabbitmq", "reassign")
+
+
+def test_a_clock_skew_is_a_window_of_its_own_ended_by_clock_ok_alone() -> None:
+    assert (window_of("clock"), window_of("clock-ok")) == ("clock-start", "clock-heal")
+    skew, ok = op("clock"), op("clock-ok")
+    assert skew.healed_by == "clock-ok" and skew.arguments == "target"
+    assert ok.arguments == "optional" and ok.healed_by is None
+    assert skew.needs_fake_clock and ok.needs_fake_clock and not skew.needs_lazy_disks
+    assert not any(op(n).needs_fake_clock for n in ("kill", "heal", "disk-full"))
+    assert "clock-ok" not in op("heal").writes
+    with pytest.raises(ValueError, match="'clock' is not a kafka-mock fault op"):
+        check_op("kafka-mock", "clock")

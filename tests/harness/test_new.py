@@ -101,6 +101,7 @@ EXAMPLES = {
         "release",
         "flush_messages",
         "lazy_disks",
+        "fake_clock",
         "transaction_version",
         "broker_config",
         "broker_overrides",
@@ -110,6 +111,7 @@ EXAMPLES = {
     },
     "rabbitmq": {
         "lazy_disks",
+        "fake_clock",
         "rabbitmq_conf",
         "advanced_config",
         "queue_arguments",
