@@ -17,15 +17,26 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from contract.topology import Topology
 from contract.wait import wait_until
-from nemesis.containers import NemesisError
+from nemesis.containers import Nemesis, NemesisError
 from systems.kafka.targets import Metadata
 
-if TYPE_CHECKING:
-    from systems.kafka.nemesis import KafkaNemesis
+
+class KafkaSteps(Protocol):
+    """What the membership steps use of the Kafka nemesis (systems.kafka.nemesis, which
+    dispatches to them: a protocol here, so that neither module imports the other's)."""
+
+    membership: Membership | None
+    net: Nemesis
+
+    @property
+    def control(self) -> Any: ...
+
+    def _resolved(self, step: Any, also: Iterable[str] = ()) -> dict[str, list[str]]: ...
+
 
 # (topic, partition) -> its replicas, preferred leader first.
 Placement = dict[tuple[str, int], tuple[int, ...]]
@@ -264,13 +275,13 @@ class Membership:
 # ---- the steps -------------------------------------------------------------------------------
 
 
-def _membership(k: KafkaNemesis) -> Membership:
+def _membership(k: KafkaSteps) -> Membership:
     if k.membership is None:
         raise NemesisError("this run's nemesis cannot change the cluster's membership")
     return k.membership
 
 
-def reassign(k: KafkaNemesis, step: Any) -> None:
+def reassign(k: KafkaSteps, step: Any) -> None:
     """All the workload's partitions (or those the targets lead) to the next replica set."""
     m = _membership(k)
     targets = k._resolved(step).get("target")
@@ -296,7 +307,7 @@ def reassign(k: KafkaNemesis, step: Any) -> None:
     k.net.logged("reassign", value, act)
 
 
-def remove_broker(k: KafkaNemesis, step: Any) -> None:
+def remove_broker(k: KafkaSteps, step: Any) -> None:
     """Decommission: the target's replicas moved off it, a graceful stop, and, in KRaft, its
     registration removed. Stopped even when the move did not end within the bound (the ok
     says so): a decommission an operator forced."""
@@ -330,7 +341,7 @@ def remove_broker(k: KafkaNemesis, step: Any) -> None:
     k.net.logged("remove-broker", {"nodes": [name], "within": step.within}, act)
 
 
-def add_broker(k: KafkaNemesis, step: Any) -> None:
+def add_broker(k: KafkaSteps, step: Any) -> None:
     """A spare broker started and registered; with `move_onto`, a replica of each partition
     moved onto it."""
     m = _membership(k)
@@ -361,7 +372,7 @@ def add_broker(k: KafkaNemesis, step: Any) -> None:
     k.net.logged("add-broker", value, act)
 
 
-def end_reassignments(k: KafkaNemesis) -> None:
+def end_reassignments(k: KafkaSteps) -> None:
     """The throttles cleared at a heal or the end of the run, logged when there were any."""
     m = k.membership
     if m is None or not (m.throttled_brokers or m.unsettled):
