@@ -30,6 +30,7 @@ from compose.proxy import ProxyServer
 from contract import VERSION
 from contract.manifest import Manifest
 from contract.rundir import DATA_CAP_MIB, make_run_dir, new_run_id
+from contract.sequence import SequenceSlot
 from nemesis.containers import NemesisError
 from systems.client_path import PROXY_LOG, start_proxy
 from systems.kafka.targets import TargetError
@@ -37,6 +38,9 @@ from systems.rabbitmq.cluster import LOCAL_IMAGE
 from systems.scenario import scenario_data, to_yaml
 from workloads.lifeline import HARNESS_PID_ENV
 
+# A run in a sequence waits this long at most, cluster up, for the run before to be checked
+# (the sequence stops a run that overruns its own bound well before).
+TURN_TIMEOUT = 3600.0
 SCHEDULE_HEADER = ["A generated schedule (harness chaos); replay it with: harness run <this file>"]
 
 log = logging.getLogger("harness")
@@ -77,6 +81,8 @@ class RunOptions:
     # What became of each key of the team's own files (--config), as the manifest keeps it.
     config_files: tuple[dict[str, str], ...] = ()
     data_cap_mib: int = DATA_CAP_MIB  # per node, the raw data files kept as evidence at most
+    # Its place in a sequence of runs (contract.sequence): its workload waits for the turn.
+    slot: SequenceSlot | None = None
 
 
 @contextmanager
@@ -156,6 +162,8 @@ class ScenarioRun:
             error=None,
         )
         self.manifest.write(self.run_dir)
+        if opts.slot is not None:
+            opts.slot.say_run_dir(self.run_dir)
         self.progress = progress(self.history_dir) if progress else _Quiet()
 
     # ---- what each system provides -------------------------------------------------------
@@ -226,6 +234,7 @@ class ScenarioRun:
         engine = EngineWatch(docker.from_env()) if self.tier == "real-cluster" else None
         phases = (
             ("cluster_up", self._cluster_up),
+            *((("turn", self._take_turn),) if self.opts.slot else ()),
             ("workload", self._workload),
             ("recovery", self._recover),
             ("drain", self._drain),
@@ -237,6 +246,8 @@ class ScenarioRun:
                     self._phase(current, fn)
                     if engine and (gone := engine.lost(current)):
                         raise gone
+                if self.opts.slot is not None:  # the sequence may bring the next cluster up
+                    self.opts.slot.say_drained()
             except BaseException as e:
                 self.manifest.error = f"{type(e).__name__}: {e}"
                 expected = isinstance(e, (EngineLost, Interrupted))  # nothing to ask the engine
@@ -260,9 +271,16 @@ class ScenarioRun:
             self.manifest.phases[name] = {"start": started, "end": time.time()}
             self.manifest.write(self.run_dir)
 
+    def _take_turn(self) -> None:
+        """In a sequence: waits, cluster up, until the run before has been checked."""
+        assert self.opts.slot is not None
+        waited = self.opts.slot.take_turn(TURN_TIMEOUT)
+        log.info("the run before was checked; waited %.1f s for it", waited)
+
     def _phase_timeout(self, name: str) -> float | None:
         t = self.scenario.timeouts
         bounds = {
+            "turn": TURN_TIMEOUT,
             "cluster_up": t.cluster_up,
             "workload": t.workload,
             "recovery": t.recovery,
