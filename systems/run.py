@@ -130,6 +130,7 @@ class ScenarioRun:
         # A client restarted (restart-client) runs as a new process, C1.2, C1.3, ...: each such
         # instance's client, in the order they started.
         self.client_of: dict[str, str] = {}
+        self._marked: float | None = None  # when the last step of cluster_up ended
         self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
         # Toxiproxy between the workload's clients and the nodes, when a step needs it.
         self.proxy: ProxyServer | None = None
@@ -262,6 +263,7 @@ class ScenarioRun:
 
     def _phase(self, name: str, fn: Any) -> None:
         started = time.time()
+        self._marked = time.monotonic()
         log.info("phase %s", name)
         detail = self._containers_line if name == "cluster_up" else None
         try:
@@ -270,6 +272,15 @@ class ScenarioRun:
         finally:
             self.manifest.phases[name] = {"start": started, "end": time.time()}
             self.manifest.write(self.run_dir)
+
+    def _mark(self, step: str) -> None:
+        """The end of one step of cluster_up: its seconds since the step before (or since the
+        phase began), in the manifest."""
+        now = time.monotonic()
+        since = self._marked or now
+        steps = self.manifest.cluster_up_steps
+        self.manifest.cluster_up_steps = {**steps, step: round(now - since, 2)}
+        self._marked = now
 
     def _take_turn(self) -> None:
         """In a sequence: waits, cluster up, until the run before has been checked."""

@@ -18,6 +18,7 @@ import base64
 import json
 import re
 import secrets
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,9 @@ INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 1909
 # The harness's own listener on a run whose clients go through the proxy: its admin requests
 # (roles, metadata, elections) must not be delayed or dropped with the clients'.
 HARNESS_PORT = 19093
+# Seconds between two asks whether the cluster has formed: each is one cheap Admin request,
+# and every second of a run's start is a second no schedule runs.
+POLL = 0.5
 
 
 @dataclass(frozen=True)
@@ -391,8 +395,11 @@ class KafkaCluster(ComposeCluster):
             {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,
         )
 
-    def up(self, timeout: float, registered: Any) -> None:
-        """Starts every container, then waits until `registered()` (every broker known)."""
+    def up(
+        self, timeout: float, registered: Any, mark: Callable[[str], None] = lambda _s: None
+    ) -> None:
+        """Starts every container, then waits until `registered()` (every broker known);
+        `mark` hears the end of each of the two."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.disks is not None:
             self.disks.mount_all()
@@ -402,6 +409,7 @@ class KafkaCluster(ComposeCluster):
             compose(self.compose_file, ["up", "-d"], {}, timeout=timeout)
 
         self.start_on_free_subnet(start)
+        mark("containers started")
         from contract.wait import wait_until
 
         exited: dict[str, str] = {}
@@ -412,7 +420,7 @@ class KafkaCluster(ComposeCluster):
             exited.update(self._exited())
             return bool(exited)
 
-        if not wait_until(registered_or_exited, timeout, interval=2):
+        if not wait_until(registered_or_exited, timeout, interval=POLL):
             stopped = [n for n, c in self.containers().items() if c.status != "running"]
             detail = f"; containers not running: {', '.join(sorted(stopped))}" if stopped else ""
             raise ComposeError(
@@ -422,6 +430,7 @@ class KafkaCluster(ComposeCluster):
         if exited:  # a node that exits while the cluster forms will not come back by itself
             node, last = sorted(exited.items())[0]
             raise ComposeError(f"{node} exited while the cluster formed: {last}")
+        mark("brokers registered")
 
     def _exited(self) -> dict[str, str]:
         """Nodes whose container has exited, with the last line each wrote."""

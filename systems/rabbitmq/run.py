@@ -128,6 +128,7 @@ class RabbitMQRun(ScenarioRun):
         )
         self.manifest.write(self.run_dir)
         self.cluster.up(self.scenario.timeouts.cluster_up)
+        self._mark("nodes healthy and clustered")
         self.manifest.cluster_network = f"{self.cluster.net_prefix}.0/24"
         self.manifest.images["rabbitmq"]["version"] = self.cluster.server_version()
         self.manifest.images["nemesis_tools"] = {"name": self.opts.tools_image}
@@ -158,6 +159,7 @@ class RabbitMQRun(ScenarioRun):
             )
         except DeclareRefused as e:
             raise ScenarioError(f"workload.queue_arguments: {e}") from None
+        self._mark("policies and queues declared")
         self.nemesis = Nemesis(
             self.cluster.topology(),
             self.opts.tools_image,
@@ -167,6 +169,7 @@ class RabbitMQRun(ScenarioRun):
         if self.proxy is not None:
             self.nemesis.client_path = ClientPath(self.proxy, self.nemesis.logged)
         self.manifest.topology = asdict(self.cluster.topology())
+        self._mark("nemesis ready")
 
     def _check_conf_against_the_image(self, cluster: RabbitMQCluster) -> None:
         """The rabbitmq.conf keys against the release of the image this run starts, before
