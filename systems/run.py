@@ -130,7 +130,8 @@ class ScenarioRun:
         # A client restarted (restart-client) runs as a new process, C1.2, C1.3, ...: each such
         # instance's client, in the order they started.
         self.client_of: dict[str, str] = {}
-        self._marked: float | None = None  # when the last step of cluster_up ended
+        # The phase under way and when its last step ended (the phase's start at first).
+        self._marked: tuple[str, float] = ("cluster_up", time.monotonic())
         self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
         # Toxiproxy between the workload's clients and the nodes, when a step needs it.
         self.proxy: ProxyServer | None = None
@@ -224,8 +225,10 @@ class ScenarioRun:
             self.cluster.save_logs(self.run_dir / "logs")
         except OSError as e:  # a full disk: the cluster still comes down
             log.error("the nodes' logs were not saved: %s", e)
+        self._mark("logs saved")
         if not self.opts.keep_cluster:
             self.cluster.down()
+            self._mark("cluster removed")
 
     # ---- the skeleton --------------------------------------------------------------------
 
@@ -263,7 +266,7 @@ class ScenarioRun:
 
     def _phase(self, name: str, fn: Any) -> None:
         started = time.time()
-        self._marked = time.monotonic()
+        self._marked = (name, time.monotonic())
         log.info("phase %s", name)
         detail = self._containers_line if name == "cluster_up" else None
         try:
@@ -274,13 +277,14 @@ class ScenarioRun:
             self.manifest.write(self.run_dir)
 
     def _mark(self, step: str) -> None:
-        """The end of one step of cluster_up: its seconds since the step before (or since the
-        phase began), in the manifest."""
+        """The end of one step of cluster_up or the teardown: its seconds since the step
+        before (or since the phase began), in the manifest."""
         now = time.monotonic()
-        since = self._marked or now
-        steps = self.manifest.cluster_up_steps
-        self.manifest.cluster_up_steps = {**steps, step: round(now - since, 2)}
-        self._marked = now
+        phase, since = self._marked
+        steps = self.manifest.phase_steps
+        mine = {**steps.get(phase, {}), step: round(now - since, 2)}
+        self.manifest.phase_steps = {**steps, phase: mine}
+        self._marked = (phase, now)
 
     def _take_turn(self) -> None:
         """In a sequence: waits, cluster up, until the run before has been checked."""
@@ -396,16 +400,19 @@ class ScenarioRun:
     def _teardown(self) -> None:
         # Signals would interrupt the cleanup itself: hold them until it is done.
         held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        self._marked = ("teardown", time.monotonic())
         try:
             for proc in self.clients.values():
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+            self._mark("clients stopped")
             try:
                 self._heal_all()
             except Exception as e:  # noqa: BLE001 - keep tearing down; say what failed
                 log.error("heal failed: %s (run `harness heal`)", e)
                 self.manifest.heal_error = str(e)
+            self._mark("faults healed")
             try:
                 self._cluster_down()
             except Exception as e:  # noqa: BLE001

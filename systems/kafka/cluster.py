@@ -29,7 +29,7 @@ import docker.errors
 import yaml
 
 from compose.cli import ComposeError, compose
-from compose.cluster import ComposeCluster, free_ports
+from compose.cluster import STOP_GRACE, ComposeCluster, free_ports
 from compose.disks import LazyDisks
 from contract.topology import Topology
 from systems.kafka.config import (
@@ -445,7 +445,10 @@ class KafkaCluster(ComposeCluster):
         try:
             if self.compose_file.exists():
                 compose(
-                    self.compose_file, ["down", "-v", "--remove-orphans", "-t", "5"], {}, timeout
+                    self.compose_file,
+                    ["down", "-v", "--remove-orphans", "-t", STOP_GRACE],
+                    {},
+                    timeout,
                 )
         finally:
             if self.disks is not None:

@@ -243,8 +243,10 @@ class KafkaRun(KafkaClientsRun):
             found = evidence.collect(
                 self.cluster.containers(), nodes, topics, out, self.opts.data_cap_mib
             )
+            self._mark("evidence copied")
             if self._transactional():
                 self._find_hanging(self.cluster, out, found)
+                self._mark("hanging transactions listed")
             zookeepers = [n.name for n in self.cluster.nodes if n.role == "zookeeper"]
             if zookeepers:
                 found += evidence.collect_zookeeper(self.cluster, zookeepers, out)
@@ -254,6 +256,7 @@ class KafkaRun(KafkaClientsRun):
         try:
             evidence.decode_all(self.cluster.images["kafka"], topics, out, found)
             write_index(out, found, time.monotonic() - started)
+            self._mark("evidence decoded")
         except Exception as e:  # noqa: BLE001
             log.error("the nodes' evidence was not decoded: %s", e)
 

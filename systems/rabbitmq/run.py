@@ -233,6 +233,7 @@ class RabbitMQRun(ScenarioRun):
     def _cluster_down(self) -> None:
         if self.cluster is not None:
             self._collect_evidence(self.cluster)
+            self._mark("evidence read")
         super()._cluster_down()
         if self.cluster is None or self.scenario.cluster.queue_type != "mirrored":
             return
