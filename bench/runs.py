@@ -43,7 +43,9 @@ class RunFigures:
     turn_wait: float  # cluster up, waiting for the run before to be checked
     schedule: float  # the workload phase: the fault schedule with traffic
     recovery_and_drain: float
-    after: float  # teardown, check, reports: the process's end after the drain
+    teardown: float  # evidence, logs, cluster removed
+    check: float  # the check, reports and packing: the rest of the process
+    steps: dict[str, dict[str, float]]  # cluster_up's and the teardown's steps
     outcome: str | None
     matched: bool | None
     failure: str | None
@@ -88,7 +90,7 @@ def figures_of(scenario: str, trial: Trial) -> RunFigures:
         manifest = None
     seconds = round(trial.seconds, 1)
     if manifest is None:
-        return RunFigures(scenario, seconds, 0, 0, 0, 0, 0, None, None, trial.failure)
+        return RunFigures(scenario, seconds, 0, 0, 0, 0, 0, 0, {}, None, None, trial.failure)
     phase = {n: phase_seconds(manifest, n) for n in ("cluster_up", "turn", "workload")}
     drained = manifest.phases.get("drain", {}).get("end") or manifest.ended or 0
     workload_end = manifest.phases.get("workload", {}).get("end") or drained
@@ -100,7 +102,9 @@ def figures_of(scenario: str, trial: Trial) -> RunFigures:
         round(phase["turn"], 1),
         round(phase["workload"], 1),
         round(max(0.0, drained - workload_end), 1),
-        round(max(0.0, (manifest.started or 0) + trial.seconds - drained), 1),
+        round(max(0.0, (manifest.ended or drained) - drained), 1),
+        round(max(0.0, (manifest.started or 0) + trial.seconds - (manifest.ended or drained)), 1),
+        manifest.phase_steps,
         v.get("outcome"),
         v.get("matched"),
         trial.failure,
@@ -116,7 +120,8 @@ def run_sequence(how: str, runs: int, line: str, results: Path) -> SequenceFigur
         print(
             f"  {how}: {r.scenario} {r.outcome or r.failure} in {r.seconds:.0f} s "
             f"(up {r.cluster_up:.0f}, waited {r.turn_wait:.0f}, schedule {r.schedule:.0f}, "
-            f"recovery+drain {r.recovery_and_drain:.0f}, after {r.after:.0f})",
+            f"recovery+drain {r.recovery_and_drain:.0f}, teardown {r.teardown:.0f}, "
+            f"check {r.check:.0f})",
             flush=True,
         )
         return True
