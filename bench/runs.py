@@ -18,7 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,11 @@ class RunFigures:
     outcome: str | None
     matched: bool | None
     failure: str | None
+    ended_at: float = 0.0  # wall clock, when its process ended
+
+    @property
+    def started_at(self) -> float:
+        return self.ended_at - self.seconds
 
     @property
     def verdict(self) -> tuple[str, str | None, bool | None]:
@@ -68,6 +73,18 @@ class SequenceFigures:
     @property
     def efficiency(self) -> float:
         return self.schedule / self.wall if self.wall else 0.0
+
+    def efficiency_of(self, scenario: str) -> float:
+        """The scenario's schedule over the wall time its runs added to the sequence: each
+        run from the end of the run before (or its own start, when later) to its own end."""
+        schedule = spent = 0.0
+        previous_end = 0.0
+        for r in self.runs:
+            if r.scenario == scenario:
+                schedule += r.schedule
+                spent += r.ended_at - max(r.started_at, previous_end)
+            previous_end = r.ended_at
+        return schedule / spent if spent else 0.0
 
 
 def jobs(runs: int, line: str, results: Path) -> Iterator[Job]:
@@ -115,7 +132,7 @@ def run_sequence(how: str, runs: int, line: str, results: Path) -> SequenceFigur
     made: list[RunFigures] = []
 
     def kept(job: Job, trial: Trial) -> bool:
-        made.append(figures_of(job.tag, trial))
+        made.append(replace(figures_of(job.tag, trial), ended_at=round(time.time(), 1)))
         r = made[-1]
         print(
             f"  {how}: {r.scenario} {r.outcome or r.failure} in {r.seconds:.0f} s "
@@ -143,7 +160,9 @@ def main() -> int:
     for s in measured:
         print(
             f"{s.how}: {len(s.runs)} runs, schedule {s.schedule:.0f} s over {s.wall:.0f} s "
-            f"wall: efficiency {s.efficiency:.0%}"
+            f"wall: efficiency {s.efficiency:.0%} ("
+            + ", ".join(f"{name} {s.efficiency_of(name):.0%}" for name in SEQUENCE)
+            + ")"
         )
     alone, pipelined = ([r.verdict for r in s.runs] for s in measured)
     same = sorted(alone, key=str) == sorted(pipelined, key=str)
