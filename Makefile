@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SCENARIO ?= baseline
 COMMA := ,
 
-.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format reference docs-figures docs bench bench-lazyfs bench-clients bench-evidence clean
+.PHONY: setup test test-nightly test-unit test-cluster test-scenario claims chaos kafka-image heal lint format reference docs-figures docs bench bench-lazyfs bench-clients bench-evidence bench-runs clean
 
 setup:
 	@bash scripts/setup.sh
@@ -102,6 +102,12 @@ bench-clients:
 # before teardown and MiB in the run folder, per run and per system, beside the targets.
 bench-evidence:
 	$(PY) -m bench.evidence
+
+# How much of a campaign's wall time its fault schedules get: K4 and T1 (both clients) on Kafka
+# 4.4, BENCH_RUNS times each (default 3), one at a time and then pipelined (efficiency, where
+# each run's time went, every verdict). Real clusters, about 45 minutes at the default.
+bench-runs:
+	$(PY) -m bench.runs
 
 # What the power-loss filesystem costs against the plain directory under it (MB/s, as root).
 bench-lazyfs:

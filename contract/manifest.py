@@ -72,6 +72,9 @@ class Manifest(BaseModel):
     client_pids: dict[str, int] = {}
     ended: float | None = None
     phases: dict[str, dict[str, float]] = {}
+    # Where cluster_up and the teardown spent their time: each one's steps, in order, and their
+    # seconds.
+    phase_steps: dict[str, dict[str, float]] = {}
     nemesis_steps_done: int = 0
     # A generated schedule's steps that could not be applied, with why (the run went on).
     skipped_steps: list[dict[str, Any]] = []

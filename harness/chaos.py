@@ -17,7 +17,8 @@ from typing import Any
 
 from chaos.generator import ChaosOptions
 from chaos.schedule import chaos_scenario
-from harness.trial import Trial, run_once
+from harness.sequence import Job, Trial, run_jobs
+from harness.trial import run_once
 from systems.kafka.scenario import KafkaScenario
 from systems.registry import AnyScenario
 from systems.scenario import scenario_data, to_yaml
@@ -74,16 +75,36 @@ def run_scenario(
 ) -> Trial:
     """One run of a scenario that exists only in memory (a generated or shrunk schedule)."""
     with tempfile.TemporaryDirectory(prefix="bj-schedule-") as tmp:
-        path = Path(tmp) / f"{scenario.id}.yaml"
-        path.write_text(to_yaml(scenario_data(scenario)))
-        return run_once(
-            path,
-            scenario.id,
-            results,
-            run_timeout(scenario),
-            run_args(scenario, kafka_line),
-            show_output,
-        )
+        job = scenario_job(scenario, Path(tmp), results, kafka_line)
+        extra = list(job.extra)
+        return run_once(job.scenario, job.scenario_id, results, job.timeout, extra, show_output)
+
+
+def scenario_job(scenario: AnyScenario, folder: Path, results: Path, kafka_line: str | None) -> Job:
+    """A run of a scenario that exists only in memory, its file written to `folder` (which
+    must outlive the run)."""
+    path = folder / f"{scenario.id}.yaml"
+    path.write_text(to_yaml(scenario_data(scenario)))
+    extra = tuple(run_args(scenario, kafka_line))
+    return Job(path, scenario.id, results, run_timeout(scenario), extra)
+
+
+def chaos_job(
+    base: AnyScenario,
+    options: ChaosOptions,
+    kafka_mode: str | None,
+    kafka_line: str | None,
+    folder: Path,
+    results: Path,
+    say: Callable[[str], None],
+) -> Job:
+    """The run of `base` with the schedule of options.seed, its file in `folder` (which must
+    outlive the run); its tag is the seed."""
+    scenario, steps = chaos_scenario(base, options, kafka_mode)
+    say(f"seed {options.seed}: {len(steps)} steps over {options.seconds:.0f} s ({scenario.id})")
+    mine = folder / str(options.seed)
+    mine.mkdir()
+    return replace(scenario_job(scenario, mine, results, kafka_line), tag=options.seed)
 
 
 def chaos_runs(
@@ -95,17 +116,31 @@ def chaos_runs(
     kafka_line: str | None,
     say: Callable[[str], None],
     show_output: bool = True,
+    pipelined: bool = True,
 ) -> list[ChaosResult]:
-    """`runs` runs of `base`, seeds options.seed, options.seed + 1, ..."""
-    out = []
-    for i in range(runs):
-        seed = options.seed + i
-        scenario, steps = chaos_scenario(base, replace(options, seed=seed), kafka_mode)
-        say(f"seed {seed}: {len(steps)} steps over {options.seconds:.0f} s ({scenario.id})")
-        trial = run_scenario(scenario, results, kafka_line, show_output)
-        result = ChaosResult(seed, scenario.id, trial)
-        out.append(result)
-        say(result.line())
+    """`runs` runs of `base`, seeds options.seed, options.seed + 1, ...; pipelined, each run's
+    cluster comes up while the one before is checked (harness.sequence)."""
+    out: list[ChaosResult] = []
+    with tempfile.TemporaryDirectory(prefix="bj-schedule-") as tmp:
+        jobs = (
+            chaos_job(
+                base,
+                replace(options, seed=options.seed + i),
+                kafka_mode,
+                kafka_line,
+                Path(tmp),
+                results,
+                say,
+            )
+            for i in range(runs)
+        )
+
+        def judged(job: Job, trial: Trial) -> bool:
+            out.append(ChaosResult(job.tag, job.scenario_id, trial))
+            say(out[-1].line())
+            return True
+
+        run_jobs(jobs, judged, pipelined, show_output)
     return out
 
 

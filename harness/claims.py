@@ -18,7 +18,7 @@ import json
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from checkers.verdict import SYNC_SECONDS, longest_stall_in_faults
 from compose.releases import setup_releases
 from contract.versions import line_of, version_key
 from harness.hunt_rates import hunted_section
-from harness.trial import run_once
+from harness.sequence import Job, Trial, run_jobs
 from reports.junit import Case, matrix_case
 from systems.kafka.config import KAFKA_LINES, mode_refusal
 from systems.kafka.scenario import KafkaScenario
@@ -308,16 +308,19 @@ def still_to_run(cells: Iterable[Cell], measured: dict[str, list[RunRecord]]) ->
 # ---- running ----------------------------------------------------------------------------------
 
 
-def run_cell_once(cell: Cell, results: Path, timeout: float) -> RunRecord:
-    """One `harness run` of the cell in its own process, bounded by `timeout`."""
+def cell_job(cell: Cell, results: Path, timeout: float) -> Job:
+    """One `harness run` of the cell, bounded by `timeout`."""
+    extra: tuple[str, ...]
     if cell.mode == "rabbitmq":
-        extra = ["--rabbitmq", cell.kafka]
+        extra = ("--rabbitmq", cell.kafka)
     else:
-        extra = ["--mode", cell.mode, "--kafka", cell.kafka]
-    trial = run_once(cell.scenario, cell.scenario, results, timeout, extra)
+        extra = ("--mode", cell.mode, "--kafka", cell.kafka)
+    return Job(cell.scenario, cell.scenario, results, timeout, extra, cell)
+
+
+def record_of_trial(cell: Cell, trial: Trial, results: Path) -> RunRecord:
     # No run directory: it failed before starting.
-    run_dir = trial.run_dir or results / cell.scenario
-    return record_of(run_dir, trial.seconds, trial.failure)
+    return record_of(trial.run_dir or results / cell.scenario, trial.seconds, trial.failure)
 
 
 def run_matrix(
@@ -328,35 +331,47 @@ def run_matrix(
     budget_s: float,
     run_timeout: float,
     say: Callable[[str], None],
+    pipelined: bool = True,
 ) -> dict[str, list[RunRecord]]:
     """Runs what each cell still lacks (runs from before the final read do not count), until
     the budget is spent; saves after every run. Breadth first: every cell gets its first run
     before any gets its second, so a sitting cut short by its budget leaves the fewest cells
-    unanswered rather than a few answered three times."""
+    unanswered rather than a few answered three times. Pipelined, a run's cluster comes up
+    while the one before is checked (harness.sequence)."""
     measured = load_measured(measured_file)
     if again:
         for c in cells:
             measured.pop(c.key, None)
     deadline = time.monotonic() + budget_s
     tried: dict[str, int] = {}  # runs made this sitting: a cell whose runs never count stops
-    for depth in range(1, max((c.runs for c in cells), default=0) + 1):
-        for c in cells:
-            while (have := c.runs - missing_runs(c, measured.get(c.key, []))) < min(
-                depth, c.runs
-            ) and tried.get(c.key, 0) < depth:
-                if time.monotonic() >= deadline:  # no run starts later; one may end later
-                    say(f"budget spent: {c.key} and other cells left for another sitting")
-                    save_measured(measured_file, measured)
-                    return measured
-                say(f"{c.key}: run {have + 1} of {c.runs}")
-                tried[c.key] = tried.get(c.key, 0) + 1
-                record = run_cell_once(c, results, run_timeout)
-                measured.setdefault(c.key, []).append(record)
-                say(
-                    f"{c.key}: {record.word} (acked {record.acked}, lost {record.lost}) "
-                    f"{record.reason}"
-                )
-                save_measured(measured_file, measured)
+    going: dict[str, int] = {}  # runs started whose record has not come yet (pipelined)
+
+    def had(c: Cell) -> int:
+        return c.runs - missing_runs(c, measured.get(c.key, [])) + going.get(c.key, 0)
+
+    def jobs() -> Iterator[Job]:
+        for depth in range(1, max((c.runs for c in cells), default=0) + 1):
+            for c in cells:
+                while (have := had(c)) < min(depth, c.runs) and tried.get(c.key, 0) < depth:
+                    if time.monotonic() >= deadline:  # no run starts later; one may end later
+                        say(f"budget spent: {c.key} and other cells left for another sitting")
+                        return
+                    say(f"{c.key}: run {have + 1} of {c.runs}")
+                    tried[c.key] = tried.get(c.key, 0) + 1
+                    going[c.key] = going.get(c.key, 0) + 1
+                    yield cell_job(c, results, run_timeout)
+
+    def recorded(job: Job, trial: Trial) -> bool:
+        c: Cell = job.tag
+        going[c.key] -= 1
+        record = record_of_trial(c, trial, results)
+        measured.setdefault(c.key, []).append(record)
+        say(f"{c.key}: {record.word} (acked {record.acked}, lost {record.lost}) {record.reason}")
+        save_measured(measured_file, measured)
+        return True
+
+    run_jobs(jobs(), recorded, pipelined)
+    save_measured(measured_file, measured)
     return measured
 
 

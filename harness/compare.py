@@ -4,12 +4,12 @@ written beside them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.trial import Trial, run_once
+from harness.sequence import Job, Trial, run_jobs
 
 
 @dataclass(frozen=True)
@@ -51,15 +51,24 @@ def compare(
     extra: list[str],
     timeout: float,
     say: Callable[[str], None],
+    pipelined: bool = True,
 ) -> tuple[list[LineRun], Path]:
     """Runs the scenario once per line (`option` is --kafka or --rabbitmq) and writes
-    RESULTS/compare/<scenario>-<time>.md; returns the runs and the table's path."""
-    runs = []
-    for line in lines:
-        say(f"compare: {scenario_id} on {line}")
-        trial = run_once(scenario, scenario_id, results, timeout, [option, line, *extra])
-        runs.append(LineRun(line, trial))
-        say(f"compare: {line}: " + " | ".join(runs[-1].cells()[2:5]))
+    RESULTS/compare/<scenario>-<time>.md; returns the runs and the table's path. Pipelined, a
+    line's cluster comes up while the line before is checked (harness.sequence)."""
+    runs: list[LineRun] = []
+
+    def jobs() -> Iterator[Job]:
+        for line in lines:
+            say(f"compare: {scenario_id} on {line}")
+            yield Job(scenario, scenario_id, results, timeout, (option, line, *extra), line)
+
+    def tabled(job: Job, trial: Trial) -> bool:
+        runs.append(LineRun(job.tag, trial))
+        say(f"compare: {job.tag}: " + " | ".join(runs[-1].cells()[2:5]))
+        return True
+
+    run_jobs(jobs(), tabled, pipelined)
     return runs, write_table(scenario_id, runs, results)
 
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,8 +22,8 @@ from typing import Any
 
 from chaos.shrink import ShrinkOptions
 from contract.rundir import MANIFEST, VERDICT
+from harness.sequence import Job, Trial, heal, run_jobs
 from harness.shrink import VIOLATIONS, ShrinkError, shrink_run
-from harness.trial import HEAL_TIMEOUT, ROOT, Trial, run_once
 from reports.html import REPORT_NAME
 from reports.junit import JUNIT_NAME
 from systems.registry import AnyScenario, parse_scenario
@@ -239,12 +237,6 @@ def trim(run_dir: Path) -> None:
             part.unlink(missing_ok=True)
 
 
-def heal() -> None:
-    """`harness heal`: what a run cut short by Ctrl-C left (its process is killed with it)."""
-    argv = [sys.executable, "-m", "harness.cli", "heal"]
-    subprocess.run(argv, cwd=ROOT, timeout=HEAL_TIMEOUT, capture_output=True, check=False)
-
-
 def run_hunt(
     hunt: Hunt,
     targets: list[Target],
@@ -254,49 +246,66 @@ def run_hunt(
     run_timeout: float,
     budget_s: float,
     say: Callable[[str], None],
+    pipelined: bool = True,
 ) -> Hunt:
     """Up to hunt.runs_asked runs per target, row after row (`option`: --kafka or --rabbitmq
     before a row's line), none started after `budget_s`; with until_violation a row stops at its
-    first violation. Ctrl-C stops between runs, heals, and the table is still written."""
+    first violation. Pipelined, a run's cluster comes up while the one before is checked
+    (harness.sequence). Ctrl-C stops the runs, heals, and the table is still written."""
     deadline = time.monotonic() + budget_s
     seed = ["--seed", str(hunt.seed)] if hunt.seed is not None else []
-    for target in targets:
-        row = Row(target)
-        hunt.rows.append(row)
-        name = _row_name(target)
-        on_line = [option, target.line] if target.line else []
-        for i in range(hunt.runs_asked):
-            if time.monotonic() >= deadline:
-                row.stopped = "budget spent"
-                break
-            say(f"hunt: {hunt.scenario_id} {name}: run {i + 1} of {hunt.runs_asked}")
-            try:
-                args = [*on_line, *extra, *seed]
-                trial = run_once(target.scenario, hunt.scenario_id, results, run_timeout, args)
-            except KeyboardInterrupt:
-                say("hunt: interrupted; healing what the run left, then the table")
-                heal()
-                hunt.interrupted = True
-                row.stopped = "interrupted"
-                write_table(hunt)
-                return hunt
-            run = HuntRun(trial)
-            row.runs.append(run)
-            if run.kind in TRIMMED and trial.run_dir is not None and trial.run_dir.is_dir():
-                trim(trial.run_dir)
-            what = (trial.verdict or {}).get("reason") or trial.failure or ""
-            say(f"hunt: {name}: {run.kind} ({what}) {trial.run_dir or ''}")
-            if hunt.until_violation and run.kind == VIOLATION:
-                row.stopped = "first violation"
-                break
-            if len(row.runs) >= FAILED_IN_A_ROW and all(
-                r.kind == FAILED for r in row.runs[-FAILED_IN_A_ROW:]
-            ):
-                row.stopped = f"{FAILED_IN_A_ROW} runs in a row gave no verdict"
-                break
-        say(f"hunt: {name}: {row.rate_words()}")
+
+    def jobs() -> Iterator[Job]:
+        for target in targets:
+            row = Row(target)
+            hunt.rows.append(row)
+            on_line = [option, target.line] if target.line else []
+            for i in range(hunt.runs_asked):
+                if row.stopped:
+                    break
+                if time.monotonic() >= deadline:
+                    row.stopped = "budget spent"
+                    break
+                name = f"{hunt.scenario_id} {_row_name(target)}"
+                say(f"hunt: {name}: run {i + 1} of {hunt.runs_asked}")
+                args = (*on_line, *extra, *seed)
+                yield Job(target.scenario, hunt.scenario_id, results, run_timeout, args, row)
+
+    try:
+        run_jobs(jobs(), _judge(hunt, say), pipelined, wanted=lambda job: not job.tag.stopped)
+    except KeyboardInterrupt:
+        say("hunt: interrupted; healing what the runs left, then the table")
+        heal()
+        hunt.interrupted = True
+        if hunt.rows:
+            hunt.rows[-1].stopped = hunt.rows[-1].stopped or "interrupted"
+    for row in hunt.rows:
+        say(f"hunt: {_row_name(row.target)}: {row.rate_words()}")
     write_table(hunt)
     return hunt
+
+
+def _judge(hunt: Hunt, say: Callable[[str], None]) -> Callable[[Job, Trial], bool]:
+    """What a hunt does with each run as it ends: counts it in its row, trims a clean one,
+    and stops the row at its first violation (until_violation) or when it cannot be run."""
+
+    def judge(job: Job, trial: Trial) -> bool:
+        row: Row = job.tag
+        run = HuntRun(trial)
+        row.runs.append(run)
+        if run.kind in TRIMMED and trial.run_dir is not None and trial.run_dir.is_dir():
+            trim(trial.run_dir)
+        what = (trial.verdict or {}).get("reason") or trial.failure or ""
+        say(f"hunt: {_row_name(row.target)}: {run.kind} ({what}) {trial.run_dir or ''}")
+        if hunt.until_violation and run.kind == VIOLATION:
+            row.stopped = "first violation"
+        elif len(row.runs) >= FAILED_IN_A_ROW and all(
+            r.kind == FAILED for r in row.runs[-FAILED_IN_A_ROW:]
+        ):
+            row.stopped = f"{FAILED_IN_A_ROW} runs in a row gave no verdict"
+        return True
+
+    return judge
 
 
 def _row_name(target: Target) -> str:

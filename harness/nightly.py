@@ -14,18 +14,20 @@ part of what is left.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from chaos.generator import ChaosError, ChaosOptions
 from chaos.schedule import chaos_scenario
 from chaos.shrink import ShrinkOptions
-from harness.chaos import ChaosResult, chaos_runs, run_timeout
+from harness.chaos import ChaosResult, chaos_job, run_timeout
 from harness.hunt import Hunt, hunt_folder, run_hunt, targets_of
+from harness.sequence import Job, Trial, run_jobs
 from harness.shrink import ShrinkError, shrink_run
 from reports.junit import Case, suite, write
 from systems.loading import load_checked
@@ -91,29 +93,89 @@ def run_night(
         except ChaosError as e:
             raise ChaosError(f"{b.key}: {e}") from None
     shrunk: set[str] = set()
-    seed, turn, last_run = first_seed, 0, 0.0
-    while time.monotonic() + last_run < deadline or not night.runs:
-        base = bases[turn % len(bases)]
-        turn += 1
-        options = ChaosOptions(seed=seed, seconds=minutes * 60)
-        seed += 1
-        (result,) = chaos_runs(
-            loaded[base.scenario], options, 1, results, base.mode, None, say, show_output=False
+    night_runs = _NightRuns(first_seed)
+    while not night_runs.stopped and (
+        not night.runs or time.monotonic() + night_runs.last_run < deadline
+    ):
+        to_shrink = night_runs.run_until_a_shrink(
+            bases, loaded, minutes, deadline, results, night, shrunk if shrink else None, say
         )
-        last_run = result.trial.seconds
-        night.runs.append((base, result))
-        wanted = result.found == "violation" and (not base.unsafe or base.key not in shrunk)
-        if shrink and wanted and result.trial.run_dir is not None:
-            left = deadline - time.monotonic()
-            if left >= SHRINK_RUN_SECONDS:
-                shrunk.add(base.key)
-                night.shrinks.append(
-                    _shrink(result, left * SHRINK_SHARE, results, scenarios_dir, say)
-                )
-        if result.found == "error" and len(night.runs) >= 2 and night.runs[-2][1].found == "error":
-            say("two runs in a row ended without a verdict: the night stops here")
+        if to_shrink is None:
             break
+        shrunk.add(to_shrink[0].key)
+        left = deadline - time.monotonic()
+        night.shrinks.append(
+            _shrink(to_shrink[1], left * SHRINK_SHARE, results, scenarios_dir, say)
+        )
     return night
+
+
+@dataclass
+class _NightRuns:
+    """The night's chaos runs, pipelined (harness.sequence), seed after seed and base after
+    base; a run to shrink stops the sequence (a shrink's runs must not meet the next run's
+    workload), and the night goes on with the seed the run after it would have had."""
+
+    seed: int
+    turn: int = 0
+    last_run: float = 0.0  # seconds the last run took: no run starts that would end too late
+    stopped: bool = False
+
+    def run_until_a_shrink(
+        self,
+        bases: tuple[Base, ...],
+        loaded: dict[str, AnyScenario],
+        minutes: float,
+        deadline: float,
+        results: Path,
+        night: Night,
+        shrunk: set[str] | None,
+        say: Callable[[str], None],
+    ) -> tuple[Base, ChaosResult] | None:
+        """Runs until the budget is spent (None) or a violation is to be shrunk (`shrunk`: the
+        bases shrunk already; None: no shrinking tonight)."""
+        to_shrink: list[tuple[Base, ChaosResult]] = []
+        started = judged = 0
+
+        def jobs(tmp: Path) -> Iterator[Job]:
+            nonlocal started
+            while not (night.runs or started) or time.monotonic() + self.last_run < deadline:
+                base = bases[self.turn % len(bases)]
+                options = ChaosOptions(seed=self.seed, seconds=minutes * 60)
+                self.turn, self.seed, started = self.turn + 1, self.seed + 1, started + 1
+                job = chaos_job(loaded[base.scenario], options, base.mode, None, tmp, results, say)
+                yield replace(job, tag=(base, options.seed))
+
+        def judge(job: Job, trial: Trial) -> bool:
+            nonlocal judged
+            judged += 1
+            base, seed = job.tag
+            result = ChaosResult(seed, job.scenario_id, trial)
+            say(result.line())
+            self.last_run = trial.seconds
+            night.runs.append((base, result))
+            wanted = (
+                shrunk is not None
+                and result.found == "violation"
+                and (not base.unsafe or base.key not in shrunk)
+                and trial.run_dir is not None
+                and deadline - time.monotonic() >= SHRINK_RUN_SECONDS
+            )
+            if wanted:
+                to_shrink.append((base, result))
+                return False
+            if result.found == "error" and len(night.runs) >= 2:
+                if night.runs[-2][1].found == "error":
+                    say("two runs in a row ended without a verdict: the night stops here")
+                    self.stopped = True
+                    return False
+            return True
+
+        with tempfile.TemporaryDirectory(prefix="bj-night-") as tmp:
+            run_jobs(jobs(Path(tmp)), judge, show_output=False)
+        # A run started and stopped for the shrink gives its seed and base back.
+        self.turn, self.seed = self.turn - (started - judged), self.seed - (started - judged)
+        return to_shrink[0] if to_shrink else None
 
 
 def hunt_night(

@@ -30,6 +30,7 @@ from compose.proxy import ProxyServer
 from contract import VERSION
 from contract.manifest import Manifest
 from contract.rundir import DATA_CAP_MIB, make_run_dir, new_run_id
+from contract.sequence import SequenceSlot
 from nemesis.containers import NemesisError
 from systems.client_path import PROXY_LOG, start_proxy
 from systems.kafka.targets import TargetError
@@ -37,6 +38,9 @@ from systems.rabbitmq.cluster import LOCAL_IMAGE
 from systems.scenario import scenario_data, to_yaml
 from workloads.lifeline import HARNESS_PID_ENV
 
+# A run in a sequence waits this long at most, cluster up, for the run before to be checked
+# (the sequence stops a run that overruns its own bound well before).
+TURN_TIMEOUT = 3600.0
 SCHEDULE_HEADER = ["A generated schedule (harness chaos); replay it with: harness run <this file>"]
 
 log = logging.getLogger("harness")
@@ -77,6 +81,8 @@ class RunOptions:
     # What became of each key of the team's own files (--config), as the manifest keeps it.
     config_files: tuple[dict[str, str], ...] = ()
     data_cap_mib: int = DATA_CAP_MIB  # per node, the raw data files kept as evidence at most
+    # Its place in a sequence of runs (contract.sequence): its workload waits for the turn.
+    slot: SequenceSlot | None = None
 
 
 @contextmanager
@@ -124,6 +130,8 @@ class ScenarioRun:
         # A client restarted (restart-client) runs as a new process, C1.2, C1.3, ...: each such
         # instance's client, in the order they started.
         self.client_of: dict[str, str] = {}
+        # The phase under way and when its last step ended (the phase's start at first).
+        self._marked: tuple[str, float] = ("cluster_up", time.monotonic())
         self.nemesis: Any = None  # the system's nemesis: heal_all() and its history
         # Toxiproxy between the workload's clients and the nodes, when a step needs it.
         self.proxy: ProxyServer | None = None
@@ -156,6 +164,8 @@ class ScenarioRun:
             error=None,
         )
         self.manifest.write(self.run_dir)
+        if opts.slot is not None:
+            opts.slot.say_run_dir(self.run_dir)
         self.progress = progress(self.history_dir) if progress else _Quiet()
 
     # ---- what each system provides -------------------------------------------------------
@@ -215,8 +225,10 @@ class ScenarioRun:
             self.cluster.save_logs(self.run_dir / "logs")
         except OSError as e:  # a full disk: the cluster still comes down
             log.error("the nodes' logs were not saved: %s", e)
+        self._mark("logs saved")
         if not self.opts.keep_cluster:
             self.cluster.down()
+            self._mark("cluster removed")
 
     # ---- the skeleton --------------------------------------------------------------------
 
@@ -226,6 +238,7 @@ class ScenarioRun:
         engine = EngineWatch(docker.from_env()) if self.tier == "real-cluster" else None
         phases = (
             ("cluster_up", self._cluster_up),
+            *((("turn", self._take_turn),) if self.opts.slot else ()),
             ("workload", self._workload),
             ("recovery", self._recover),
             ("drain", self._drain),
@@ -237,6 +250,8 @@ class ScenarioRun:
                     self._phase(current, fn)
                     if engine and (gone := engine.lost(current)):
                         raise gone
+                if self.opts.slot is not None:  # the sequence may bring the next cluster up
+                    self.opts.slot.say_drained()
             except BaseException as e:
                 self.manifest.error = f"{type(e).__name__}: {e}"
                 expected = isinstance(e, (EngineLost, Interrupted))  # nothing to ask the engine
@@ -251,6 +266,7 @@ class ScenarioRun:
 
     def _phase(self, name: str, fn: Any) -> None:
         started = time.time()
+        self._marked = (name, time.monotonic())
         log.info("phase %s", name)
         detail = self._containers_line if name == "cluster_up" else None
         try:
@@ -260,9 +276,26 @@ class ScenarioRun:
             self.manifest.phases[name] = {"start": started, "end": time.time()}
             self.manifest.write(self.run_dir)
 
+    def _mark(self, step: str) -> None:
+        """The end of one step of cluster_up or the teardown: its seconds since the step
+        before (or since the phase began), in the manifest."""
+        now = time.monotonic()
+        phase, since = self._marked
+        steps = self.manifest.phase_steps
+        mine = {**steps.get(phase, {}), step: round(now - since, 2)}
+        self.manifest.phase_steps = {**steps, phase: mine}
+        self._marked = (phase, now)
+
+    def _take_turn(self) -> None:
+        """In a sequence: waits, cluster up, until the run before has been checked."""
+        assert self.opts.slot is not None
+        waited = self.opts.slot.take_turn(TURN_TIMEOUT)
+        log.info("the run before was checked; waited %.1f s for it", waited)
+
     def _phase_timeout(self, name: str) -> float | None:
         t = self.scenario.timeouts
         bounds = {
+            "turn": TURN_TIMEOUT,
             "cluster_up": t.cluster_up,
             "workload": t.workload,
             "recovery": t.recovery,
@@ -367,16 +400,19 @@ class ScenarioRun:
     def _teardown(self) -> None:
         # Signals would interrupt the cleanup itself: hold them until it is done.
         held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        self._marked = ("teardown", time.monotonic())
         try:
             for proc in self.clients.values():
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+            self._mark("clients stopped")
             try:
                 self._heal_all()
             except Exception as e:  # noqa: BLE001 - keep tearing down; say what failed
                 log.error("heal failed: %s (run `harness heal`)", e)
                 self.manifest.heal_error = str(e)
+            self._mark("faults healed")
             try:
                 self._cluster_down()
             except Exception as e:  # noqa: BLE001

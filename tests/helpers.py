@@ -94,3 +94,24 @@ def run_disturbed(
         if proc.poll() is None:
             proc.kill()
     return proc.returncode, stderr, run_dir
+
+
+def one_job_at_a_time(run: Callable[[Any], Any]) -> Callable[..., None]:
+    """A stand-in for harness.sequence.run_jobs: each job run by `run(job) -> Trial`, one after
+    another, with run_jobs's rules (on_trial says whether to go on; a job made unwanted by the
+    trial before is skipped)."""
+
+    def run_jobs(
+        jobs: Any,
+        on_trial: Callable[[Any, Any], bool],
+        pipelined: bool = True,
+        show_output: bool = False,
+        wanted: Callable[[Any], bool] = lambda _job: True,
+    ) -> None:
+        for job in jobs:
+            if not wanted(job):
+                continue
+            if not on_trial(job, run(job)):
+                return
+
+    return run_jobs

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +19,7 @@ from harness.commands.common import (
     EXIT_INTERRUPTED,
     EXIT_MISMATCH,
     KAFKA_HELP,
+    ONE_AT_A_TIME_HELP,
     SCENARIOS_DIR,
     _count,
     _csv,
@@ -28,21 +28,8 @@ from harness.commands.common import (
     _write_reports,
     err,
     out,
+    warm_checker,
 )
-
-
-@contextlib.contextmanager
-def _warm_checker() -> Iterator[None]:
-    """For a command that checks many runs: each run's check on one warm Spark Connect server
-    (the one up already, or one that ends with this command), said in a line."""
-    from checkers.engine import warm_server
-
-    with warm_server() as url:
-        if url:
-            err.print(
-                f"checker: every run's check on the warm Spark Connect at {url}", markup=False
-            )
-        yield
 
 
 def claims(
@@ -58,6 +45,9 @@ def claims(
     budget_minutes: Annotated[float, typer.Option(min=1, help="stop starting runs after")] = 240,
     run_timeout: Annotated[float, typer.Option(min=60, help="seconds one run may take")] = 1200,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    one_at_a_time: Annotated[
+        bool, typer.Option("--one-at-a-time", help=ONE_AT_A_TIME_HELP)
+    ] = False,
     dry_run: Annotated[bool, typer.Option(help="list the cells, run nothing")] = False,
     add_hunt: Annotated[
         list[Path] | None,
@@ -108,7 +98,7 @@ def claims(
             have = len(current_runs(measured.get(c.key, [])))
             out.print(f"{c.key:32} {c.expect:12} runs {have}/{c.runs}", markup=False)
         return
-    with _warm_checker():
+    with warm_checker():
         measured = run_matrix(
             chosen,
             measured_file,
@@ -117,6 +107,7 @@ def claims(
             budget_minutes * 60,
             run_timeout,
             lambda s: out.print(s, markup=False),
+            pipelined=not one_at_a_time,
         )
     hunted = hunted_section(DOCS, SCENARIOS_DIR)
     table = render_table(every, measured, machine_line(), hunted)
@@ -175,6 +166,9 @@ def chaos(
     kafka: Annotated[str | None, typer.Option(help=KAFKA_HELP)] = None,
     dry_run: Annotated[bool, typer.Option(help="print the schedule, start nothing")] = False,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    one_at_a_time: Annotated[
+        bool, typer.Option("--one-at-a-time", help=ONE_AT_A_TIME_HELP)
+    ] = False,
 ) -> None:
     """Run BASE with generated fault schedules (seeded, replayable) and judge each run.
 
@@ -210,8 +204,10 @@ def chaos(
         out.print(steps_yaml(steps), markup=False, end="")
         return
     say = functools.partial(out.print, markup=False)
-    with _warm_checker() if runs > 1 else contextlib.nullcontext():
-        found = chaos_runs(spec, options, runs, results, mode, kafka, say)
+    with warm_checker() if runs > 1 else contextlib.nullcontext():
+        found = chaos_runs(
+            spec, options, runs, results, mode, kafka, say, pipelined=not one_at_a_time
+        )
     counts = tally(found)
     say("chaos: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if counts["violation"]:
@@ -288,6 +284,9 @@ def hunt(
         typer.Option(min=60, help="seconds one run may take (default: its phases' bounds)"),
     ] = None,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    one_at_a_time: Annotated[
+        bool, typer.Option("--one-at-a-time", help=ONE_AT_A_TIME_HELP)
+    ] = False,
     into_claims: Annotated[
         bool,
         typer.Option(
@@ -350,7 +349,7 @@ def hunt(
     say = functools.partial(err.print, markup=False)
     record = Hunt(spec.id, runs, until_violation, seed, [], folder)
     extra = ["--mode", mode] if mode else []
-    with _warm_checker() if runs > 1 else contextlib.nullcontext():
+    with warm_checker() if runs > 1 else contextlib.nullcontext():
         run_hunt(
             record,
             targets,
@@ -360,6 +359,7 @@ def hunt(
             run_timeout or bound_of(spec),
             budget_minutes * 60,
             say,
+            pipelined=not one_at_a_time,
         )
     for line in table_lines(record):
         out.print(line, markup=False)
@@ -431,7 +431,7 @@ def nightly(
         paths = [find_scenario(name, SCENARIOS_DIR).resolve() for name in _csv(hunted) or ()]
         to_hunt = [(load_checked(path).scenario, path) for path in paths]
         chaos_hours = hours * (1 - HUNT_SHARE) if to_hunt else hours
-        with _warm_checker():
+        with warm_checker():
             night = run_night(
                 chosen, chaos_hours, minutes, first, results, SCENARIOS_DIR, say, shrink
             )

@@ -19,7 +19,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ParamSpec
 
@@ -60,6 +60,10 @@ KAFKA_HELP = (
 CONFIG_WINS_HELP = (
     "a --config key wins over a typed knob the scenario set to other than its default (without "
     "it, such a conflict stops the run before anything starts)"
+)
+ONE_AT_A_TIME_HELP = (
+    "start each run when the one before has ended (default: its cluster comes up while the one "
+    "before is checked; no check ever runs beside a workload)"
 )
 STRICT_HELP = "a warning (faults that may find no traffic to test) fails it, as an error does"
 MASTER_HELP = (
@@ -205,3 +209,17 @@ def run_app(app: typer.Typer) -> None:
         err.print(f"error: a bug in the harness: {type(e).__name__}: {e}", markup=False)
         raise SystemExit(EXIT_BUG) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+@contextlib.contextmanager
+def warm_checker() -> Iterator[None]:
+    """For a command that checks many runs: each run's check on one warm Spark Connect server
+    (the one up already, or one that ends with this command), said in a line."""
+    from checkers.engine import warm_server
+
+    with warm_server() as url:
+        if url:
+            err.print(
+                f"checker: every run's check on the warm Spark Connect at {url}", markup=False
+            )
+        yield

@@ -4,6 +4,7 @@ left behind)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +23,7 @@ from harness.commands.common import (
     JSON_VERDICT_HELP,
     KAFKA_HELP,
     MASTER_HELP,
+    ONE_AT_A_TIME_HELP,
     SCENARIOS_DIR,
     STRICT_HELP,
     _fail,
@@ -31,6 +33,7 @@ from harness.commands.common import (
     _write_reports,
     err,
     out,
+    warm_checker,
 )
 
 RUN_HELP = f"Run one scenario end to end and print its verdict.\n\n{EXIT_CODES_HELP}"
@@ -79,6 +82,14 @@ def run(
     strict: Annotated[bool, typer.Option("--strict", help=STRICT_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose/--quiet", "-v/-q", help=VERBOSE_HELP)] = True,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_VERDICT_HELP)] = False,
+    in_sequence: Annotated[
+        Path | None,
+        typer.Option(
+            hidden=True,
+            help="this run's folder in a sequence of runs (contract.sequence): its workload "
+            "waits for the sequence's turn, which it holds until it has been checked",
+        ),
+    ] = None,
 ) -> None:
     _setup_logging(verbose)
     import docker.errors
@@ -87,6 +98,7 @@ def run(
     from checkers.run import check_run
     from compose.cli import ComposeError
     from compose.engine import EngineLost
+    from contract.sequence import SequenceSlot, TurnTimeout
     from harness.progress import RunProgress
     from nemesis.containers import NemesisError
     from systems.evidence import prune_evidence
@@ -122,6 +134,7 @@ def run(
             seed=seed,
             config_files=tuple(f.record() for f in loaded.config_fates),
             data_cap_mib=data_cap,
+            slot=SequenceSlot(in_sequence) if in_sequence else None,
         )
         runner = make_run(spec, path, opts, RunProgress if verbose else None)
         if verbose:
@@ -140,7 +153,7 @@ def run(
         for problem in e.problems[:-1]:
             err.print(f"error: {problem}", markup=False)
         raise _fail(e.problems[-1]) from None
-    except (ComposeError, NemesisError, HistoryError) as e:
+    except (ComposeError, NemesisError, HistoryError, TurnTimeout) as e:
         _reports_of_failed(runner)
         raise _fail(str(e)) from None
     except docker.errors.DockerException as e:
@@ -225,6 +238,9 @@ def compare(
     config: Annotated[list[str] | None, typer.Option(help="as harness run --config")] = None,
     config_wins: Annotated[bool, typer.Option(help=CONFIG_WINS_HELP)] = False,
     results: Annotated[Path, typer.Option(help="results root")] = DEFAULT_ROOT,
+    one_at_a_time: Annotated[
+        bool, typer.Option("--one-at-a-time", help=ONE_AT_A_TIME_HELP)
+    ] = False,
     run_timeout: Annotated[float, typer.Option(min=60, help="seconds one run may take")] = 1800,
 ) -> None:
     """One scenario on several release lines, one run each; one table of their verdicts.
@@ -257,9 +273,18 @@ def compare(
         *(["--config-wins"] if config_wins else []),
     ]
     say = functools.partial(err.print, markup=False)
-    runs, table = compare_lines(
-        str(path), spec.id, option, lines, results.resolve(), extra, run_timeout, say
-    )
+    with warm_checker() if len(lines) > 1 else contextlib.nullcontext():
+        runs, table = compare_lines(
+            str(path),
+            spec.id,
+            option,
+            lines,
+            results.resolve(),
+            extra,
+            run_timeout,
+            say,
+            pipelined=not one_at_a_time,
+        )
     for line in table_lines(spec.id, runs):
         out.print(line, markup=False)
     out.print(f"table: {table}", markup=False)

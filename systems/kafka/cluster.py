@@ -18,6 +18,7 @@ import base64
 import json
 import re
 import secrets
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ import yaml
 from compose import clocks
 from compose.cli import ComposeError, compose
 from compose.clocks import FakeClocks
-from compose.cluster import ComposeCluster, free_ports
+from compose.cluster import STOP_GRACE, ComposeCluster, free_ports
 from compose.disks import LazyDisks
 from contract.topology import Topology
 from systems.kafka.config import (
@@ -50,6 +51,9 @@ INTERNAL_PORT, CONTROLLER_PORT, EXTERNAL_PORT, ZK_CLIENT_PORT = 9092, 9093, 1909
 # The harness's own listener on a run whose clients go through the proxy: its admin requests
 # (roles, metadata, elections) must not be delayed or dropped with the clients'.
 HARNESS_PORT = 19093
+# Seconds between two asks whether the cluster has formed: each is one cheap Admin request,
+# and every second of a run's start is a second no schedule runs.
+POLL = 0.5
 
 
 @dataclass(frozen=True)
@@ -429,8 +433,11 @@ class KafkaCluster(ComposeCluster):
             ),
         )
 
-    def up(self, timeout: float, registered: Any) -> None:
-        """Starts every container, then waits until `registered()` (every broker known)."""
+    def up(
+        self, timeout: float, registered: Any, mark: Callable[[str], None] = lambda _s: None
+    ) -> None:
+        """Starts every container, then waits until `registered()` (every broker known);
+        `mark` hears the end of each of the two."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.disks is not None:
             self.disks.mount_all()
@@ -442,6 +449,7 @@ class KafkaCluster(ComposeCluster):
             compose(self.compose_file, ["up", "-d"], {}, timeout=timeout)
 
         self.start_on_free_subnet(start)
+        mark("containers started")
         from contract.wait import wait_until
 
         exited: dict[str, str] = {}
@@ -452,7 +460,7 @@ class KafkaCluster(ComposeCluster):
             exited.update(self._exited())
             return bool(exited)
 
-        if not wait_until(registered_or_exited, timeout, interval=2):
+        if not wait_until(registered_or_exited, timeout, interval=POLL):
             stopped = [n for n, c in self.containers().items() if c.status != "running"]
             detail = f"; containers not running: {', '.join(sorted(stopped))}" if stopped else ""
             raise ComposeError(
@@ -464,6 +472,7 @@ class KafkaCluster(ComposeCluster):
             raise ComposeError(f"{node} exited while the cluster formed: {last}")
         if self.clocks is not None:
             self.check_fake_clocks(self.clocks.offsets)
+        mark("brokers registered")
 
     def _exited(self) -> dict[str, str]:
         """Nodes whose container has exited, with the last line each wrote."""
@@ -489,7 +498,7 @@ class KafkaCluster(ComposeCluster):
             if self.compose_file.exists():
                 compose(
                     self.compose_file,
-                    [*profile, "down", "-v", "--remove-orphans", "-t", "5"],
+                    [*profile, "down", "-v", "--remove-orphans", "-t", STOP_GRACE],
                     {},
                     timeout,
                 )

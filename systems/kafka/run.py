@@ -20,7 +20,7 @@ from systems.evidence import write_index
 from systems.kafka import evidence
 from systems.kafka.admin import ADMIN_LOG, KafkaAdmin
 from systems.kafka.clients_run import KafkaClientsRun
-from systems.kafka.cluster import KafkaCluster
+from systems.kafka.cluster import POLL, KafkaCluster
 from systems.kafka.config import KafkaClusterConfig, mode_refusal
 from systems.kafka.configdefs import has_definitions
 from systems.kafka.membership import Membership
@@ -134,7 +134,7 @@ class KafkaRun(KafkaClientsRun):
         self.manifest.write(self.run_dir)
         self.admin = admin = KafkaAdmin(cluster, c.topic, self.paths.logs / ADMIN_LOG)
         expected = self._first_brokers()
-        cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected)
+        cluster.up(t.cluster_up, lambda: admin.registered_brokers() >= expected, self._mark)
         self.manifest.cluster_network = f"{cluster.net_prefix}.0/24"
         self.manifest.images["kafka"]["version"] = cluster.kafka_version()
         if c.transaction_version is not None:
@@ -143,6 +143,7 @@ class KafkaRun(KafkaClientsRun):
             except ComposeError as e:
                 raise ScenarioError(str(e)) from None
         self.manifest.kafka_features = cluster.feature_levels()
+        self._mark("features read")
         topic_config = c.topic_properties()
         for topic in self.topics():
             admin.create_topic(
@@ -153,8 +154,10 @@ class KafkaRun(KafkaClientsRun):
                 t.cluster_up,
                 name=topic,
             )
-        if not wait_until(admin.fully_in_sync, t.cluster_up, interval=1):
+        self._mark("topics created")
+        if not wait_until(admin.fully_in_sync, t.cluster_up, interval=POLL):
             raise ScenarioError(f"topic {c.topic} never had a leader and full ISR everywhere")
+        self._mark("leaders and ISR settled")
         self.manifest.topic_config = topic_config
         net = Nemesis(
             cluster.topology(),
@@ -191,6 +194,7 @@ class KafkaRun(KafkaClientsRun):
             "nodes": [n.__dict__ for n in cluster.nodes],
             "quorum": list(cluster.quorum),
         }
+        self._mark("nemesis and watch ready")
 
     def _first_brokers(self) -> set[int]:
         """The brokers the cluster starts with: every one but the spares."""
@@ -261,8 +265,10 @@ class KafkaRun(KafkaClientsRun):
             found = evidence.collect(
                 self.cluster.containers(), nodes, topics, out, self.opts.data_cap_mib
             )
+            self._mark("evidence copied")
             if self._transactional():
                 self._find_hanging(self.cluster, out, found)
+                self._mark("hanging transactions listed")
             zookeepers = [n.name for n in self.cluster.nodes if n.role == "zookeeper"]
             if zookeepers:
                 found += evidence.collect_zookeeper(self.cluster, zookeepers, out)
@@ -272,6 +278,7 @@ class KafkaRun(KafkaClientsRun):
         try:
             evidence.decode_all(self.cluster.images["kafka"], topics, out, found)
             write_index(out, found, time.monotonic() - started)
+            self._mark("evidence decoded")
         except Exception as e:  # noqa: BLE001
             log.error("the nodes' evidence was not decoded: %s", e)
 

@@ -17,7 +17,7 @@ import docker.errors
 from compose import clocks
 from compose.cli import ComposeError, compose
 from compose.clocks import FakeClocks
-from compose.cluster import ComposeCluster, free_ports
+from compose.cluster import STOP_GRACE, ComposeCluster, free_ports
 from compose.disks import LazyDisks
 from compose.releases import RELEASE_PATTERN, setup_releases
 from contract.topology import Endpoint, Topology
@@ -301,7 +301,7 @@ class RabbitMQCluster(ComposeCluster):
         # The load balancer's profile, so that down takes it too when it ran.
         env = {**(self._env or {"BJ_PROJECT": self.project}), "COMPOSE_PROFILES": LOAD_BALANCER}
         try:
-            args = ["down", "-v", "--remove-orphans", "-t", "5"]
+            args = ["down", "-v", "--remove-orphans", "-t", STOP_GRACE]
             compose(COMPOSE_FILE, args, env, timeout, overrides=self.overrides)
         finally:
             if self.disks is not None:

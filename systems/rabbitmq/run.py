@@ -134,6 +134,7 @@ class RabbitMQRun(ScenarioRun):
         )
         self.manifest.write(self.run_dir)
         self.cluster.up(self.scenario.timeouts.cluster_up)
+        self._mark("nodes healthy and clustered")
         self.manifest.cluster_network = f"{self.cluster.net_prefix}.0/24"
         self.manifest.images["rabbitmq"]["version"] = self.cluster.server_version()
         self.manifest.images["nemesis_tools"] = {"name": self.opts.tools_image}
@@ -164,6 +165,7 @@ class RabbitMQRun(ScenarioRun):
             )
         except DeclareRefused as e:
             raise ScenarioError(f"workload.queue_arguments: {e}") from None
+        self._mark("policies and queues declared")
         self.nemesis = Nemesis(
             self.cluster.topology(),
             self.opts.tools_image,
@@ -178,6 +180,7 @@ class RabbitMQRun(ScenarioRun):
             functools.partial(self.cluster.membership.restore, self.nemesis)
         )
         self.manifest.topology = asdict(self.cluster.topology())
+        self._mark("nemesis ready")
 
     def _check_conf_against_the_image(self, cluster: RabbitMQCluster) -> None:
         """The rabbitmq.conf keys against the release of the image this run starts, before
@@ -245,6 +248,7 @@ class RabbitMQRun(ScenarioRun):
     def _cluster_down(self) -> None:
         if self.cluster is not None:
             self._collect_evidence(self.cluster)
+            self._mark("evidence read")
         super()._cluster_down()
         if self.cluster is None or self.scenario.cluster.queue_type != "mirrored":
             return

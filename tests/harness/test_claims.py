@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ from harness.claims import (
     select,
     still_to_run,
 )
-from tests.helpers import ROOT
+from harness.sequence import Trial
+from tests.helpers import ROOT, one_job_at_a_time
 
 
 def verdict(expect: str, outcome: str, matched: bool, lost: int = 0) -> dict[str, Any]:
@@ -304,7 +306,7 @@ def test_the_matrix_resumes_and_stops_at_its_budget(
         ran.append(cell.key)
         return run("reproduced")
 
-    monkeypatch.setattr(claims, "run_cell_once", fake_run)
+    run_cells_with(monkeypatch, fake_run)
     measured_file = tmp_path / "m.json"
     cells = [Cell("K1", "K1", "loss", "zk", "3.9", 3), Cell("K4", "K4", "safe", "kraft", "3.9", 1)]
     save_measured(measured_file, {"K1/zk/3.9": [run("reproduced")]})
@@ -334,7 +336,7 @@ def test_the_matrix_runs_again_a_cell_whose_runs_lack_the_final_read(
         ran.append(cell.key)
         return run("reproduced", lost=4)
 
-    monkeypatch.setattr(claims, "run_cell_once", fake_run)
+    run_cells_with(monkeypatch, fake_run)
     measured_file = tmp_path / "m.json"
     old = run("reproduced", lost=2820, final_read=False)
     cells = [
@@ -358,12 +360,11 @@ def test_the_matrix_runs_again_a_cell_whose_runs_lack_the_final_read(
 def test_the_table_renders_again_from_the_json_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import harness.claims as claims
 
     def no_run(cell: Cell, results: Path, timeout: float) -> RunRecord:
         raise AssertionError(f"rendering ran {cell.key}")
 
-    monkeypatch.setattr(claims, "run_cell_once", no_run)
+    run_cells_with(monkeypatch, no_run)
     on_44 = RunRecord("results/K1/2", "2026-11-24 05:20", 150.0, "reproduced", "4.4.0", 900, 2839)
     save_measured(tmp_path / "claims-results.json", {"K1/kraft/4.4": [on_44]})
     before = (tmp_path / "claims-results.json").read_text()
@@ -430,7 +431,7 @@ def test_a_cell_whose_runs_never_count_does_not_spend_the_sitting(
         ran.append(cell.key)
         return run("reproduced", final_read=False if cell.claim == "K1" else True)
 
-    monkeypatch.setattr(claims, "run_cell_once", fake_run)
+    run_cells_with(monkeypatch, fake_run)
     cells = [Cell("K1", "K1", "loss", "zk", "3.9", 3), Cell("K4", "K4", "safe", "kraft", "3.9", 1)]
     claims.run_matrix(cells, tmp_path / "m.json", tmp_path, False, 60, 100, lambda _: None)
     assert ran == ["K1/zk/3.9", "K4/kraft/3.9", "K1/zk/3.9", "K1/zk/3.9"]
@@ -442,7 +443,7 @@ def test_a_run_without_a_verdict_is_made_again_next_sitting(
     import harness.claims as claims
 
     ran: list[str] = []
-    monkeypatch.setattr(claims, "run_cell_once", lambda c, r, t: ran.append(c.key) or run("error"))
+    run_cells_with(monkeypatch, lambda c, r, t: ran.append(c.key) or run("error"))
     cells = [Cell("K24", "K24", "safe", "kraft", "4.4", 1)]
     claims.run_matrix(cells, tmp_path / "m.json", tmp_path, False, 60, 100, lambda _: None)
     assert ran == ["K24/kraft/4.4"]  # once this sitting, though it measured nothing
@@ -450,4 +451,17 @@ def test_a_run_without_a_verdict_is_made_again_next_sitting(
     assert (
         ran == ["K24/kraft/4.4"] * 2
         and len(load_measured(tmp_path / "m.json")["K24/kraft/4.4"]) == 2
+    )
+
+
+def run_cells_with(
+    monkeypatch: pytest.MonkeyPatch, fake_run: Callable[[Cell, Path, float], RunRecord]
+) -> None:
+    """The matrix's runs made by `fake_run(cell, results, timeout)`, one at a time."""
+    import harness.claims as claims
+
+    no_trial = Trial(None, 0.0, None, None)
+    monkeypatch.setattr(claims, "run_jobs", one_job_at_a_time(lambda _job: no_trial))
+    monkeypatch.setattr(
+        claims, "record_of_trial", lambda cell, _trial, results: fake_run(cell, results, 0.0)
     )

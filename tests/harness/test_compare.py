@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.compare import LineRun, table_lines, write_table
-from harness.trial import Trial
+from harness.sequence import Trial
 from tests.helpers import ROOT
 
 

@@ -30,11 +30,11 @@ from harness.hunt import (
     wilson_interval,
 )
 from harness.nightly import Night, hunt_night, summary_markdown
-from harness.trial import Trial
+from harness.sequence import Job, Trial
 from systems.registry import find_scenario, load_scenario
 from systems.scenario import ScenarioError
 from tests.harness.test_shrink import run_dir_of
-from tests.helpers import ROOT, harness
+from tests.helpers import ROOT, harness, one_job_at_a_time
 
 pytestmark = pytest.mark.unit
 
@@ -107,6 +107,15 @@ def planted_runs(
     return run_once, given
 
 
+def plant(monkeypatch: pytest.MonkeyPatch, planted: Callable[..., Trial]) -> None:
+    """The hunt's runs made by `planted` (run_once's arguments), one at a time."""
+
+    def run(job: Job) -> Trial:
+        return planted(job.scenario, job.scenario_id, job.results, job.timeout, list(job.extra))
+
+    monkeypatch.setattr(hunting, "run_jobs", one_job_at_a_time(run))
+
+
 @pytest.fixture
 def quiet_heal(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     healed: list[str] = []
@@ -124,7 +133,7 @@ def a_hunt(
     lines: tuple[str | None, ...] = (None,),
 ) -> tuple[Hunt, list[list[str]]]:
     planted, given = planted_runs(tmp_path, verdicts)
-    monkeypatch.setattr(hunting, "run_once", planted)
+    plant(monkeypatch, planted)
     record = Hunt("K4", runs, until_violation, seed, [], tmp_path / "hunt" / "K4-now")
     targets = [Target(line, None, SCENARIOS / "K4.yaml") for line in lines]
     run_hunt(record, targets, "--kafka", [], tmp_path, 600, 3600, lambda _s: None)
@@ -221,7 +230,7 @@ def test_no_run_starts_once_the_budget_is_spent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     planted, given = planted_runs(tmp_path, every_fourth)
-    monkeypatch.setattr(hunting, "run_once", planted)
+    plant(monkeypatch, planted)
     record = Hunt("K4", 20, False, None, [], tmp_path / "hunt")
     target = Target(None, None, SCENARIOS / "K4.yaml")
     run_hunt(record, [target], "--kafka", [], tmp_path, 600, 0, lambda _s: None)
@@ -305,7 +314,7 @@ def test_nightly_hunts_its_scenarios_in_what_is_left_of_the_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     planted, given = planted_runs(tmp_path, every_fourth)
-    monkeypatch.setattr(hunting, "run_once", planted)
+    plant(monkeypatch, planted)
     k4 = SCENARIOS / "K4.yaml"
     night, said = Night("2026-01-01"), []
     hunt_night(night, [(load_scenario(k4), k4)], time.monotonic() + 3600, 4, tmp_path, print)

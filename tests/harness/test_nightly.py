@@ -13,7 +13,7 @@ from chaos.schedule import chaos_scenario
 from harness import nightly
 from harness.chaos import ChaosResult
 from harness.nightly import MATRIX, Base, Night, first_seed_of, run_night, write_night
-from harness.trial import Trial
+from harness.sequence import Trial
 from systems.registry import find_scenario, load_scenario
 from tests.helpers import ROOT
 
@@ -88,7 +88,7 @@ def test_a_night_too_short_for_a_bases_warmup_stops_before_its_first_run(
     def no_cluster(*_a: Any, **_k: Any) -> Any:
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(nightly, "chaos_runs", no_cluster)
+    monkeypatch.setattr(nightly, "run_jobs", no_cluster)
     bases = (SAFE, Base("chaos/kafka-txn-eos", "kraft"))
     with pytest.raises(ChaosError, match=r"chaos/kafka-txn-eos \(kraft\): .*25 s of warmup"):
         run_night(bases, 1, 0.5, 1, tmp_path, ROOT / "scenarios", lambda _s: None)

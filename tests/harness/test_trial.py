@@ -31,8 +31,8 @@ def test_a_campaign_killed_outright_stops_its_run_with_sigterm(tmp_path: Path) -
     campaign = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from harness import trial\n"
-        f"trial.run_argv = lambda *_: [sys.executable, '-c', {RUN!r}, {str(said)!r}, "
+        "from harness import sequence, trial\n"
+        f"sequence.Job.argv = lambda *_: [sys.executable, '-c', {RUN!r}, {str(said)!r}, "
         f"{str(pid_file)!r}]\n"
         f"trial.run_once('x', 'x', Path({str(tmp_path)!r}), timeout=60)\n"
     )
