@@ -87,6 +87,11 @@ def _retry_until(deadline: float) -> Retrying:
 
 
 POLL_IDLE_S = 0.1  # a polling consumer's pause after basic.get found the queue empty
+# Draining, a consumer quiet this long, with everything it logged acknowledged, asks the broker
+# whether the queue holds anything more: an empty queue ends its drain there, not after the
+# whole quiet period (the run asks the broker again once every consumer ended, and sends a fresh
+# consumer to a queue that is not empty after all).
+EMPTY_AFTER_S = 1.0
 
 # ---- publisher ---------------------------------------------------------------------------
 
@@ -315,8 +320,9 @@ class Consumer:
     """Consumes with manual acks; logs each delivery before acking it.
 
     Until told to drain (SIGUSR1) it waits `delay` per message to build a backlog; draining,
-    it reads without delay until the queue stays quiet for `drain_quiet` seconds while
-    connected, or `drain_timeout` passes.
+    it reads without delay until the broker says the queue is empty (EMPTY_AFTER_S after its
+    last delivery), or it stays quiet for `drain_quiet` seconds while connected, or
+    `drain_timeout` passes.
     """
 
     cfg: ConsumerConfig
@@ -412,8 +418,25 @@ class Consumer:
                 break
             if method is None:
                 self._ack_pending(channel)
+                if self._broker_says_empty(channel):
+                    self.finished = True
+                    break
                 continue
             self._delivered(conn, channel, ep, method, props, body)
+
+    def _broker_says_empty(self, channel: Any) -> bool:
+        """Draining, quiet for EMPTY_AFTER_S, nothing unacknowledged: whether the broker counts
+        no message ready in the queue. Not for a stream, which keeps what was read: quiet alone
+        ends its drain."""
+        if not self.draining or self.cfg.stream or self.unacked:
+            return False
+        if time.monotonic() - self.last_activity < EMPTY_AFTER_S:
+            return False
+        try:
+            declared = channel.queue_declare(self.cfg.queue, passive=True)
+        except CONNECTION_ERRORS:
+            return False  # the session's own error handling takes it from here
+        return int(declared.method.message_count) == 0
 
     def _poll(self, conn: Any, channel: Any, ep: Endpoint) -> None:
         """basic.get until told to stop; an empty queue is asked again after POLL_IDLE_S."""
@@ -421,6 +444,8 @@ class Consumer:
             method, props, body = channel.basic_get(self.cfg.queue, auto_ack=self.cfg.ack == "auto")
             if method is None:
                 self._ack_pending(channel)
+                if self._broker_says_empty(channel):
+                    break
                 conn.sleep(POLL_IDLE_S)
                 continue
             self._delivered(conn, channel, ep, method, props, body)

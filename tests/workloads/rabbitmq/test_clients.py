@@ -64,3 +64,38 @@ def test_a_dead_lettered_delivery_says_why_and_another_says_nothing() -> None:
     assert death_reason(first) == "expired" and death_reason(listed) == "rejected"
     assert death_reason(SimpleNamespace(headers=None)) is None
     assert death_reason(SimpleNamespace(headers={"x-death": "odd"})) is None
+
+
+class CountingChannel:
+    """A channel whose passive declare counts `ready` messages in the queue."""
+
+    def __init__(self, ready: int) -> None:
+        self.ready, self.asked = ready, 0
+
+    def queue_declare(self, queue: str, passive: bool = False) -> SimpleNamespace:
+        assert passive and queue == "q"
+        self.asked += 1
+        return SimpleNamespace(method=SimpleNamespace(message_count=self.ready))
+
+
+def test_a_draining_consumer_ends_when_the_broker_says_its_queue_is_empty(tmp_path: Path) -> None:
+    import time
+
+    c = consumer(tmp_path, stream=False)
+    empty, full = CountingChannel(0), CountingChannel(3)
+    assert not c._broker_says_empty(empty) and empty.asked == 0  # not draining yet
+    c.start_drain()
+    assert not c._broker_says_empty(empty) and empty.asked == 0  # not quiet long enough
+    c.last_activity = time.monotonic() - 2
+    assert not c._broker_says_empty(full) and full.asked == 1
+    assert c._broker_says_empty(empty)
+    c.unacked = 1  # what it logged must be acknowledged first
+    assert not c._broker_says_empty(empty)
+
+
+def test_a_draining_stream_reader_never_asks_the_queue_depth(tmp_path: Path) -> None:
+    c = consumer(tmp_path, stream=True)
+    c.start_drain()
+    c.last_activity -= 60
+    channel = CountingChannel(0)
+    assert not c._broker_says_empty(channel) and channel.asked == 0
