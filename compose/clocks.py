@@ -23,6 +23,14 @@ from pathlib import Path
 # multiarch path here, so one path holds on every architecture).
 LIBRARY = "/usr/local/lib/faketime/libfaketime.so.1"
 CONTAINER_DIR = "/run/brokerjepsen-clock"  # the node's clock directory, as its processes see it
+# libfaketime 0.9.10 (Debian's) shares a state between a node's processes through a POSIX
+# semaphore and shared memory, made by the first preloaded process and removed when it exits,
+# or when any fork of it exits (a shell's subshell): the processes started after that cannot
+# open them and exit at once (kafka1 "exited while the cluster formed": "libfaketime: In
+# ft_shm_init(), sem_open failed and recreation attempts failed"). That state serves rates and
+# increments, which a clock here never uses (an offset read from the file); on a read-only
+# /dev/shm the library cannot make it, and goes without it, silently, by design.
+SHM_DIR = "/dev/shm"
 FILE = "faketime"
 # libfaketime reads the file again on the first call in each new second of true time (cache
 # duration 0: its cache lasts while the whole second is the same); a step's ok is written after
@@ -88,8 +96,21 @@ class FakeClocks:
         """The host's directory mounted as the node's CONTAINER_DIR."""
         return self.base / node
 
+    @property
+    def no_shm(self) -> Path:
+        """An empty directory of the host's, mounted read-only as every node's /dev/shm."""
+        return self.base / ".no-shm"
+
+    def volumes(self, node: str) -> list[str]:
+        """The node's mounts: its clock's directory, and a /dev/shm libfaketime cannot write."""
+        return [
+            f"{self.directory(node).resolve()}:{CONTAINER_DIR}:ro",
+            f"{self.no_shm.resolve()}:{SHM_DIR}:ro",
+        ]
+
     def prepare(self) -> None:
         """Every node's clock true (before the containers start: each reads it at once)."""
+        self.no_shm.mkdir(parents=True, exist_ok=True)
         for node in self.offsets:
             self.offsets[node] = 0.0
             write_offset(self.directory(node), 0.0)

@@ -102,7 +102,8 @@ def test_no_cycle_between_top_level_packages() -> None:
 
 
 def test_nothing_below_harness_imports_it() -> None:
-    importers = [p for p, deps in package_graph().items() if "harness" in deps]
+    # The benchmarks measure the product from outside it (ALLOWED), harness included.
+    importers = [p for p, deps in package_graph().items() if "harness" in deps and p != "bench"]
     assert not importers
 
 

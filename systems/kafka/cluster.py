@@ -187,10 +187,10 @@ def render_compose(
     net_prefix: str,
     cluster_id: str,
     data_mounts: dict[str, Path] | None = None,
-    clock_dirs: dict[str, Path] | None = None,
+    clock_mounts: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
-    to mount as the named nodes' log directories; `clock_dirs`: the host directories of the
+    to mount as the named nodes' log directories; `clock_mounts`: the mounts of the
     named nodes' fake clocks (compose.clocks), whose processes then run under libfaketime."""
     services: dict[str, Any] = {}
     nodes = nodes_of(cfg, net_prefix)
@@ -210,11 +210,9 @@ def render_compose(
             # Declared, not started by `up`: a service of a profile starts only when named
             # (KafkaCluster.start_spare).
             service["profiles"] = [SPARE_PROFILE]
-        if clock_dirs and node.name in clock_dirs:
+        if clock_mounts and node.name in clock_mounts:
             service["environment"] = {**service["environment"], **clocks.environment()}
-            service.setdefault("volumes", []).append(
-                f"{clock_dirs[node.name]}:{clocks.CONTAINER_DIR}:ro"
-            )
+            service.setdefault("volumes", []).extend(clock_mounts[node.name])
         if node.role in ("broker", "combined"):
             mine = ports[node.node_id]
             service["ports"] = [f"127.0.0.1:{mine.published}:{EXTERNAL_PORT}"]
@@ -426,11 +424,7 @@ class KafkaCluster(ComposeCluster):
             self.net_prefix,
             self.cluster_id,
             {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,
-            (
-                {n: self.clocks.directory(n).resolve() for n in self.clocks.offsets}
-                if self.clocks
-                else None
-            ),
+            ({n: self.clocks.volumes(n) for n in self.clocks.offsets} if self.clocks else None),
         )
 
     def up(

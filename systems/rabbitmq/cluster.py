@@ -290,7 +290,7 @@ class RabbitMQCluster(ComposeCluster):
         services = {
             n: {
                 "environment": clocks.environment(),
-                "volumes": [f"{fake.directory(n).resolve()}:{clocks.CONTAINER_DIR}:ro"],
+                "volumes": fake.volumes(n),
             }
             for n in self.nodes
         }

@@ -131,8 +131,9 @@ def test_rabbitmqs_clock_steps_reach_the_common_nemesis() -> None:
 def kafka_compose(fake_clock: bool, tmp_path: Path) -> dict[str, Any]:
     cfg = KafkaClusterConfig(mode="kraft-dedicated", fake_clock=fake_clock)
     ports = {i: BrokerPorts(19000 + i, 19000 + i) for i in (1, 2, 3)}
-    dirs = {n: tmp_path / n for n in ("controller1", "kafka1")} if fake_clock else None
-    return render_compose(cfg, "p", {"kafka": "img"}, ports, "10.9.0", "id", None, dirs)
+    fake = clocks.FakeClocks(tmp_path, ["controller1", "kafka1"])
+    mounts = {n: fake.volumes(n) for n in fake.offsets} if fake_clock else None
+    return render_compose(cfg, "p", {"kafka": "img"}, ports, "10.9.0", "id", None, mounts)
 
 
 def test_kafka_nodes_run_under_libfaketime_only_when_asked(tmp_path: Path) -> None:
@@ -141,7 +142,11 @@ def test_kafka_nodes_run_under_libfaketime_only_when_asked(tmp_path: Path) -> No
     faked = kafka_compose(True, tmp_path)["services"]
     for node in ("controller1", "kafka1"):
         assert faked[node]["environment"].items() >= clocks.environment().items()
-        assert faked[node]["volumes"] == [f"{tmp_path / node}:{clocks.CONTAINER_DIR}:ro"]
+        assert faked[node]["volumes"] == [
+            f"{(tmp_path / 'clocks' / node).resolve()}:{clocks.CONTAINER_DIR}:ro",
+            # libfaketime cannot share a state its first process would take with it
+            f"{(tmp_path / 'clocks' / '.no-shm').resolve()}:/dev/shm:ro",
+        ]
         assert faked[node]["environment"]["KAFKA_NODE_ID"]  # its own variables kept
     assert "LD_PRELOAD" not in faked["kafka2"]["environment"]  # a node given no clock
 
@@ -154,6 +159,9 @@ def test_rabbitmqs_clock_override_puts_each_node_on_its_own_clock_file(tmp_path:
     assert set(services) == {"rabbit1", "rabbit2"}
     assert services["rabbit2"] == {
         "environment": clocks.environment(),
-        "volumes": [f"{(tmp_path / 'clocks' / 'rabbit2').resolve()}:{clocks.CONTAINER_DIR}:ro"],
+        "volumes": [
+            f"{(tmp_path / 'clocks' / 'rabbit2').resolve()}:{clocks.CONTAINER_DIR}:ro",
+            f"{(tmp_path / 'clocks' / '.no-shm').resolve()}:/dev/shm:ro",
+        ],
     }
     assert ClusterConfig(partition_handling=None).fake_clock is False
