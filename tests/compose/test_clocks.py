@@ -1,5 +1,5 @@
 """The fake clocks' files: the line libfaketime reads, replaced whole, readable by the broker's
-user; and, where the library is installed, that libfaketime reads our line as we mean it."""
+user; and, in a container of our image, that libfaketime reads our line as we mean it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 
 from compose import clocks
 from compose.clocks import FakeClocks, faketime_line, write_offset
+from systems.rabbitmq.cluster import LOCAL_IMAGE
+from tests.conftest import missing
 
 
 @pytest.mark.parametrize(
@@ -75,31 +77,30 @@ def test_the_environment_leaves_the_monotonic_clock_alone_and_reads_the_file_eac
     assert not any(k == "FAKETIME" or k == "FAKETIME_XRESET" for k in env)
 
 
-# Debian's package (libfaketime), where this machine has it: the images carry the same one.
-DEBIAN_LIBRARY = next(
-    (p for p in Path("/usr/lib").glob("*/faketime/libfaketime.so.1") if p.exists()), None
-)
+@pytest.mark.cluster
+def test_an_images_libfaketime_reads_our_line_ahead_and_behind(tmp_path: Path) -> None:
+    """In a container of the local RabbitMQ image (every image carries the same Debian package),
+    with the environment and mounts a fake-clock node gets: `date` reads the file's offset, a
+    second later too, ahead and behind; the host's clock is untouched."""
+    docker = shutil.which("docker")
+    if docker is None or subprocess.run([docker, "image", "inspect", LOCAL_IMAGE],
+                                        capture_output=True).returncode != 0:  # fmt: skip
+        missing(f"no Docker engine or no image {LOCAL_IMAGE} (make setup)")
+    fake = FakeClocks(tmp_path, ["n1"])
+    fake.prepare()
+    env = [f"--env={k}={v}" for k, v in clocks.environment().items()]
+    mounts = [f"--volume={v}" for v in fake.volumes("n1")]
+    script = "date +%s; sleep 1.5; date +%s"
+    argv = [docker, "run", "--rm", *env, *mounts, "--entrypoint", "sh", LOCAL_IMAGE, "-c", script]
 
+    def run_with(offset: float) -> list[float]:
+        fake.set_offset(["n1"], offset)
+        started = time.time()
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+        return [int(x) - started for x in out.stdout.split()]
 
-@pytest.mark.skipif(DEBIAN_LIBRARY is None, reason="libfaketime is not installed here")
-def test_libfaketime_reads_our_line_and_follows_a_new_file_within_a_second(
-    tmp_path: Path,
-) -> None:
-    date = shutil.which("date")
-    assert date is not None and DEBIAN_LIBRARY is not None
-    env = {
-        **os.environ,
-        **clocks.environment(),
-        "LD_PRELOAD": str(DEBIAN_LIBRARY),
-        "FAKETIME_TIMESTAMP_FILE": str(tmp_path / clocks.FILE),
-    }
-
-    def skew() -> float:
-        out = subprocess.run([date, "+%s"], env=env, capture_output=True, text=True, check=True)
-        return int(out.stdout) - time.time()
-
-    write_offset(tmp_path, 3600)
-    assert 3598 < skew() < 3602
-    write_offset(tmp_path, -7200.5)
-    assert -7203 < skew() < -7198
-    assert abs(int(subprocess.check_output([date, "+%s"], text=True)) - time.time()) < 2
+    first, later = run_with(3600)
+    assert 3597 < first < 3605 and 3597 < later < 3607
+    first, _ = run_with(-7200.5)
+    assert -7204 < first < -7195
+    assert abs(int(subprocess.check_output(["date", "+%s"], text=True)) - time.time()) < 2

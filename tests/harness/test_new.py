@@ -101,7 +101,6 @@ EXAMPLES = {
         "release",
         "flush_messages",
         "lazy_disks",
-        "fake_clock",
         "transaction_version",
         "broker_config",
         "broker_overrides",
