@@ -31,6 +31,8 @@ kafka-leader-election tools  org.apache.kafka.tools.LeaderElectionCommand kafka.
 kafka-consumer-groups tools  org.apache.kafka.tools.consumer.group.ConsumerGroupCommand kafka.admin.ConsumerGroupCommand
 kafka-features        tools  org.apache.kafka.tools.FeatureCommand kafka.admin.FeatureCommand
 kafka-get-offsets     tools  org.apache.kafka.tools.GetOffsetShell kafka.tools.GetOffsetShell
+kafka-reassign-partitions tools org.apache.kafka.tools.reassign.ReassignPartitionsCommand kafka.admin.ReassignPartitionsCommand
+kafka-cluster         tools  org.apache.kafka.tools.ClusterTool kafka.tools.ClusterTool
 "
 
 present() { [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$1" >/dev/null 2>&1; }
