@@ -261,12 +261,12 @@ class KafkaAdmin:
             ConfigResource(ResourceType.TOPIC, t, incremental_configs=deleted(TOPIC_THROTTLES))
             for t in topics
         ]
-        if not resources:
-            return
-        futures = self.admin.incremental_alter_configs(resources)
         failed = []
-        for resource, future in futures.items():
+        # One resource a call: librdkafka refuses two brokers' in one ("Only one ConfigResource
+        # of type BROKER is allowed per call").
+        for resource in resources:
             try:
+                (future,) = self.admin.incremental_alter_configs([resource]).values()
                 future.result(timeout=30)
             except Exception as e:  # noqa: BLE001 - each said; a broker down keeps its own
                 failed.append(f"{resource.name}: {e}")
