@@ -57,6 +57,8 @@ class StepTargets:
         if step.shape is not None:
             return self._drawn_sides(net, step)
         if not any(is_role(n) for names in fields.values() for n in names):
+            if step.label:  # a label of named nodes: what a later step's @label names
+                self.labels[step.label] = list(step.nodes or step.from_)
             return step
         leader_and_members: tuple[str, list[str]] | None = None
         drawn: str | None = None  # one node a step, whichever of its fields names it

@@ -164,3 +164,11 @@ nemesis: [{at: 1, op: delay, target: [rabbit1], delay_ms: 100}]
 """
     with pytest.raises(Exception, match="HAProxy alone"):
         parse_scenario(text)
+
+
+def test_a_label_of_named_nodes_is_what_a_later_steps_label_names() -> None:
+    net, control, targets = SimpleNamespace(history=History()), Leaders(), StepTargets("q")
+    full = step(op="kill", nodes=["rabbit3"], label="full")
+    assert targets.resolve(net, control, full) is full  # type: ignore[arg-type]
+    start = targets.resolve(net, control, step(op="start", nodes=["@full"]))  # type: ignore[arg-type]
+    assert start.nodes == ["rabbit3"] and control.asked == 0
