@@ -45,6 +45,8 @@ class ClusterShape:
     restartable: tuple[str, ...] = ()
     # RabbitMQ: the clients reach the nodes through HAProxy alone (no path of theirs to fault).
     load_balancer: bool = False
+    # RabbitMQ: the workload's queues are quorum queues (their members can be grown back).
+    quorum_queues: bool = False
 
 
 @dataclass(frozen=True)
@@ -317,6 +319,21 @@ def _disk(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, He
     return fault, [{"op": "disk-ok", **again}, {"op": "restart", **again}]
 
 
+def _forget_node(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+    """A node taken out of the cluster (its quorum queue members go with it), then added back
+    and its members grown back, as an operator replacing a node would: the next fault meets a
+    cluster whose queues have all their members again."""
+    fault: Step = {"op": "forget-node", **_target(rng, shape)}
+    if _aims_at_a_role(shape, fault):
+        fault["label"] = label
+    again = _again(shape, fault, label)
+    return fault, [{"op": "add-node", **again}, {"op": "grow-queue", **again}]
+
+
+def _has_quorum_queues(shape: ClusterShape) -> bool:
+    return shape.quorum_queues
+
+
 def _has_lazy_disks(shape: ClusterShape) -> bool:
     return shape.lazy_disks
 
@@ -343,6 +360,9 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         # Asked for by name: a base drawn without them draws the schedule it always drew.
         Family("client-path", "network", _client_path, default=False),
         Family("clients", "client", _client_bounce, _has_restartable_clients, default=False),
+        # Replicas moved while the workload runs (a one-off: the end of the run clears what a
+        # reassignment leaves); by name only.
+        Family("membership", "process", _once("reassign"), default=False),
     ),
     "rabbitmq": (
         Family("partition", "network", _partition),
@@ -353,6 +373,8 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("power-loss", "process", _once("power-loss"), _has_lazy_disks),
         Family("disk", "process", _disk, _has_lazy_disks, default=False),
         Family("client-path", "network", _client_path, _has_client_paths, default=False),
+        # A node out of the cluster (forgotten) and added back; by name only.
+        Family("membership", "process", _forget_node, _has_quorum_queues, default=False),
     ),
     "kafka-mock": (
         # The mock's heal ends every fault at once: one of them at a time.

@@ -52,6 +52,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             lazy_disks=base.cluster.lazy_disks,
             roles=RABBITMQ_ROLES if leader else (),
             load_balancer=base.cluster.load_balancer,
+            quorum_queues=base.cluster.queue_type == "quorum",
         )
     brokers = tuple(str(i) for i in range(1, base.cluster.brokers + 1))
     return ClusterShape("kafka-mock", brokers, brokers, partitions=base.cluster.partitions)

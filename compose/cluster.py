@@ -99,7 +99,9 @@ class ComposeCluster:
         except subprocess.TimeoutExpired:
             raise ComposeError(f"{what} on {node} timed out") from None
         if result.returncode != 0:
-            lines = (result.stderr or result.stdout).strip().splitlines()
+            # A line that only says "Error:" (rabbitmqctl's first) names nothing: the next does.
+            text = (result.stderr or result.stdout).strip().splitlines()
+            lines = [ln for ln in text if ln.strip() and ln.strip() != "Error:"]
             raise ComposeError(f"{what} on {node}: {lines[line] if lines else '?'}")
         return result.stdout
 

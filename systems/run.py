@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import docker
 
+from compose.cli import ComposeError
 from compose.engine import EngineLost, EngineWatch
 from compose.proxy import ProxyServer
 from contract import VERSION
@@ -338,11 +339,13 @@ class ScenarioRun:
         """One nemesis step. A scripted step that fails ends the run: the scenario asked for
         exactly that fault. A generated one is recorded and the schedule goes on, as Jepsen's
         nemesis does: a role that named no node at that moment (no leader while a majority is
-        down), or the heal of a fault that never began, is the draw's, not the broker's."""
+        down), the heal of a fault that never began, or a broker's tool refusing what the draw
+        asked of it (rabbitmqctl forget_cluster_node), is the draw's, not the broker's; the
+        history keeps the step's fail."""
         try:
             self._apply(step)
             self._raise_unrecorded()
-        except (NemesisError, TargetError) as e:
+        except (NemesisError, TargetError, ComposeError) as e:
             if self.scenario.generated is None:
                 raise
             log.warning("nemesis step %d (%s) not applied: %s", i, step.op, e)

@@ -447,3 +447,22 @@ def test_a_kafka_base_with_a_spare_broker_never_draws_it() -> None:
     shape = shape_of(spare)
     assert shape.brokers == ("kafka1", "kafka2", "kafka3", "kafka4")
     assert "kafka5" not in shape.nodes and "controller1" in shape.nodes
+
+
+def test_the_membership_family_is_drawn_only_when_asked_and_puts_back_what_it_took() -> None:
+    opts = ChaosOptions(seed=3, seconds=120, faults=frozenset({"membership"}))
+    quorum = load_scenario(CHAOS / "rabbitmq4-quorum.yaml")
+    assert shape_of(quorum).quorum_queues
+    scenario, steps = chaos_scenario(quorum, opts)
+    assert scenario.nemesis
+    forgets = [s for s in steps if s["op"] == "forget-node"]
+    adds = [s for s in steps if s["op"] == "add-node"]
+    grows = [s for s in steps if s["op"] == "grow-queue"]
+    assert forgets and len(adds) == len(forgets) == len(grows)
+    kafka_steps = chaos_scenario(kafka_base(CHAOS / "kafka-safe.yaml"), opts)[1]
+    assert kafka_steps and {s["op"] for s in kafka_steps} == {"reassign"}
+    # Not drawn by default, and not on a stream's cluster (no members to grow back).
+    default = chaos_scenario(quorum, ChaosOptions(seed=3, seconds=120))[1]
+    assert not {s["op"] for s in default} & {"forget-node", "add-node", "grow-queue"}
+    with pytest.raises(ChaosError, match="none of the fault families"):
+        chaos_scenario(load_scenario(CHAOS / "rabbitmq4-stream.yaml"), opts)
