@@ -66,6 +66,8 @@ class StepTargets:
         def names_of(name: str) -> list[str]:
             nonlocal leader_and_members, drawn
             if name.startswith("@"):
+                if name[1:] not in self.labels:  # its step failed before it named a node
+                    raise NemesisError(f"{name} names no node: the step it labels was not applied")
                 return list(self.labels[name[1:]])
             if name == RANDOM_NODE:
                 drawn = drawn or draw_node(self.nodes, self.rng)

@@ -172,3 +172,9 @@ def test_a_label_of_named_nodes_is_what_a_later_steps_label_names() -> None:
     assert targets.resolve(net, control, full) is full  # type: ignore[arg-type]
     start = targets.resolve(net, control, step(op="start", nodes=["@full"]))  # type: ignore[arg-type]
     assert start.nodes == ["rabbit3"] and control.asked == 0
+
+
+def test_a_label_whose_step_was_not_applied_is_a_nemesis_error() -> None:
+    net, control, targets = SimpleNamespace(history=History()), Leaders(), StepTargets("q")
+    with pytest.raises(NemesisError, match="@gone names no node"):
+        targets.resolve(net, control, step(op="start", nodes=["@gone"]))  # type: ignore[arg-type]
