@@ -237,3 +237,15 @@ def test_heal_all_puts_every_node_and_member_back_and_says_what_it_could_not(
     assert events(tmp_path / "2")[-2:][0][:2] == ("fail", "add-node")
     assert events(tmp_path / "2")[-1] == ("info", "membership", {"not_restored": left})
     assert recovery_members(NODES, stuck.membership.forgotten) == ("rabbit1", "rabbit3")
+
+
+def test_a_forget_rabbitmq_refuses_starts_the_node_it_stopped_again(tmp_path: Path) -> None:
+    # RabbitMQ 4.3 refuses to forget a node whose quorum queue members it cannot remove ("failed
+    # to shrink some entities"): the node must not stay a member with its app stopped.
+    refused = (("rabbitmqctl", "rabbit2", "forget_cluster_node"),)
+    cluster, net = FakeCluster("4.3.6", refuse=refused), nemesis(tmp_path)
+    with pytest.raises(ComposeError, match="refused"):
+        run(net, cluster, "forget-node", "leader")
+    assert cluster.calls[-1] == ("rabbitmqctl", "rabbit1", "start_app")
+    assert cluster.running == set(NODES) and cluster.membership.forgotten == set()
+    assert events(tmp_path)[-1][:2] == ("fail", "forget-node")
