@@ -40,6 +40,8 @@ def free_ports(count: int) -> list[int]:
 # logs and data files were copied out before; nothing a graceful stop writes is read, and a stop
 # that waits (Kafka's controlled shutdown moves leaders) costs every run seconds of CPU.
 STOP_GRACE = "0"
+# Where the logs of containers an upgrade replaced wait for `save_logs` (in the workdir).
+RETIRED_LOGS = "retired-logs"
 
 
 class ComposeCluster:
@@ -129,10 +131,24 @@ class ComposeCluster:
             gateway = net["Gateway"] or gateway
         return Topology(tuple(handles), client_address=gateway)
 
+    def retire_logs(self, node: str, tag: str) -> None:
+        """Keeps what a node's container logged before it is replaced (an upgrade recreates it
+        on another image): `save_logs` puts it before what its successor logs. `tag` names what
+        it ran (its release)."""
+        folder = self.workdir / RETIRED_LOGS
+        folder.mkdir(parents=True, exist_ok=True)
+        earlier = len(list(folder.glob(f"{node}.*.log")))
+        logs = self.containers()[node].logs(timestamps=True)
+        (folder / f"{node}.{earlier:02d}.{tag}.log").write_bytes(logs)
+
     def save_logs(self, dest: Path) -> None:
+        """Each container's log, after those of the containers it replaced, in one file a node."""
         dest.mkdir(parents=True, exist_ok=True)
+        retired = self.workdir / RETIRED_LOGS
         for name, c in self.containers().items():
             try:
-                (dest / f"{name}.log").write_bytes(c.logs(timestamps=True))
+                now = c.logs(timestamps=True)
             except docker.errors.APIError:
                 continue
+            before = b"".join(p.read_bytes() for p in sorted(retired.glob(f"{name}.*.log")))
+            (dest / f"{name}.log").write_bytes(before + now)

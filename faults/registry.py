@@ -167,6 +167,10 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("restart-client", "client restarted (a new instance)", "client-up"),
     HistoryName("broker-down", "broker down", "node-down"),
     HistoryName("broker-up", "broker up", "node-up"),
+    # Each node upgraded is down from the invoke (its container stopped) to the ok (its new
+    # container back in sync, or the wait over).
+    HistoryName("upgrade", "rolling upgrade", "node-bounce"),
+    HistoryName("finalize-feature", "feature finalized", "none"),
     HistoryName("move-leader", "leader moved", "none"),
     HistoryName("block-publishers", "publishers blocked", "none"),
     HistoryName("wait-drained", "wait until drained", "none"),
@@ -495,6 +499,32 @@ OPS: tuple[FaultOp, ...] = (
         does=(
             "Restarts every broker (or the targets) one at a time, each back in the ISR before "
             "the next (within `within` seconds)."
+        ),
+    ),
+    FaultOp(
+        "upgrade",
+        KAFKA,
+        "optional",
+        ("upgrade",),
+        None,
+        does=(
+            "Moves every node (or the targets) to another `release`, one at a time: its "
+            "container stopped and recreated on that release's image with its log directory "
+            "kept, then awaited back in sync (within `within` seconds) before the next; "
+            "dedicated controllers first."
+        ),
+    ),
+    FaultOp(
+        "finalize-feature",
+        KAFKA,
+        "none",
+        ("finalize-feature",),
+        None,
+        does=(
+            "Finalizes a feature at a `level` with Kafka's own tool (kafka-features upgrade) in a "
+            "broker on the newest release: `metadata.version` (a release such as 4.4, or a "
+            "level such as 4.4-IV2), a numbered feature (transaction.version, group.version, "
+            "...) or `all` (every feature to the defaults of the release `level` names)."
         ),
     ),
     FaultOp(

@@ -49,6 +49,7 @@ def heal_everything(
         except docker.errors.DockerException as e:
             say(f"could not heal {c.name}: {e}")
     if remove:
+        projects |= _projects_of_volumes(client, only_project)
         for project in sorted(projects):
             # Any project's containers are orphans of this file: --remove-orphans takes them.
             compose(
@@ -61,6 +62,9 @@ def heal_everything(
             label = f"com.docker.compose.project={project}"
             for net in client.networks.list(filters={"label": label}):
                 net.remove()
+            # A Kafka upgrade's log directories: volumes another project's file never declared.
+            for volume in client.volumes.list(filters={"label": label}):
+                volume.remove(force=True)
             say(f"removed {project}")
     for helper in client.containers.list(all=True, sparse=True, filters={"label": HELPER_LABEL}):
         helper.remove(force=True)
@@ -72,6 +76,16 @@ def heal_everything(
         except ComposeError as e:
             say(str(e))
     return len(projects)
+
+
+def _projects_of_volumes(client: docker.DockerClient, only_project: str | None) -> set[str]:
+    """The projects whose volumes outlived their containers (a run killed mid-teardown)."""
+    found = set()
+    for volume in client.volumes.list(filters={"label": "com.docker.compose.project"}):
+        project = (volume.attrs.get("Labels") or {}).get("com.docker.compose.project", "")
+        if project.startswith(PROJECT_PREFIX) and only_project in (None, project):
+            found.add(project)
+    return found
 
 
 def stop_orphans(say: Callable[[str], None] = print, timeout: float = STOP_TIMEOUT) -> int:

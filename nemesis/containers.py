@@ -348,6 +348,15 @@ class Nemesis:
         if name in self.state.nodes_with_rules():
             self._apply_rules([name])
 
+    def replaced(self, name: str, topology: Topology) -> None:
+        """The node's container was recreated (an upgrade): the topology with its new container,
+        whose network namespace has none of the node's rules yet."""
+        self.topology = topology
+        self.down.discard(name)
+        self.paused.discard(name)
+        if name in self.state.nodes_with_rules():
+            self._apply_rules([name])
+
     def _each(
         self,
         f: str,

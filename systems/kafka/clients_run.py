@@ -10,6 +10,7 @@ from typing import Any
 
 from contract.history import last_seq_sent
 from nemesis.containers import NemesisError
+from systems.kafka.config import version_tuple
 from systems.kafka.workload_spec import FINAL_READER, output_topic
 from systems.run import ScenarioRun
 from systems.scenario import ScenarioError
@@ -43,11 +44,15 @@ class KafkaClientsRun(ScenarioRun):
         raise NotImplementedError
 
     def kafka_release(self) -> str:
-        """The cluster's Kafka release (4.4.0): the Java client's kafka-clients is the same."""
-        version = (self.manifest.images or {}).get("kafka", {}).get("version")
+        """The cluster's Kafka release (4.4.0): the Java client's kafka-clients is the same. On
+        a run that upgrades the cluster, the newest release it moves to: as in Kafka's own
+        upgrade tests, the new release's clients meet the old brokers, then the new."""
+        images = self.manifest.images or {}
+        version = images.get("kafka", {}).get("version")
         if not version:
             raise ScenarioError("the java client needs the cluster's Kafka release, unknown here")
-        return str(version)
+        upgrades = [str(v["image_version"]) for k, v in images.items() if k.startswith("kafka@")]
+        return max([str(version), *upgrades], key=version_tuple)
 
     def groups(self) -> list[str]:
         final = [FINAL_READER] if self.scenario.workload.final_read else []

@@ -18,7 +18,7 @@ import base64
 import json
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,16 +188,22 @@ def render_compose(
     cluster_id: str,
     data_mounts: dict[str, Path] | None = None,
     clock_mounts: dict[str, list[str]] | None = None,
+    node_images: dict[str, str] | None = None,
+    kept_data: bool = False,
 ) -> dict[str, Any]:
     """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
     to mount as the named nodes' log directories; `clock_mounts`: the mounts of the
-    named nodes' fake clocks (compose.clocks), whose processes then run under libfaketime."""
+    named nodes' fake clocks (compose.clocks), whose processes then run under libfaketime;
+    `node_images`: the image of a node an upgrade moved; `kept_data`: every Kafka node's log
+    directory in a volume of its own, which outlives its container (an upgrade recreates it)."""
     services: dict[str, Any] = {}
+    volumes: dict[str, Any] = {}
     nodes = nodes_of(cfg, net_prefix)
     first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller")]
     for node in nodes:
+        role_image = images["zookeeper" if node.role == "zookeeper" else "kafka"]
         service: dict[str, Any] = {
-            "image": images["zookeeper" if node.role == "zookeeper" else "kafka"],
+            "image": (node_images or {}).get(node.name, role_image),
             "hostname": node.name,
             "environment": node_environment(cfg, node, ports.get(node.node_id), cluster_id),
             "networks": {"cluster": {"ipv4_address": node.address}},
@@ -206,6 +212,9 @@ def render_compose(
         }
         if data_mounts and node.name in data_mounts:
             service["volumes"] = [f"{data_mounts[node.name]}:{DATA_DIR}"]
+        elif kept_data and node.role != "zookeeper":
+            volumes[f"{node.name}-data"] = {}
+            service["volumes"] = [f"{node.name}-data:{DATA_DIR}"]
         if node.spare:
             # Declared, not started by `up`: a service of a profile starts only when named
             # (KafkaCluster.start_spare).
@@ -221,11 +230,14 @@ def render_compose(
             if first_up:
                 service["depends_on"] = {n: {"condition": "service_started"} for n in first_up}
         services[node.name] = service
-    return {
+    rendered: dict[str, Any] = {
         "name": project,
         "services": services,
         "networks": {"cluster": {"ipam": {"config": [{"subnet": f"{net_prefix}.0/24"}]}}},
     }
+    if volumes:
+        rendered["volumes"] = volumes
+    return rendered
 
 
 # ---- images ----------------------------------------------------------------------------------
@@ -348,14 +360,21 @@ class KafkaCluster(ComposeCluster):
         net_prefix: str | None = None,
         client: docker.DockerClient | None = None,
         proxied: bool = False,
+        upgrades: Sequence[str] = (),
     ) -> None:
         """`proxied`: the brokers advertise ports of a proxy (compose.proxy) to the clients, and
-        a HARNESS listener of their own to the harness."""
+        a HARNESS listener of their own to the harness; `upgrades`: the releases (lines or
+        releases) upgrade steps move nodes to."""
         super().__init__(workdir, project, net_prefix, client)
         self.config = config
         self.images = {
             "kafka": choose_kafka_image(config.image, config.mode, self.docker, config.kafka_line)
         }
+        # Chosen before any container starts: no image is built in the middle of a run.
+        self.upgrade_images = {
+            spec: choose_kafka_image(None, config.mode, self.docker, spec) for spec in upgrades
+        }
+        self.node_images: dict[str, str] = {}  # the nodes an upgrade moved: their image now
         if config.mode == "zk":
             self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
         brokers = [n for n in self.nodes if n.role in ("broker", "combined")]
@@ -425,6 +444,8 @@ class KafkaCluster(ComposeCluster):
             self.cluster_id,
             {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,
             ({n: self.clocks.volumes(n) for n in self.clocks.offsets} if self.clocks else None),
+            self.node_images,
+            kept_data=bool(self.upgrade_images),
         )
 
     def up(
@@ -607,13 +628,13 @@ class KafkaCluster(ComposeCluster):
                 return
         raise ComposeError(f"could not set {feature} to {level}: {'; '.join(said)}")
 
-    def feature_levels(self) -> dict[str, str]:
+    def feature_levels(self, via: str | None = None) -> dict[str, str]:
         """The finalized feature levels (metadata.version; on 4.x also kraft.version,
         eligible.leader.replicas.version, ...), as `kafka-features describe` reports them: what
         the cluster was formatted with decides what min ISR and unclean election mean (KIP-966)."""
         command = f"kafka-features.sh --bootstrap-server localhost:{INTERNAL_PORT} describe"
         try:
-            out = self.exec("kafka1", command, timeout=60)
+            out = self.exec(via or "kafka1", command, timeout=60)
         except ComposeError:
             return {}
         levels = dict(re.findall(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)", out))
@@ -636,13 +657,79 @@ class KafkaCluster(ComposeCluster):
         return None
 
     def image_info(self) -> dict[str, dict[str, Any]]:
+        """Each image the run uses: by role, and an upgrade's as `kafka@<release>`."""
         info = {}
         for role, name in self.images.items():
             image = self.docker.images.get(name)
             info[role] = {"name": name, "id": image.id}
             if role == "kafka":
                 info[role]["image_version"] = kafka_version_of_image(image)
+        for name in self.upgrade_images.values():
+            image = self.docker.images.get(name)
+            version = kafka_version_of_image(image)
+            info[f"kafka@{version}"] = {"name": name, "id": image.id, "image_version": version}
         return info
+
+    # ---- upgrades (systems.kafka.upgrade.UpgradeControl, through the admin) ------------------
+
+    def release_of(self, node: str) -> str:
+        """The Kafka release a node's image carries now."""
+        name = self.node_images.get(node, self.images["kafka"])
+        return kafka_version_of_image(self.docker.images.get(name)) or "unknown"
+
+    def release_of_spec(self, spec: str) -> str:
+        """The release an upgrade step's line or release resolved to."""
+        image = self.docker.images.get(self.upgrade_images[spec])
+        return kafka_version_of_image(image) or spec
+
+    def upgrade_node(self, node: str, spec: str, timeout: float = 180) -> Topology:
+        """The node's container stopped (gracefully) and recreated on the image of `spec`, its
+        log directory kept (a volume of its own); its former container's log kept for
+        `save_logs`. The topology with its new container."""
+        self.retire_logs(node, self.release_of(node))
+        self.node_images[node] = self.upgrade_images[spec]
+        self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
+        compose(self.compose_file, ["up", "-d", "--no-deps", node], {}, timeout=timeout)
+        return self.topology()
+
+    def newest_image(self) -> str:
+        """The image of the newest release a node runs (what decodes the evidence: it reads
+        what every release before it wrote)."""
+        running = {self.images["kafka"], *self.node_images.values()}
+
+        def version(name: str) -> tuple[int, ...]:
+            return version_tuple(kafka_version_of_image(self.docker.images.get(name)) or "0")
+
+        return max(running, key=version)
+
+    def finalize(self, feature: str, level: str, via: str) -> str:
+        """Kafka's own tool, in `via`, raises a feature to a level: metadata.version by release
+        or level, `all` to a release's defaults, any other by number. Its answer."""
+        if feature == "metadata.version":
+            what = f"--metadata {level}"
+        elif feature == "all":
+            what = f"--release-version {level}"
+        else:
+            what = f"--feature {feature}={level}"
+        command = (
+            f"kafka-features.sh --bootstrap-server localhost:{INTERNAL_PORT} upgrade {what} 2>&1"
+        )
+        return self.exec(via, command, timeout=90)
+
+    def controller_caught_up(self, controller: str, since_ms: int, via: str) -> bool:
+        """Whether the quorum's leader has seen the controller caught up since `since_ms` (epoch
+        ms): the metadata quorum's replication as Kafka's tool in `via` describes it."""
+        command = (
+            f"kafka-metadata-quorum.sh --bootstrap-server localhost:{INTERNAL_PORT} "
+            "describe --replication 2>&1"
+        )
+        try:
+            out = self.exec(via, command, timeout=60)
+        except ComposeError:
+            return False
+        node_id = next(n.node_id for n in self.nodes if n.name == controller)
+        row = replication_row(out, node_id)
+        return row is not None and _whole_text(row.get("LastCaughtUpTimestamp")) >= since_ms
 
 
 def _kraft_cluster_id() -> str:
@@ -653,6 +740,23 @@ def _kraft_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
+
+
+def replication_row(described: str, node_id: int) -> dict[str, str] | None:
+    """One replica's row of `kafka-metadata-quorum describe --replication` (columns by their
+    header: NodeId, LogEndOffset, Lag, LastCaughtUpTimestamp, Status, ...), None when absent."""
+    lines = [ln.split() for ln in described.splitlines() if ln.strip()]
+    header = next((ln for ln in lines if ln and ln[0] == "NodeId"), None)
+    if header is None:
+        return None
+    for cells in lines:
+        if cells and cells[0] == str(node_id):
+            return dict(zip(header, cells, strict=False))
+    return None
+
+
+def _whole_text(value: str | None) -> int:
+    return int(value) if value is not None and value.isdigit() else -1
 
 
 def _whole(value: Any) -> int:

@@ -29,8 +29,9 @@ from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
-from systems.kafka import membership
+from systems.kafka import membership, upgrade
 from systems.kafka.membership import Membership
+from systems.kafka.upgrade import UpgradeControl
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
@@ -155,6 +156,7 @@ class KafkaNemesis:
         clients: ClientGroups | None = None,
         coordinator_keys: list[tuple[str, str]] | None = None,
         membership: Membership | None = None,
+        upgrades: UpgradeControl | None = None,
     ) -> None:
         self.net = net
         self.control = control
@@ -174,6 +176,8 @@ class KafkaNemesis:
         self.now: RolesNow | None = None
         # The brokers as reassign, remove-broker and add-broker change them (the run's).
         self.membership = membership
+        # The cluster, for upgrade and finalize-feature (the run's).
+        self.upgrades = upgrades
 
     @property
     def history(self) -> Any:
@@ -557,6 +561,8 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "reassign": membership.reassign,
     "remove-broker": membership.remove_broker,
     "add-broker": membership.add_broker,
+    "upgrade": upgrade.upgrade,
+    "finalize-feature": upgrade.finalize_feature,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),
     "pause-client": lambda k, s: k.pause_clients([s.client]),

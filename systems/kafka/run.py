@@ -55,14 +55,16 @@ def run_mode(scenario: KafkaScenario, requested: str | None, line: str) -> str:
             raise ScenarioError(
                 f"{scenario.id} runs only in {', '.join(modes)}: {mode_refusal(line, modes[0])}"
             )
-        return runnable[0]
-    if requested not in modes:
+        chosen = runnable[0]
+    elif requested not in modes:
         raise ScenarioError(
             f"{scenario.id} does not apply to mode {requested} (its modes: {', '.join(modes)})"
         )
-    if refusal := mode_refusal(line, requested):
+    else:
+        chosen = requested
+    if refusal := mode_refusal(line, chosen) or scenario.upgrade_mode_refusal(chosen):
         raise ScenarioError(refusal)
-    return requested
+    return chosen
 
 
 def check_release_keys(cluster: KafkaClusterSpec, image: str, version: str | None) -> None:
@@ -123,6 +125,7 @@ class KafkaRun(KafkaClientsRun):
             project=f"{self.scenario.id}-{self.mode}-{self.run_id}".lower().replace(".", "-"),
             net_prefix=self.opts.net_prefix,
             proxied=self.scenario.uses_proxy(),
+            upgrades=self.scenario.upgrade_releases(),
         )
         cluster = self.cluster
         self._start_proxy(cluster.proxy_routes())
@@ -182,6 +185,7 @@ class KafkaRun(KafkaClientsRun):
                 spares={n.name: n.node_id for n in cluster.nodes if n.spare},
                 topics=tuple(self.topics()),
             ),
+            upgrades=cluster,
         )
         self.watch = PartitionWatch(
             admin.admin,
@@ -276,7 +280,7 @@ class KafkaRun(KafkaClientsRun):
             log.error("the nodes' evidence was not copied: %s", e)
         super()._cluster_down()
         try:
-            evidence.decode_all(self.cluster.images["kafka"], topics, out, found)
+            evidence.decode_all(self.cluster.newest_image(), topics, out, found)
             write_index(out, found, time.monotonic() - started)
             self._mark("evidence decoded")
         except Exception as e:  # noqa: BLE001

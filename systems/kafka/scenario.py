@@ -88,6 +88,41 @@ def _runnable_release(spec: str) -> str:
         raise ValueError(str(e).removeprefix("--kafka ")) from None
 
 
+# What finalize-feature names: a feature as kafka-features spells it, or `all`.
+FEATURE_NAME = r"^[a-z][a-z0-9_.]*$"
+FEATURE_LEVEL = r"^\d+(\.\d+)?(-IV\d+)?$"
+# The features whose level is a release (or a release's level), not a number.
+RELEASE_LEVELED = ("metadata.version", "all")
+
+
+def older(release: str, than: str) -> bool:
+    """Whether a line or release comes before another, compared as far as both go ("3.9" is
+    not older than "3.9.2")."""
+    a, b = version_tuple(release), version_tuple(than)
+    n = min(len(a), len(b))
+    return a[:n] < b[:n]
+
+
+def upgrade_refusal(
+    op: str, release: str | None, feature: str | None, level: str | None
+) -> str | None:
+    """What an upgrade or finalize-feature step lacks, or its arguments on another op."""
+    if op == "upgrade" and release is None:
+        return 'upgrade needs a release (a line such as "4.4", or a release such as "4.4.0")'
+    if release is not None and op != "upgrade":
+        return f"release is for upgrade, not {op}"
+    if op == "finalize-feature":
+        if feature is None or level is None:
+            return "finalize-feature needs a feature and a level"
+        if feature not in RELEASE_LEVELED and not level.isdigit():
+            return f"finalize-feature: {feature}'s level is a number, not {level!r}"
+        if feature == "all" and "-IV" in level:
+            return f"finalize-feature: all takes a release (such as \"4.4\"), not {level!r}"
+    elif feature is not None or level is not None:
+        return f"feature and level are for finalize-feature, not {op}"
+    return None
+
+
 # A Kafka cluster under libfaketime 0.9.10 did not form on this machine (docs/clock-faults.md):
 # the mechanism is RabbitMQ's alone until it does.
 KAFKA_FAKE_CLOCK_REFUSAL = (
@@ -270,6 +305,29 @@ class KafkaStep(Strict):
     move_onto: bool = False
     """add-broker: once the new broker registers, one replica of each partition of the
     workload's topics moved onto it."""
+    release: (
+        Annotated[
+            str,
+            BeforeValidator(_quoted_release, json_schema_input_type=str),
+            AfterValidator(_runnable_release),
+        ]
+        | None
+    ) = None
+    """upgrade: the release the targets move to, a line ("4.4") or a release ("4.4.0"), no older
+    than the one the cluster starts on."""
+    feature: Annotated[str, Field(pattern=FEATURE_NAME)] | None = None
+    """finalize-feature: metadata.version, a numbered feature (transaction.version,
+    group.version, ...) or all (every feature to a release's defaults)."""
+    level: (
+        Annotated[
+            str,
+            BeforeValidator(_quoted_release, json_schema_input_type=str),
+            Field(pattern=FEATURE_LEVEL),
+        ]
+        | None
+    ) = None
+    """finalize-feature: the level, quoted: metadata.version's a release ("4.4") or a level
+    ("4.4-IV2"); a numbered feature's a number ("2"); all's a release ("4.4")."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
@@ -291,6 +349,8 @@ class KafkaStep(Strict):
         if refusal := clock_refusal(self.op, self.offset):
             raise ValueError(refusal)
         if refusal := self._membership_refusal():
+            raise ValueError(refusal)
+        if refusal := upgrade_refusal(self.op, self.release, self.feature, self.level):
             raise ValueError(refusal)
         if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
             raise ValueError(f"{self.op} needs at least two non-empty groups")
@@ -360,8 +420,25 @@ class KafkaScenario(ScenarioBase):
             "checked when the run reads them from the image"
         )
 
+    def upgrade_releases(self) -> list[str]:
+        """The releases its upgrade steps move nodes to, in step order, each once."""
+        found = (s.release for s in self.nemesis if s.op == "upgrade" and s.release)
+        return list(dict.fromkeys(found))
+
+    def upgrade_mode_refusal(self, mode: Mode) -> str | None:
+        """One line when the mode cannot run a release its upgrade steps move to."""
+        if mode == "zk" and any(version_tuple(r) >= (4,) for r in self.upgrade_releases()):
+            return (
+                f"{self.id} upgrades to Kafka 4, which has no ZooKeeper mode: run it in KRaft "
+                "(ZooKeeper-mode clusters migrate to KRaft on 3.9 first)"
+            )
+        return None
+
     def line_refusal(self, line: str) -> str | None:
         """One line when a release line lacks what the scenario's clients use, else None."""
+        for release in self.upgrade_releases():
+            if older(release, line):
+                return f"{self.id} upgrades to Kafka {release}, older than {line}, its start"
         uses_848 = any(r.group_protocol == "consumer" for r in self.workload.readers)
         if uses_848 and version_tuple(line) < (4,):
             return f"{self.id}'s readers use the consumer group protocol (KIP-848): Kafka 4.0 on"
