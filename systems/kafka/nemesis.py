@@ -31,7 +31,6 @@ from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
 from systems.kafka import membership, upgrade
 from systems.kafka.membership import Membership
-from systems.kafka.upgrade import UpgradeControl
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
@@ -42,6 +41,7 @@ from systems.kafka.targets import (
     resolve,
     roles_held,
 )
+from systems.kafka.upgrade import UpgradeControl
 
 log = logging.getLogger("harness")
 

@@ -117,7 +117,7 @@ def upgrade_refusal(
         if feature not in RELEASE_LEVELED and not level.isdigit():
             return f"finalize-feature: {feature}'s level is a number, not {level!r}"
         if feature == "all" and "-IV" in level:
-            return f"finalize-feature: all takes a release (such as \"4.4\"), not {level!r}"
+            return f'finalize-feature: all takes a release (such as "4.4"), not {level!r}'
     elif feature is not None or level is not None:
         return f"feature and level are for finalize-feature, not {op}"
     return None
@@ -436,7 +436,11 @@ class KafkaScenario(ScenarioBase):
 
     def line_refusal(self, line: str) -> str | None:
         """One line when a release line lacks what the scenario's clients use, else None."""
-        for release in self.upgrade_releases():
+        upgrades = self.upgrade_releases()
+        own = self.cluster.release
+        if upgrades and own and (older(line, own) or older(own, line)):
+            return f"{self.id} upgrades from Kafka {own}, its own release, not from {line}"
+        for release in upgrades:
             if older(release, line):
                 return f"{self.id} upgrades to Kafka {release}, older than {line}, its start"
         uses_848 = any(r.group_protocol == "consumer" for r in self.workload.readers)

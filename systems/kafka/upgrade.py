@@ -76,9 +76,7 @@ def upgrade_order(nodes: Iterable[Node], named: Iterable[str] = ()) -> list[str]
     controllers first, then by id."""
     wanted = set(named)
     chosen = [
-        n
-        for n in nodes
-        if n.role != "zookeeper" and (n.name in wanted if wanted else not n.spare)
+        n for n in nodes if n.role != "zookeeper" and (n.name in wanted if wanted else not n.spare)
     ]
     return [n.name for n in sorted(chosen, key=lambda n: (n.role != "controller", n.node_id))]
 

@@ -233,3 +233,43 @@ def test_a_nemesis_without_the_cluster_cannot_upgrade() -> None:
     k = KafkaNemesis(net, FakeCluster(), T, 1)  # type: ignore[arg-type]
     with pytest.raises(NemesisError, match="cannot upgrade"):
         k.apply(step(op="upgrade", release="4.4"))
+
+
+def scenario(release: str | None, *steps: dict[str, Any]) -> Any:
+    from systems.kafka.scenario import KafkaScenario
+
+    cluster: dict[str, Any] = {"system": "kafka", "modes": ["kraft", "zk"]}
+    if release:
+        cluster["release"] = release
+    return KafkaScenario.model_validate(
+        {
+            "id": "up",
+            "description": "an upgrade",
+            "expect": "safe",
+            "cluster": cluster,
+            "workload": {"producers": [{"id": "P1", "count": 10}], "readers": [{"id": "r"}]},
+            "nemesis": [{"at": 1, **s} for s in steps],
+        }
+    )
+
+
+def test_an_upgrade_scenario_starts_on_its_own_release_and_never_goes_back() -> None:
+    up = scenario("3.9", {"op": "upgrade", "release": "4.1"}, {"op": "upgrade", "release": "4.4"})
+    assert up.upgrade_releases() == ["4.1", "4.4"]
+    assert up.line_refusal("3.9") is None and up.line_refusal("3.9.2") is None
+    assert "its own release, not from 4.4" in (up.line_refusal("4.4") or "")
+    back = scenario(None, {"op": "upgrade", "release": "4.1"})
+    assert "older than 4.4" in (back.line_refusal("4.4") or "")
+    assert back.line_refusal("3.9") is None
+
+
+def test_an_upgrade_to_kafka_4_is_refused_in_zookeeper_mode() -> None:
+    from systems.kafka.run import run_mode
+    from systems.scenario import ScenarioError
+
+    up = scenario("3.9", {"op": "upgrade", "release": "4.4"})
+    assert run_mode(up, None, "3.9") == "kraft"
+    with pytest.raises(ScenarioError, match="no ZooKeeper mode"):
+        run_mode(up, "zk", "3.9")
+    patch = scenario("3.9", {"op": "upgrade", "release": "3.9.2"})
+    assert run_mode(patch, "zk", "3.9") == "zk"
