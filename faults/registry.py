@@ -158,6 +158,10 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("add-node", "node added back to the cluster", "member-in"),
     HistoryName("shrink-queue", "queue member removed", "member-out"),
     HistoryName("grow-queue", "queue member added", "member-in"),
+    # A node recreated on another release's image, its data kept: down from the invoke to the
+    # ok (one event per node, value {nodes: [name], from, to}).
+    HistoryName("upgrade", "node upgraded (recreated on a release)", "node-bounce"),
+    HistoryName("finalize-feature", "feature finalized", "none"),
     HistoryName("clock", "clock skewed", "clock-start"),
     HistoryName("clock-ok", "clocks true again", "clock-heal"),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
@@ -461,6 +465,36 @@ OPS: tuple[FaultOp, ...] = (
             "Adds members of the workload's quorum queues on the targets "
             "(`rabbitmq-queues add_member`); none named: every member the run removed, so each "
             "queue has its first members again."
+        ),
+    ),
+    # rolling upgrades (systems.rabbitmq.upgrade): each node recreated on the release's image,
+    # one at a time, its data kept; the new release's features finalized as a step of their own
+    FaultOp(
+        "upgrade",
+        REAL,
+        "optional",
+        ("upgrade",),
+        None,
+        does=(
+            "Moves the targets (none named: every node) onto `release`, one node at a time: each "
+            "stopped, its container recreated on that release's image with its data kept, and "
+            "waited for (back in the cluster, its replicas in sync; `within` seconds) before the "
+            "next. RabbitMQ: a path its rolling upgrades do not support (a skipped series, a "
+            "downgrade) is refused unless `unsupported_path: true`; a node that refuses to boot "
+            "is recreated on its old release again."
+        ),
+    ),
+    FaultOp(
+        "finalize-feature",
+        REAL,
+        "none",
+        ("finalize-feature",),
+        None,
+        does=(
+            "Enables what a finished upgrade leaves off: RabbitMQ, the feature flag `feature` "
+            "(`all`: every stable one; `khepri_db` migrates the metadata store from Mnesia to "
+            "Khepri) through `rabbitmqctl enable_feature_flag`, the ok saying every flag's state "
+            "and each node's metadata store after."
         ),
     ),
     # Kafka

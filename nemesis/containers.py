@@ -337,6 +337,20 @@ class Nemesis:
         self._container(name).stop(timeout=30)
         self._stopped(name)
 
+    def replaced(self, name: str, topology: Topology, running: bool = True) -> None:
+        """The node's container was replaced by another (an upgrade recreates it on a new
+        image): `topology` names the new one; running, the node is up again, with the network
+        rules it had (they went with the old container's namespace); not running, it is down
+        until a start."""
+        self.topology = topology
+        self.paused.discard(name)
+        if not running:
+            self.down.add(name)
+            return
+        self.down.discard(name)
+        if name in self.state.nodes_with_rules():
+            self._apply_rules([name])
+
     def _stopped(self, name: str) -> None:
         self.down.add(name)
         self.paused.discard(name)
