@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.rabbitmq.upgrade_path import next_series, path_refusal, skipped
 from systems.registry import parse_scenario
 from systems.scenario import ScenarioError
@@ -26,6 +27,12 @@ nemesis:
 def scenario(steps: list[str], version: str | None = "4.0", cluster: str = "") -> str:
     extra = f", version: '{version}'" if version else ""
     return SCENARIO.format(cluster=extra + cluster, steps="\n".join(f"  - {s}" for s in steps))
+
+
+def parsed(text: str) -> RabbitMQScenario:
+    s = parse_scenario(text, "t.yaml")
+    assert isinstance(s, RabbitMQScenario)
+    return s
 
 
 def refusal(steps: list[str], version: str | None = "4.0", cluster: str = "") -> str:
@@ -72,7 +79,7 @@ def test_a_path_rabbitmq_does_not_support_says_why(
 
 
 def test_a_supported_schedule_is_taken() -> None:
-    s = parse_scenario(
+    s = parsed(
         scenario(
             [
                 "{at: 5, op: upgrade, release: '4.0.5', target: rabbit2, within: 60}",
@@ -135,7 +142,7 @@ def test_a_path_rabbitmq_does_not_support_is_one_line_naming_the_step(
 
 def test_unsupported_path_runs_it_and_the_node_may_then_run_either() -> None:
     steps = ["{at: 5, op: upgrade, release: '4.3.6', target: rabbit1, unsupported_path: true}"]
-    assert parse_scenario(scenario(steps)).nemesis[0].unsupported_path is True
+    assert parsed(scenario(steps)).nemesis[0].unsupported_path is True
     # The node may have refused (rolled back to 4.0) or booted: a later step is judged for both.
     later = "{at: 40, op: upgrade, release: '4.1', target: rabbit1}"
     assert "4.3.6 to 4.1 is a downgrade" in refusal([*steps, later])
