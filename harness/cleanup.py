@@ -61,6 +61,10 @@ def heal_everything(
             label = f"com.docker.compose.project={project}"
             for net in client.networks.list(filters={"label": label}):
                 net.remove()
+            # Its nodes' data volumes (kept across an upgrade's recreations) are declared in a
+            # compose file of the run's own, which this down did not read.
+            for volume in client.volumes.list(filters={"label": label}):
+                volume.remove(force=True)
             say(f"removed {project}")
     for helper in client.containers.list(all=True, sparse=True, filters={"label": HELPER_LABEL}):
         helper.remove(force=True)
