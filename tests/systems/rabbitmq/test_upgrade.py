@@ -427,3 +427,20 @@ def test_recreating_a_node_retires_its_log_and_names_its_image_alone(
 def test_an_image_no_upgrade_named_is_an_error_not_a_guess(tmp_path: Path) -> None:
     with pytest.raises(ComposeError, match="no image was looked for of RabbitMQ 4.1"):
         unstarted_cluster(tmp_path).image_for("4.1")
+
+
+def test_a_node_whose_container_does_not_run_keeps_its_fixed_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Docker gives an exited container (a node that refused a release) no address; the other
+    nodes' network rules name it by the compose file's."""
+    cluster = unstarted_cluster(tmp_path)
+    cluster.net_prefix = "10.7.3"
+    handles = (NodeHandle("rabbit1", "c1", "10.7.3.11"), NodeHandle("rabbit2", "c2", ""))
+    monkeypatch.setattr(cluster, "topology_of", lambda names: Topology(handles, "10.7.3.1"))
+    found = cluster.topology()
+    assert [(h.container, h.address) for h in found.nodes] == [
+        ("c1", "10.7.3.11"),
+        ("c2", "10.7.3.12"),
+    ]
+    assert found.client_address == "10.7.3.1"
