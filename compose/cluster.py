@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 from collections.abc import Callable, Iterable
@@ -36,12 +37,15 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
+# Where a cluster keeps the logs of containers it replaced (under its workdir): Docker's logs go
+# with a container, and an upgrade recreates a node's container on another image.
+RETIRED_LOGS = "retired-logs"
+
+
 # Seconds a node gets to stop when the cluster is removed: none. The run is over and the nodes'
 # logs and data files were copied out before; nothing a graceful stop writes is read, and a stop
 # that waits (Kafka's controlled shutdown moves leaders) costs every run seconds of CPU.
 STOP_GRACE = "0"
-# Where the logs of containers an upgrade replaced wait for `save_logs` (in the workdir).
-RETIRED_LOGS = "retired-logs"
 
 
 class ComposeCluster:
@@ -131,24 +135,46 @@ class ComposeCluster:
             gateway = net["Gateway"] or gateway
         return Topology(tuple(handles), client_address=gateway)
 
-    def retire_logs(self, node: str, tag: str) -> None:
-        """Keeps what a node's container logged before it is replaced (an upgrade recreates it
-        on another image): `save_logs` puts it before what its successor logs. `tag` names what
-        it ran (its release)."""
+    def retire_logs(self, node: str, tag: str) -> Path | None:
+        """Keeps the logs of the node's container before the container is removed (recreated
+        on another image), as `<node>.<n>.<tag>.log` in the workdir; `tag` says what it ran (a
+        release). save_logs puts them before the node's last container's log, oldest first.
+        None: the node has no container."""
+        container = self.containers().get(node)
+        if container is None:
+            return None
         folder = self.workdir / RETIRED_LOGS
         folder.mkdir(parents=True, exist_ok=True)
-        earlier = len(list(folder.glob(f"{node}.*.log")))
-        logs = self.containers()[node].logs(timestamps=True)
-        (folder / f"{node}.{earlier:02d}.{tag}.log").write_bytes(logs)
+        path = folder / f"{node}.{len(self.retired_logs(node)):03d}.{_file_word(tag)}.log"
+        path.write_bytes(container.logs(timestamps=True))
+        return path
+
+    def retired_logs(self, node: str) -> list[Path]:
+        """The node's retired logs, oldest first."""
+        return sorted((self.workdir / RETIRED_LOGS).glob(f"{node}.[0-9][0-9][0-9].*.log"))
 
     def save_logs(self, dest: Path) -> None:
-        """Each container's log, after those of the containers it replaced, in one file a node."""
+        """Each node's log: its retired containers' logs, oldest first, each under a line naming
+        what it ran, then its container's."""
         dest.mkdir(parents=True, exist_ok=True)
-        retired = self.workdir / RETIRED_LOGS
         for name, c in self.containers().items():
             try:
-                now = c.logs(timestamps=True)
+                current = c.logs(timestamps=True)
             except docker.errors.APIError:
                 continue
-            before = b"".join(p.read_bytes() for p in sorted(retired.glob(f"{name}.*.log")))
-            (dest / f"{name}.log").write_bytes(before + now)
+            (dest / f"{name}.log").write_bytes(self._retired_part(name) + current)
+
+    def _retired_part(self, node: str) -> bytes:
+        parts = []
+        for path in self.retired_logs(node):
+            tag = path.name.split(".", 2)[2].removesuffix(".log")
+            parts.append(f"=== {node}: a retired container's log ({tag}) ===\n".encode())
+            parts.append(path.read_bytes())
+        if parts:
+            parts.append(f"=== {node}: its last container's log ===\n".encode())
+        return b"".join(parts)
+
+
+def _file_word(tag: str) -> str:
+    """A tag as part of a file name: letters, digits, dots and dashes."""
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", tag).strip("-") or "unknown"

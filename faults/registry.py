@@ -158,6 +158,10 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("add-node", "node added back to the cluster", "member-in"),
     HistoryName("shrink-queue", "queue member removed", "member-out"),
     HistoryName("grow-queue", "queue member added", "member-in"),
+    # A node recreated on another release's image, its data kept: down from the invoke to the
+    # ok (one event per node, value {nodes: [name], from, to}).
+    HistoryName("upgrade", "node upgraded (recreated on a release)", "node-bounce"),
+    HistoryName("finalize-feature", "feature finalized", "none"),
     HistoryName("clock", "clock skewed", "clock-start"),
     HistoryName("clock-ok", "clocks true again", "clock-heal"),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
@@ -167,10 +171,6 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("restart-client", "client restarted (a new instance)", "client-up"),
     HistoryName("broker-down", "broker down", "node-down"),
     HistoryName("broker-up", "broker up", "node-up"),
-    # Each node upgraded is down from the invoke (its container stopped) to the ok (its new
-    # container back in sync, or the wait over).
-    HistoryName("upgrade", "rolling upgrade", "node-bounce"),
-    HistoryName("finalize-feature", "feature finalized", "none"),
     HistoryName("move-leader", "leader moved", "none"),
     HistoryName("block-publishers", "publishers blocked", "none"),
     HistoryName("wait-drained", "wait until drained", "none"),
@@ -467,6 +467,42 @@ OPS: tuple[FaultOp, ...] = (
             "queue has its first members again."
         ),
     ),
+    # rolling upgrades (systems.rabbitmq.upgrade): each node recreated on the release's image,
+    # one at a time, its data kept; the new release's features finalized as a step of their own
+    FaultOp(
+        "upgrade",
+        REAL,
+        "optional",
+        ("upgrade",),
+        None,
+        does=(
+            "Moves the targets (none named: every node) onto `release`, one node at a time: each "
+            "stopped, its container recreated on that release's image with its data kept, and "
+            "waited for (back in the cluster, its replicas in sync; `within` seconds) before the "
+            "next. Kafka: dedicated controllers first; a broker is back in the ISR of every "
+            "partition it replicates, a controller caught up with the quorum's leader. RabbitMQ: "
+            "a path its rolling upgrades do not support (a skipped series, a "
+            "downgrade) is refused unless `unsupported_path: true`; a node that refuses to boot "
+            "is recreated on its old release again."
+        ),
+    ),
+    FaultOp(
+        "finalize-feature",
+        REAL,
+        "none",
+        ("finalize-feature",),
+        None,
+        does=(
+            "Enables what a finished upgrade leaves off: RabbitMQ, the feature flag `feature` "
+            "(`all`: every stable one; `khepri_db` migrates the metadata store from Mnesia to "
+            "Khepri) through `rabbitmqctl enable_feature_flag`, the ok saying every flag's state "
+            "and each node's metadata store after. Kafka: Kafka's own tool (kafka-features "
+            "upgrade) in a broker of the newest release raises `feature` to `level`: "
+            "`metadata.version` (a release such as 4.4, or a level such as 4.4-IV2), a numbered "
+            "feature (transaction.version, group.version, ...) or `all` (every feature to the "
+            "defaults of the release `level` names); the ok says the levels after."
+        ),
+    ),
     # Kafka
     FaultOp(
         "cut-from-quorum",
@@ -499,32 +535,6 @@ OPS: tuple[FaultOp, ...] = (
         does=(
             "Restarts every broker (or the targets) one at a time, each back in the ISR before "
             "the next (within `within` seconds)."
-        ),
-    ),
-    FaultOp(
-        "upgrade",
-        KAFKA,
-        "optional",
-        ("upgrade",),
-        None,
-        does=(
-            "Moves every node (or the targets) to another `release`, one at a time: its "
-            "container stopped and recreated on that release's image with its log directory "
-            "kept, then awaited back in sync (within `within` seconds) before the next; "
-            "dedicated controllers first."
-        ),
-    ),
-    FaultOp(
-        "finalize-feature",
-        KAFKA,
-        "none",
-        ("finalize-feature",),
-        None,
-        does=(
-            "Finalizes a feature at a `level` with Kafka's own tool (kafka-features upgrade) in a "
-            "broker on the newest release: `metadata.version` (a release such as 4.4, or a "
-            "level such as 4.4-IV2), a numbered feature (transaction.version, group.version, "
-            "...) or `all` (every feature to the defaults of the release `level` names)."
         ),
     ),
     FaultOp(

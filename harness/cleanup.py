@@ -62,7 +62,8 @@ def heal_everything(
             label = f"com.docker.compose.project={project}"
             for net in client.networks.list(filters={"label": label}):
                 net.remove()
-            # A Kafka upgrade's log directories: volumes another project's file never declared.
+            # Its nodes' data volumes (kept across an upgrade's recreations) are declared in a
+            # compose file of the run's own, which this down did not read.
             for volume in client.volumes.list(filters={"label": label}):
                 volume.remove(force=True)
             say(f"removed {project}")

@@ -337,6 +337,20 @@ class Nemesis:
         self._container(name).stop(timeout=30)
         self._stopped(name)
 
+    def replaced(self, name: str, topology: Topology, running: bool = True) -> None:
+        """The node's container was replaced by another (an upgrade recreates it on a new
+        image): `topology` names the new one; running, the node is up again, with the network
+        rules it had (they went with the old container's namespace); not running, it is down
+        until a start."""
+        self.topology = topology
+        self.paused.discard(name)
+        if not running:
+            self.down.add(name)
+            return
+        self.down.discard(name)
+        if name in self.state.nodes_with_rules():
+            self._apply_rules([name])
+
     def _stopped(self, name: str) -> None:
         self.down.add(name)
         self.paused.discard(name)
@@ -345,15 +359,6 @@ class Nemesis:
         container.start()
         self.down.discard(name)
         # A restarted container has a new network namespace: the node's rules are gone.
-        if name in self.state.nodes_with_rules():
-            self._apply_rules([name])
-
-    def replaced(self, name: str, topology: Topology) -> None:
-        """The node's container was recreated (an upgrade): the topology with its new container,
-        whose network namespace has none of the node's rules yet."""
-        self.topology = topology
-        self.down.discard(name)
-        self.paused.discard(name)
         if name in self.state.nodes_with_rules():
             self._apply_rules([name])
 

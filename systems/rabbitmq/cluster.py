@@ -7,7 +7,7 @@ import json
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ LOCAL_IMAGE = f"{LOCAL_REPO}:{setup_releases('rabbitmq')[0]}-debian"  # the olde
 AMQP_PORT = 5672
 VERSION_LABEL = "org.brokerjepsen.rabbitmq-version"
 DATA_DIR = "/var/lib/rabbitmq"
+NODE_IMAGES = "node-images.yml"  # the compose override an upgrade writes (in the workdir)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class ClusterConfig:
     # knobs' (systems.rabbitmq.settings).
     rabbitmq_conf: tuple[tuple[str, str], ...] = ()
     advanced_config: str | None = None  # Erlang terms; None: an empty list
+    # The releases (lines or releases of the local images) the scenario's upgrade steps move
+    # nodes to: their images are found before anything starts, and each node's data lives in a
+    # volume of its own, which outlives its container.
+    upgrades: tuple[str, ...] = ()
 
 
 def render_config(cfg: ClusterConfig) -> str:
@@ -86,11 +91,16 @@ def render_advanced_config(cfg: ClusterConfig) -> str:
     return cfg.advanced_config.rstrip() + "\n"
 
 
+def node_address(net_prefix: str, node: str) -> str:
+    """The node's fixed address on the cluster network (the compose file's ipv4_address)."""
+    return f"{net_prefix}.{11 + NODE_NAMES.index(node)}"
+
+
 def render_haproxy(nodes: tuple[str, ...], net_prefix: str) -> str:
     """The RabbitMQ reliability article's assumption 4: every client on the first node while it
     answers its port, else on the next; when the first is back, clients on a backup are cut so
     that they return to it."""
-    address = {n: f"{net_prefix}.{11 + NODE_NAMES.index(n)}" for n in nodes}
+    address = {n: node_address(net_prefix, n) for n in nodes}
     servers = [
         f"  server {n} {address[n]}:{AMQP_PORT} check" + ("" if i == 0 else " backup")
         for i, n in enumerate(nodes)
@@ -176,6 +186,11 @@ class RabbitMQCluster(ComposeCluster):
         self.disks = LazyDisks(workdir, list(self.nodes)) if config.lazy_disks else None
         self.clocks = FakeClocks(workdir, list(self.nodes)) if config.fake_clock else None
         self.overrides: tuple[Path, ...] = ()
+        # The image each node's container runs: the cluster's, until an upgrade recreates it.
+        self.node_images = dict.fromkeys(self.nodes, self.image)
+        # Every image an upgrade step needs, by the release it names: one not built is said now,
+        # before the run, rather than half-way through its schedule.
+        self.upgrade_images = {r: choose_image(None, self.docker, r) for r in config.upgrades}
         # Who is in the cluster as the membership steps leave it (forget-node, shrink-queue).
         self.membership = Membership(self, list(self.nodes))
 
@@ -187,13 +202,34 @@ class RabbitMQCluster(ComposeCluster):
         return version_key(version)[0] >= 4
 
     def release(self) -> str | None:
-        """The RabbitMQ release the image holds, where it says: our label, or the official
+        """The RabbitMQ release the cluster runs: its image's; once an upgrade moved some nodes,
+        the oldest a node runs (a mixed cluster works at its oldest release's level)."""
+        releases = [self.release_of(i) for i in dict.fromkeys(self.node_images.values())]
+        known = [r for r in releases if r and re.fullmatch(RELEASE_PATTERN, r)]
+        if len(releases) == 1 or not known:
+            return releases[0]
+        return min(known, key=version_key)
+
+    def release_of(self, image: str) -> str | None:
+        """The RabbitMQ release an image holds, where it says: our label, or the official
         images' environment."""
-        image = self.docker.images.get(self.image)
-        if label := image.labels.get(VERSION_LABEL):
+        found = self.docker.images.get(image)
+        if label := found.labels.get(VERSION_LABEL):
             return str(label)
-        env = dict(e.partition("=")[::2] for e in image.attrs["Config"].get("Env") or [])
+        env = dict(e.partition("=")[::2] for e in found.attrs["Config"].get("Env") or [])
         return env.get("RABBITMQ_VERSION")
+
+    def node_release(self, node: str) -> str:
+        """The release the node's container runs."""
+        return self.release_of(self.node_images[node]) or self.node_images[node]
+
+    def image_for(self, release: str) -> str:
+        """The local image of a release an upgrade step names (found when the cluster was made)."""
+        if release not in self.upgrade_images:
+            raise ComposeError(
+                f"no image was looked for of RabbitMQ {release} (no upgrade names it)"
+            )
+        return self.upgrade_images[release]
 
     def up(self, timeout: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -223,6 +259,8 @@ class RabbitMQCluster(ComposeCluster):
         if self.clocks is not None:
             self.clocks.prepare()
             overrides.append(self._clock_override(self.clocks))
+        if self.config.upgrades and self.disks is None:  # a lazy disk is a host directory already
+            overrides.append(self._data_volume_override())
         self.overrides = tuple(overrides)
 
         def start() -> None:
@@ -297,6 +335,48 @@ class RabbitMQCluster(ComposeCluster):
         override.write_text(json.dumps({"services": services}, indent=2))
         return override
 
+    def _data_volume_override(self) -> Path:
+        """A compose file merged over the shipped one: each node's data directory in a named
+        volume of its own, so that a container recreated on another image (an upgrade) finds
+        the node's data. `down -v` removes the volumes with the cluster."""
+        override = self.workdir / "data-volumes.yml"
+        services = {n: {"volumes": [f"{n}-data:{DATA_DIR}"]} for n in self.nodes}
+        volumes: dict[str, dict[str, str]] = {f"{n}-data": {} for n in self.nodes}
+        override.write_text(json.dumps({"services": services, "volumes": volumes}, indent=2))
+        return override
+
+    def _node_image_override(self) -> Path:
+        """A compose file merged over the others: each node's image, as upgrades left it."""
+        override = self.workdir / NODE_IMAGES
+        services = {n: {"image": image} for n, image in self.node_images.items()}
+        override.write_text(json.dumps({"services": services}, indent=2))
+        return override
+
+    def replace_node(self, node: str, image: str, timeout: float) -> None:
+        """The node's container replaced by a new one on `image`, with the node's data (its
+        volume or lazy disk), address, port and configuration: the old one is stopped (a
+        graceful stop, when it still runs) and its logs retired (save_logs joins them to the
+        node's log), then compose recreates the node alone. Returns once the node is healthy
+        (its AMQP listener up); a node that exits, or is not healthy within `timeout` seconds,
+        is a ComposeError (its new container stays, for its logs)."""
+        self.containers()[node].stop(timeout=30)
+        self.retire_logs(node, self.node_release(node))
+        self.node_images[node] = image
+        file = self._node_image_override()
+        self.overrides = (*(o for o in self.overrides if o != file), file)
+        args = ["up", "-d", "--no-deps", "--force-recreate", "--wait"]
+        args += ["--wait-timeout", str(int(timeout)), node]
+        compose(COMPOSE_FILE, args, self._env, timeout=timeout + 60, overrides=self.overrides)
+
+    def log_tail(self, node: str, lines: int) -> list[str]:
+        """The last lines of the node's container's log (what a node that refused to boot
+        said), without Docker's timestamps."""
+        try:
+            text = self.containers()[node].logs(tail=lines).decode(errors="replace")
+        except (KeyError, docker.errors.APIError) as e:
+            return [f"(no log: {e})"]
+        return [line for line in text.splitlines() if line.strip()]
+
     def down(self, timeout: float = 120) -> None:
         # The load balancer's profile, so that down takes it too when it ran.
         env = {**(self._env or {"BJ_PROJECT": self.project}), "COMPOSE_PROFILES": LOAD_BALANCER}
@@ -308,7 +388,14 @@ class RabbitMQCluster(ComposeCluster):
                 self.disks.unmount_all()
 
     def topology(self) -> Topology:
-        return self.topology_of(self.nodes)
+        """Where the nodes are. A node whose container is not running (one that refused to boot
+        on a new release) has no address from Docker: its fixed one stands."""
+        found = self.topology_of(self.nodes)
+        handles = tuple(
+            h if h.address else replace(h, address=node_address(self.net_prefix, h.name))
+            for h in found.nodes
+        )
+        return replace(found, nodes=handles)
 
     def endpoints(self) -> list[Endpoint]:
         """Where clients reach each node, and the load balancer (named lb) when it runs."""
@@ -393,6 +480,14 @@ class RabbitMQCluster(ComposeCluster):
             for q in queues
             if "quorum" in str(q.get("type"))
         }
+
+    def quorum_status(self, queue: str, via: str) -> list[dict[str, Any]]:
+        """A quorum queue's members as one node reports them (rabbitmq-queues quorum_status):
+        each with its Raft state and its commit index, among others."""
+        argv = ["rabbitmq-queues", "-q", "quorum_status", queue, "--formatter", "json"]
+        out = self.run_in(via, argv, "rabbitmq-queues quorum_status", timeout=30)
+        rows: list[dict[str, Any]] = json.loads(out)
+        return rows
 
     def queue_messages(self, node: str) -> dict[str, int]:
         """Each queue's messages as one node counts them (during a partition, its own side)."""

@@ -4,7 +4,9 @@ The network and process steps are the common nemesis's (`Nemesis`: iptables in e
 namespace, Docker for processes). RabbitMQ adds the steps of the manual resolution of a partition
 (R4): block the publishers of a node (memory high watermark 0) and wait until that node's queues
 are drained, through `RabbitMQControl`; and the membership steps (a node out of the cluster and
-back, a quorum queue's member removed and added back: systems.rabbitmq.membership). A step may
+back, a quorum queue's member removed and added back: systems.rabbitmq.membership); and the
+rolling upgrade steps (a node recreated on another release, a feature flag enabled:
+systems.rabbitmq.upgrade). A step may
 name the leader or followers of the first queue (a quorum queue or stream), resolved as the step
 runs, or a node or partition shape drawn anew each step from the run's seed (nemesis.picks)."""
 
@@ -23,16 +25,18 @@ from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
 from systems.rabbitmq.membership import Membership
 from systems.rabbitmq.scenario import NemesisStep, is_role
+from systems.rabbitmq.upgrade import UpgradeControl, finalize_feature, upgrade
 
 
-class RabbitMQControl(Protocol):
+class RabbitMQControl(UpgradeControl, Protocol):
     def queue_messages(self, node: str) -> dict[str, int]: ...
 
     def set_memory_high_watermark(self, node: str, fraction: float) -> None: ...
 
     def queue_leader(self, queue: str) -> tuple[str, list[str]]: ...
 
-    # The cluster's members as the membership steps leave them (systems.rabbitmq.membership).
+    # The cluster's members as the membership steps leave them (systems.rabbitmq.membership);
+    # the upgrade steps' calls are UpgradeControl's (systems.rabbitmq.upgrade).
     membership: Membership
 
 
@@ -172,6 +176,8 @@ HANDLERS: dict[str, Handler] = {
     "add-node": lambda n, c, s: c.membership.add(n, s.nodes or None),
     "shrink-queue": lambda n, c, s: c.membership.shrink(n, s.nodes),
     "grow-queue": lambda n, c, s: c.membership.grow(n, s.nodes or None),
+    "upgrade": lambda n, c, s: upgrade(n, c, s),
+    "finalize-feature": lambda n, c, s: finalize_feature(n, c, s),
     **{op: lambda n, _c, s: apply_client_fault(n, s.op, s.nodes, s) for op in CLIENT_PATH_OPS},
 }
 

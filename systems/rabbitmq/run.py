@@ -66,6 +66,12 @@ def stream_positions(history_dir: Path, groups: set[str]) -> dict[str, int]:
     return {g: o + 1 for g, o in highest.items()}
 
 
+def upgrade_releases(steps: list[NemesisStep]) -> tuple[str, ...]:
+    """The releases the schedule's upgrade steps name, each once, in their order."""
+    named = (s.release for s in steps if s.op == "upgrade" and s.release is not None)
+    return tuple(dict.fromkeys(named))
+
+
 def recovery_members(names: tuple[str, ...], forgotten: set[str]) -> tuple[str, ...]:
     """The nodes the recovery waits for: the cluster's current members."""
     return tuple(n for n in names if n not in forgotten)
@@ -119,6 +125,7 @@ class RabbitMQRun(ScenarioRun):
                 version=c.version,
                 rabbitmq_conf=tuple(rendered(c.rabbitmq_conf).items()),
                 advanced_config=c.advanced_config,
+                upgrades=upgrade_releases(self.scenario.nemesis),
             ),
             workdir=self.run_dir / "cluster",
             project=f"{self.scenario.id}-{self.run_id}".lower(),
@@ -183,19 +190,21 @@ class RabbitMQRun(ScenarioRun):
         self._mark("nemesis ready")
 
     def _check_conf_against_the_image(self, cluster: RabbitMQCluster) -> None:
-        """The rabbitmq.conf keys against the release of the image this run starts, before
-        any of its containers does: the scenario was checked against the release it names,
-        and --rabbitmq, an image of its own or the official image may hold another."""
+        """The rabbitmq.conf keys against the release of the image this run starts, and of
+        each image an upgrade step moves nodes to, before any of its containers does: the
+        scenario was checked against the release it names, and --rabbitmq, an image of its own
+        or the official image may hold another."""
         conf = conf_of(self.scenario.cluster)
-        try:
-            schema = confschema.of_image(cluster.image, cluster.release())
-        except confschema.ConfSchemaError as e:
-            log.warning("rabbitmq.conf not checked against %s: %s", cluster.image, e)
-            return
-        if refused := next(iter(key_check.refusals(schema, conf)), None):
-            raise ScenarioError(f"cluster.rabbitmq_conf: {refused}")
-        for key, note in key_check.ignored(schema, conf).items():
-            log.warning("RabbitMQ %s ignores %s (its schema: %s)", schema.release, key, note)
+        for image in dict.fromkeys([cluster.image, *cluster.upgrade_images.values()]):
+            try:
+                schema = confschema.of_image(image, cluster.release_of(image))
+            except confschema.ConfSchemaError as e:
+                log.warning("rabbitmq.conf not checked against %s: %s", image, e)
+                continue
+            if refused := next(iter(key_check.refusals(schema, conf)), None):
+                raise ScenarioError(f"cluster.rabbitmq_conf: {refused}")
+            for key, note in key_check.ignored(schema, conf).items():
+                log.warning("RabbitMQ %s ignores %s (its schema: %s)", schema.release, key, note)
 
     def _start_clients(self, start: float) -> list[str]:
         w, t = self.scenario.workload, self.scenario.timeouts

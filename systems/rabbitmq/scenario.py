@@ -24,6 +24,7 @@ from systems.rabbitmq.settings import (
     queue_arguments_refusal,
     sets_partition_handling,
 )
+from systems.rabbitmq.upgrade_path import step_fields_refusal, upgrade_refusal
 from systems.scenario import (
     CorruptFiles,
     CorruptHow,
@@ -326,7 +327,8 @@ class NemesisStep(Strict):
     followers), random-node (drawn anew each step from the run's seed) or an earlier step's
     @label."""
     within: Annotated[float, Field(gt=0, le=3600)] = 120.0
-    """wait-drained: the bound."""
+    """wait-drained: the bound; upgrade: the bound of each node's wait (back in the cluster, its
+    quorum queue members in sync)."""
     groups: list[list[str]] = Field(default_factory=list)
     """partition: the sides, each a list of nodes."""
     shape: Shape | None = None
@@ -379,6 +381,16 @@ class NemesisStep(Strict):
     keep: Keep = 0.5
     """torn-write: the share of each matching file's last unsynced write a power loss keeps
     (in whole 512-byte sectors when it spans more than one)."""
+    release: Annotated[str, Field(pattern=SPEC_PATTERN)] | None = None
+    """upgrade: the release line ("4.0") or release ("4.0.5") the targets move to, a local image
+    of it (make setup builds 3.10.8, 4.0.5 and 4.3.6)."""
+    unsupported_path: bool = False
+    """upgrade: run it although RabbitMQ's rolling upgrades do not support the path (a skipped
+    series, a downgrade, flags of the last series still off), to see what the node does; such a
+    path is refused otherwise."""
+    feature: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]+$")] | None = None
+    """finalize-feature: the feature flag to enable (khepri_db moves the metadata store from
+    Mnesia to Khepri), or all: every stable one, as after a finished upgrade."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -415,6 +427,9 @@ class NemesisStep(Strict):
         if refusal := disk_refusal(self.op, self.fail_on, self.model_fields_set):
             raise ValueError(refusal)
         if refusal := clock_refusal(self.op, self.offset):
+            raise ValueError(refusal)
+        given = self.model_fields_set
+        if refusal := step_fields_refusal(self.op, self.release, self.feature, given):
             raise ValueError(refusal)
         if RANDOM_NODE in self.from_ and RANDOM_NODE in self.to:
             raise ValueError(
@@ -500,6 +515,9 @@ class RabbitMQScenario(ScenarioBase):
                     f"nemesis.{i}: no node {unknown[0]!r} in a cluster of {self.cluster.nodes}"
                 )
         if refusal := membership_refusal(self.nemesis, self.cluster, self.workload):
+            raise ValueError(refusal)
+        c = self.cluster
+        if refusal := upgrade_refusal(self.nemesis, c.version, c.image is not None, known):
             raise ValueError(refusal)
         return self
 

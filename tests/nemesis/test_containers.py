@@ -78,3 +78,32 @@ def test_the_pause_ok_records_which_nodes_needed_more_than_one_freeze(tmp_path: 
     ok = json.loads((tmp_path / "nemesis.jsonl").read_text().splitlines()[-1])
     assert (ok["type"], ok["f"]) == ("ok", "pause")
     assert ok["value"] == {"nodes": ["rabbit1", "rabbit2"], "freeze_attempts": {"rabbit2": 3}}
+
+
+class Namespaces:
+    """A Docker client that records which container each helper joined."""
+
+    def __init__(self) -> None:
+        self.containers = self
+        self.joined: list[str] = []
+
+    def run(self, image: str, **kwargs: Any) -> None:
+        self.joined.append(kwargs["network_mode"])
+
+
+def test_a_replaced_container_gets_the_nodes_rules_and_a_dead_one_counts_as_down() -> None:
+    def topology(generation: int) -> Topology:
+        nodes = ("rabbit1", "rabbit2")
+        handles = (NodeHandle(n, f"{n}-{generation}", f"10.0.0.{i}") for i, n in enumerate(nodes))
+        return Topology(tuple(handles), "10.0.0.254")
+
+    engine = Namespaces()
+    nemesis = Nemesis(topology(0), "tools", client=cast(Any, engine))
+    nemesis.cut(["rabbit1"], ["rabbit2"])  # rabbit2 drops what rabbit1 sends: its rules
+    nemesis.replaced("rabbit2", topology(1), running=False)
+    assert nemesis.down == {"rabbit2"} and engine.joined == ["container:rabbit2-0"]
+    nemesis.replaced("rabbit2", topology(2))
+    assert not nemesis.down and engine.joined[-1] == "container:rabbit2-2"
+    nemesis.replaced("rabbit1", topology(3))  # no rules of its own: nothing to put back
+    assert engine.joined[-1] == "container:rabbit2-2"
+    assert nemesis.topology.node("rabbit1").container == "rabbit1-3"

@@ -446,19 +446,38 @@ def test_the_run_checks_the_keys_against_the_release_it_starts() -> None:
     the run checks it against the image before any container starts."""
     spec = scenario("partition_handling: autoheal\nrabbitmq_conf: {ssl_options.cacerts.a: x}")
     on_43 = spec.model_copy(update={"cluster": spec.cluster.model_copy(update={"version": "4.3"})})
-    image_43 = SimpleNamespace(image="brokerjepsen/rabbitmq:4.3.6-debian", release=lambda: "4.3.6")
     with pytest.raises(ScenarioError, match='"ssl_options.cacerts.a" is not a RabbitMQ 4.3.6'):
         RabbitMQRun._check_conf_against_the_image(
             SimpleNamespace(scenario=on_43),  # type: ignore[arg-type]
-            image_43,  # type: ignore[arg-type]
+            images(IMAGE_43),  # type: ignore[arg-type]
         )
-    image_310 = SimpleNamespace(
-        image="brokerjepsen/rabbitmq:3.10.8-debian", release=lambda: "3.10.8"
-    )
     RabbitMQRun._check_conf_against_the_image(
         SimpleNamespace(scenario=spec),  # type: ignore[arg-type]
-        image_310,  # type: ignore[arg-type]
+        images(IMAGE_310),  # type: ignore[arg-type]
     )
+
+
+IMAGE_310, IMAGE_43 = "brokerjepsen/rabbitmq:3.10.8-debian", "brokerjepsen/rabbitmq:4.3.6-debian"
+
+
+def images(start: str, *upgrades: str) -> SimpleNamespace:
+    """A cluster starting on one local image, its upgrade steps naming others."""
+    return SimpleNamespace(
+        image=start,
+        upgrade_images={image.split(":")[1][:3]: image for image in upgrades},
+        release_of=lambda image: image.split(":")[1].removesuffix("-debian"),
+    )
+
+
+def test_the_run_checks_the_keys_against_each_release_an_upgrade_moves_nodes_to() -> None:
+    """A key the start release takes and the upgrade's refuses would leave the upgraded node
+    refusing its configuration mid-run: said before any container starts."""
+    spec = scenario("partition_handling: autoheal\nrabbitmq_conf: {ssl_options.cacerts.a: x}")
+    with pytest.raises(ScenarioError, match='"ssl_options.cacerts.a" is not a RabbitMQ 4.3.6'):
+        RabbitMQRun._check_conf_against_the_image(
+            SimpleNamespace(scenario=spec),  # type: ignore[arg-type]
+            images(IMAGE_310, IMAGE_43),  # type: ignore[arg-type]
+        )
 
 
 class _Container:
