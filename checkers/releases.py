@@ -393,7 +393,7 @@ def _oks(operations: list[dict[str, Any]]) -> int:
     return sum(1 for o in operations if o["outcome"] == "ok")
 
 
-def _per_group(counts: dict[str, int]) -> str:
+def per_group_words(counts: dict[str, int]) -> str:
     shown = {g: n for g, n in sorted(counts.items()) if n}
     if not shown:
         return "0"
@@ -415,7 +415,7 @@ def summary_lines(section: dict[str, Any] | None, run_start: float = 0.0) -> lis
         lines.append(
             f"release period {p['number']} +{p['start'] - run_start:.1f} to "
             f"+{p['end'] - run_start:.1f} s, {p['kind']} ({nodes_words(p)}){finalized}: "
-            f"{p['acked']} acknowledged, lost {_per_group(p['lost'])}, "
-            f"duplicated {_per_group(p['duplicated'])}, reordered {_per_group(p['reordered'])}"
+            f"{p['acked']} acknowledged, "
+            + ", ".join(f"{m} {per_group_words(p[m])}" for m in ATTRIBUTED)
         )
     return lines

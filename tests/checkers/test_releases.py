@@ -21,50 +21,21 @@ from checkers.releases import (
 )
 from checkers.run import check_run, with_releases
 from contract.manifest import Manifest
-from tests.checkers.histories import event, recv, send, write
+from tests.checkers.histories import (
+    NEW,
+    OLD,
+    event,
+    finalize,
+    nemesis_of,
+    recv,
+    send,
+    upgrade,
+    write,
+)
 
 NODES = ("kafka1", "kafka2", "kafka3")
-OLD, NEW = "3.9.2", "4.4.0"
 START = Start(system="kafka", release=OLD, nodes=NODES, features={"metadata.version": "3.9-IV0"})
 RUN_START, RUN_END = 1.0, 100.0
-
-
-def nemesis_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The nemesis's events as the checker has them (checkers.control.nemesis_events): a line's
-    `value` kept as the JSON text it was written as."""
-    return [
-        {
-            "time": e["time"],
-            "type": e["type"],
-            "f": e["f"],
-            "value": None if e["value"] is None else json.dumps(e["value"]),
-            "error": e["error"],
-        }
-        for e in events
-        if e["process"] == "nemesis"
-    ]
-
-
-def upgrade(
-    node: str, at: float, took: float, outcome: str = "ok", old: str = OLD, new: str = NEW
-) -> list[dict[str, Any]]:
-    """One node's upgrade as the nemesis writes it: invoke, then ok (with what it waited for),
-    fail or info."""
-    value = {"nodes": [node], "from": old, "to": new}
-    done = value | ({"in_sync": True, "waited_s": took} if outcome == "ok" else {})
-    error = "the broker did not come back" if outcome != "ok" else None
-    return [
-        event("nemesis", "invoke", "upgrade", at, value=value | {"scheduled": at, "lag": 0.0}),
-        event("nemesis", outcome, "upgrade", at + took, value=done, error=error),
-    ]
-
-
-def finalize(feature: str, level: str, at: float, levels: dict[str, str]) -> list[dict[str, Any]]:
-    value = {"feature": feature, "level": level}
-    return [
-        event("nemesis", "invoke", "finalize-feature", at, value=value),
-        event("nemesis", "ok", "finalize-feature", at + 1, value=value | {"levels": levels}),
-    ]
 
 
 def rolling_upgrade() -> list[dict[str, Any]]:
