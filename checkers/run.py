@@ -98,9 +98,10 @@ def check_run(
     verdict["broker_errors"] = broker_errors(run.logs, manifest)
     # What the brokers logged of the run's disk faults, named (none without a disk fault).
     verdict["disk_evidence"] = disk_evidence(run.logs, manifest, result.nemesis)
+    # Which release each period and anomaly ran on (only for a run that upgraded).
+    with_releases(verdict, result, manifest)
     # The brokers' own evidence of each anomalous message (null, with why, when there is none).
     run_start = (result.history_span or {}).get("first") or 0.0
-    with_releases(verdict, result, manifest)
     verdict["explanations"], verdict["explanations_missing"] = explain_run(run, run_start)
     verdict["cluster_views"] = cluster_views(run)
     verdict["checker"]["seconds"] = round(time.monotonic() - started, 2)
