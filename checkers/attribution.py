@@ -125,6 +125,26 @@ def attributed(flagged: dict[str, DataFrame]) -> DataFrame:
     return out
 
 
+def first_anomalies(flagged: dict[str, DataFrame], summary: DataFrame, limit: int) -> DataFrame:
+    """(metric, group, msg_id, invoke_time, ack_time, node) of the first `limit` lost,
+    duplicated and reordered messages of each group by their ack time (then msg_id; never
+    acknowledged ones last): when each was sent and acknowledged, and by which node."""
+    from pyspark.sql import Window
+
+    F = _F()
+    times = summary.select("msg_id", "invoke_time", "ack_time", "node")
+    order = Window.partitionBy("metric", "group").orderBy(
+        F.col("ack_time").asc_nulls_last(), F.col("msg_id")
+    )
+    return (
+        attributed(flagged)
+        .join(times, "msg_id", "left")
+        .withColumn("n", F.row_number().over(order))
+        .filter(F.col("n") <= limit)
+        .select("metric", "group", "msg_id", "invoke_time", "ack_time", "node")
+    )
+
+
 def run_second(column: Column, run_start: float) -> Column:
     """The whole second since the run's first event at which `column`'s time falls."""
     F = _F()

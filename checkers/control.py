@@ -18,7 +18,8 @@ def _F() -> Any:
     return F
 
 
-CONTROL = ("time", "process", "type", "f", "partition", "value")  # of a control event
+# Of a control event; `error`: why a nemesis step failed (a failed upgrade's, in the releases).
+CONTROL = ("time", "process", "type", "f", "partition", "value", "error")
 
 
 def control_rows(events: DataFrame) -> DataFrame:
@@ -39,8 +40,8 @@ def control_events(rows: list[Any]) -> list[dict[str, Any]]:
 
 
 def nemesis_events(control: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The nemesis's (time, type, f, value) among the control events."""
-    keys = ("time", "type", "f", "value")
+    """The nemesis's (time, type, f, value, error) among the control events."""
+    keys = ("time", "type", "f", "value", "error")
     return [{k: e[k] for k in keys} for e in control if e["process"] == NEMESIS_PROCESS]
 
 

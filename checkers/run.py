@@ -26,6 +26,7 @@ from checkers.engine import (
 from checkers.explain import explain_run
 from checkers.pace import with_pace
 from checkers.read import history_bytes, write_parquet
+from checkers.releases import Start, release_section
 from checkers.spark import HistoryError, check_history
 from checkers.summary import summary_lines
 from checkers.verdict import (
@@ -97,6 +98,8 @@ def check_run(
     verdict["broker_errors"] = broker_errors(run.logs, manifest)
     # What the brokers logged of the run's disk faults, named (none without a disk fault).
     verdict["disk_evidence"] = disk_evidence(run.logs, manifest, result.nemesis)
+    # Which release each period and anomaly ran on (only for a run that upgraded).
+    with_releases(verdict, result, manifest)
     # The brokers' own evidence of each anomalous message (null, with why, when there is none).
     run_start = (result.history_span or {}).get("first") or 0.0
     verdict["explanations"], verdict["explanations_missing"] = explain_run(run, run_start)
@@ -108,6 +111,21 @@ def check_run(
         verdict["checker"]["jvm_cpu"] = jvm_cpu
     write_verdict(run, verdict, result.timeline)
     return verdict
+
+
+def with_releases(verdict: dict[str, Any], result: Any, manifest: Manifest) -> None:
+    """verdict.json's `releases` (checkers.releases), set only for a run that upgraded or
+    finalized a feature: a reader of any other run's verdict finds no such key."""
+    span = result.history_span or {}
+    section = release_section(
+        result.nemesis,
+        Start.of(manifest),
+        result.release_counts,
+        span.get("first") or 0.0,
+        span.get("last") or 0.0,
+    )
+    if section is not None:
+        verdict["releases"] = section
 
 
 def queues_left(after_drain: dict[str, Any] | None) -> dict[str, int] | None:

@@ -14,9 +14,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from checkers import availability, timeline
+from checkers import availability, releases, timeline
 from checkers import queries as q
-from checkers.attribution import attribute, attribution_frame
+from checkers.attribution import (
+    acks,
+    attribute,
+    attributed,
+    attribution_frame,
+    first_anomalies,
+    placed_anomalies,
+)
 from checkers.control import (
     control_events,
     control_rows,
@@ -91,6 +98,9 @@ class CheckResult:
     # Transactional producers' transactions and what read_committed groups saw of them
     # (checkers.transactions); None when no producer was transactional.
     transactions: dict[str, Any] | None = None
+    # A run that upgraded: the workload in each span between two upgrade or finalize-feature
+    # events (checkers.releases.span_counts); None for any other run.
+    release_counts: dict[str, Any] | None = None
 
 
 def check_history(
@@ -175,7 +185,7 @@ def _checked(
             (counts, transactions),
             log,
             (unavailability, stalls),
-            (seconds, traffic, attribution),
+            (seconds, traffic, attribution, release_counts),
             (sends, errors, readers, (producers, sending)),
         ) = together(
             [
@@ -223,6 +233,7 @@ def _checked(
             partition_states=states,
             window_traffic=traffic,
             transactions=transactions,
+            release_counts=release_counts,
         )
     finally:
         for df in cached:
@@ -412,10 +423,11 @@ def _over_time(
     states: list[dict[str, Any]],
     span: dict[str, Any],
     windows: list[tuple[float, float]],
-) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    """The timeline (checkers.timeline), each fault window's traffic, and which fault step and
-    node each anomaly belongs to (checkers.attribution), asked in one action: a few rows per
-    second, per window and per step."""
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], dict[str, Any] | None]:
+    """The timeline (checkers.timeline), each fault window's traffic, which fault step and
+    node each anomaly belongs to (checkers.attribution), and for a run that upgraded the
+    workload in each span between its release events (checkers.releases), asked in one action:
+    a few rows per second, per window, per step and per span."""
     run_start = span["first"] or 0.0
     frames = {
         **timeline.frames(summary, receives, run_start),
@@ -423,12 +435,48 @@ def _over_time(
     }
     if windows:
         frames["traffic"] = availability.window_traffic(summary, receives, windows)
+    cut = releases.spans(nemesis, run_start, span["last"] or run_start)
+    if cut:
+        frames |= _release_frames(spark, summary, receives, flagged, cut, run_start)
     rows = collected_together(frames)
+    counted = (
+        releases.span_counts(
+            cut, rows["release_traffic"], rows["release_placed"], rows["release_anomalies"]
+        )
+        if cut
+        else None
+    )
     return (
         timeline.build(rows, rows["placed"], nemesis, states, span, windows),
         _window_traffic(rows.get("traffic", []), windows),
         attribute(rows["placed"]),
+        counted,
     )
+
+
+def _release_frames(
+    spark: Any,
+    summary: Any,
+    receives: Any,
+    flagged: dict[str, Any],
+    cut: list[tuple[float, float]],
+    run_start: float,
+) -> dict[str, Any]:
+    """The workload in each span between two release events (checkers.releases.spans),
+    counted as a fault window's traffic is and with the anomalies placed as at the fault
+    steps (each span a step named by its index, the last one open-ended), and the first
+    anomalous messages of each group with their send and ack times."""
+    last = len(cut) - 1
+    steps = small_frame(
+        spark,
+        [(a, None if i == last else b, str(i)) for i, (a, b) in enumerate(cut)],
+        "start double, `end` double, step string",
+    )
+    return {
+        "release_traffic": availability.window_traffic(summary, receives, cut),
+        "release_placed": placed_anomalies(attributed(flagged), acks(summary), steps, run_start),
+        "release_anomalies": first_anomalies(flagged, summary, releases.LISTED),
+    }
 
 
 def _window_traffic(rows: list[Any], windows: list[tuple[float, float]]) -> list[dict[str, Any]]:

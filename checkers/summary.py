@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers import broker_errors, cluster_views, disk_evidence, explain
+from checkers import broker_errors, cluster_views, disk_evidence, explain, releases
 from checkers.pace import PACE_KEYS, slow_lines
 from checkers.verdict import DEAD_LETTER_METRICS, METRICS, SYNC_SECONDS, claim_word
 
@@ -41,6 +41,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     lines += broker_errors.summary_lines(verdict.get("broker_errors"))
     start = (verdict.get("history_span") or {}).get("first") or 0.0
     lines += disk_evidence.summary_lines(verdict.get("disk_evidence"), start)
+    lines += releases.summary_lines(verdict.get("releases"), start)
     lines += explain.summary_lines(verdict)
     lines += cluster_views.summary_lines(verdict.get("cluster_views"))
     for f, names in sorted((verdict.get("errors") or {}).items()):

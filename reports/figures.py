@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from checkers.messages import ABORTED
+from checkers.releases import nodes_words
 from reports.run_data import RunData
 
 if TYPE_CHECKING:
@@ -21,6 +22,8 @@ OUTCOME_SERIES = (  # a send's outcome (timeline.json) -> how the report names i
 ANOMALY_COLOURS = {"lost": "#c62828", "duplicated": "#6a1b9a", "reordered": "#8d6e63"}
 BAND_COLOURS = ("#1565c0", "#00838f")  # alternate, so neighbouring steps stay apart
 STEP_BAND_PREFIX = "step "  # shape names; the browser test counts them
+RELEASE_LINE_PREFIX = "release period "  # a line where a release period begins
+RELEASE_COLOUR = "#4e342e"
 # A trace as plain properties and its row: plotly validates each trace once, when the figure
 # (whose template depends on the trace types) takes them all.
 Trace = tuple[int, dict[str, Any]]
@@ -78,11 +81,16 @@ def timeline_figure(run: RunData) -> go.Figure:
     # there again, and a run of 60 steps took two seconds. Assigned, not given to
     # update_layout, which walks the subplot titles' annotations property by property and took
     # ten times as long.
-    fig.layout.shapes = [_step_band(step) for step in steps]
+    periods = _release_periods(run)
+    fig.layout.shapes = [
+        *(_step_band(step) for step in steps),
+        *(_release_line(p, run.run_start) for p in periods),
+    ]
     fig.layout.annotations = [
         *fig.layout.annotations,
         *notes,
         *(_step_number(step) for step in steps),
+        *(_release_label(p, run.run_start) for p in periods),
     ]
     return fig
 
@@ -257,6 +265,48 @@ def _step_number(step: dict[str, Any]) -> dict[str, Any]:
         "yanchor": "top",
         "font": {"size": 10, "color": _band_colour(step)},
         "hovertext": step["label"],
+    }
+
+
+def _release_periods(run: RunData) -> list[dict[str, Any]]:
+    """The release periods of a run that upgraded (checkers.releases) but the first: each
+    begins where a node changed release or a feature was finalized."""
+    section = (run.verdict or {}).get("releases") or {}
+    return list(section.get("periods") or [])[1:]
+
+
+def _release_line(period: dict[str, Any], run_start: float) -> dict[str, Any]:
+    """Where a release period begins: a dotted line across every row."""
+    x = period["start"] - run_start
+    return {
+        "type": "line",
+        "name": f"{RELEASE_LINE_PREFIX}{period['number']}",
+        "xref": "x",
+        "yref": "paper",
+        "x0": x,
+        "x1": x,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": RELEASE_COLOUR, "width": 1, "dash": "dot"},
+        "layer": "below",
+    }
+
+
+def _release_label(period: dict[str, Any], run_start: float) -> dict[str, Any]:
+    """A release period's cluster ("mixed", "all on 4.4.0") beside its line; who ran what on
+    hover."""
+    return {
+        "x": period["start"] - run_start,
+        "xref": "x",
+        "y": 0.94,
+        "yref": "paper",
+        "text": f"R{period['number']} {period['kind']}",
+        "textangle": -90,
+        "showarrow": False,
+        "xanchor": "right",
+        "yanchor": "top",
+        "font": {"size": 9, "color": RELEASE_COLOUR},
+        "hovertext": f"release period {period['number']}: {nodes_words(period)}",
     }
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import jinja2
 
 from checkers.cycles import CYCLES_FILE
+from checkers.releases import LISTED, finalized_words, nodes_words, per_group_words
 from checkers.transactions import TXN_METRICS
 from checkers.verdict import DEAD_LETTER_METRICS, METRICS
 from contract.cache import cache_root
@@ -288,12 +289,96 @@ def _edge_words(e: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def releases_of(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The verdict's releases section (checkers.releases); None for a run that did not
+    upgrade."""
+    section = (verdict or {}).get("releases")
+    return section if isinstance(section, dict) else None
+
+
+def first_event(run: RunData) -> float:
+    """The run's first event, where the timeline's seconds count from: the timeline's, else the
+    verdict's history span's (the same time), else what the manifest says."""
+    first = ((run.verdict or {}).get("history_span") or {}).get("first")
+    return run.run_start if run.timeline or first is None else float(first)
+
+
+def _since(t: float | None, run_start: float) -> str:
+    return "-" if t is None else f"+{t - run_start:.1f} s"
+
+
+def release_period_rows(section: dict[str, Any] | None, run_start: float) -> list[dict[str, Any]]:
+    """One row a release period: its span, who ran what, what it finalized and the workload's
+    counts in it, in words."""
+    return [
+        {
+            "number": p["number"],
+            "kind": p["kind"],
+            "start": _since(p["start"], run_start),
+            "end": _since(p["end"], run_start),
+            "nodes": nodes_words(p),
+            "features": ", ".join(f"{k} {v}" for k, v in (p.get("features") or {}).items()),
+            "finalized": "; ".join(finalized_words(f) for f in p.get("finalized") or []),
+            **{k: p.get(k, 0) for k in ("sends", "acked", "delivered")},
+            **{m: per_group_words(p.get(m) or {}) for m in ("lost", "duplicated", "reordered")},
+            "anomalous": any(p.get(m) for m in ("lost", "duplicated", "reordered")),
+        }
+        for p in (section or {}).get("periods") or []
+    ]
+
+
+def release_upgrade_rows(section: dict[str, Any] | None, run_start: float) -> list[dict[str, Any]]:
+    """One row a node's upgrade: from and to which release, when, how it ended and what it
+    said (the ok's `in_sync`, `waited_s`, a failure's error)."""
+    shown = ("nodes", "from", "to", "start", "end", "outcome", "error")
+    rows = []
+    for u in (section or {}).get("upgrades") or []:
+        said = [
+            f"{k} {v if isinstance(v, str) else json.dumps(v)}"
+            for k, v in u.items()
+            if k not in shown and v is not None
+        ]
+        rows.append(
+            {
+                "nodes": ", ".join(map(str, u.get("nodes") or [])),
+                "from": u.get("from") or "?",
+                "to": u.get("to") or "?",
+                "start": _since(u.get("start"), run_start),
+                "end": _since(u.get("end"), run_start),
+                "outcome": u.get("outcome"),
+                "said": "; ".join([*said, *([u["error"]] if u.get("error") else [])]),
+            }
+        )
+    return rows
+
+
+def release_anomaly_rows(section: dict[str, Any] | None, run_start: float) -> list[dict[str, Any]]:
+    """Each anomalous message the checker listed, with when it was sent and acknowledged, by
+    which node (and its release), its period and the releases the cluster ran while it was
+    sent."""
+    return [
+        {
+            "metric": a["metric"],
+            "group": a["group"],
+            "msg_id": a["msg_id"],
+            "sent": _since(a.get("invoked"), run_start),
+            "acked": _since(a.get("acked"), run_start),
+            "node": (a.get("node") or "-")
+            + (f" ({a['node_release']})" if a.get("node_release") else ""),
+            "period": a.get("period") or "-",
+            "releases": ", ".join(a.get("releases") or []) or "?",
+        }
+        for a in (section or {}).get("anomalies") or []
+    ]
+
+
 def render_report(run: RunData) -> Path:
     """Builds RUN_DIR/report.html from the run's files; returns its path."""
     verdict = run.verdict
     figure = timeline_figure(run) if run.timeline else None
     txns = transactions_of(verdict)
     copy, cycles = copy_of(txns), cycles_of(txns)
+    releases = releases_of(verdict)
     page = TEMPLATES.get_template("report.html.j2").render(
         run=run,
         m=run.manifest,
@@ -330,6 +415,11 @@ def render_report(run: RunData) -> Path:
         cycles_file=f"ids/{CYCLES_FILE}",
         shrink=run.shrink,
         schedule=RunDir(run.run_dir).schedule.is_file(),
+        releases=releases,
+        release_periods=release_period_rows(releases, first_event(run)),
+        release_upgrades=release_upgrade_rows(releases, first_event(run)),
+        release_anomalies=release_anomaly_rows(releases, first_event(run)),
+        releases_listed=LISTED,
     )
     out = run.run_dir / REPORT_NAME
     out.write_text(page)
