@@ -14,7 +14,7 @@ a time, so a heal never ends a fault it did not pair with and a restart never la
 node.
 
 A family of several ops with weights deals them from a bag (`Draws.deal`): each op as many times
-as its weight, shuffled, so that a schedule that draws the family a bag's worth of times draws
+as its weight, shuffled, so that a schedule that draws the family as often as its bag holds draws
 every op of it, in the weights' proportions.
 """
 
@@ -77,10 +77,11 @@ class Draws(random.Random):
         allowed: Callable[[str], bool] = lambda _op: True,
     ) -> str:
         """The next op of a bag: each op as many times as its weight, shuffled, dealt one by
-        one, and a new bag when it is empty. Any bag's worth of draws in a row holds every op,
-        so that a run that draws a family that often draws each of its ops (the nightly counts
-        on it), where weighted choices might leave the rarest out. An op not `allowed` now (no
-        spare broker left) is passed over; a bag left with none allowed is dealt anew."""
+        one, and a new bag when it is empty. Each bag holds every op and a schedule starts with
+        a full one, so a schedule that draws a family as often as its bag holds draws each of
+        its ops (the nightly counts on it), where weighted choices might leave the rarest out.
+        An op not `allowed` now (no spare broker left) is passed over; a bag left with none
+        allowed is dealt anew."""
         cards = self.bags.setdefault(bag, [])
         for _ in range(2):
             for i, op in enumerate(cards):
