@@ -1,18 +1,18 @@
 """A fault schedule drawn from a seed: the same seed and options always give the same steps.
 
 Like Jepsen's generators, faults come about every `interval` seconds and last `duration`
-seconds; families of different kinds overlap (a node killed while another is cut off), two of
-one kind never do. Every fault is healed by its own pair, the last heal comes `quiet` seconds
-before the workload ends, so the drain and the final read see a whole cluster.
+seconds; families of different kinds overlap (a node killed while another is cut off, a clock
+skewed meanwhile), two of one kind never do. Every fault is healed by its own pair, the last
+heal comes `quiet` seconds before the workload ends, so the drain and the final read see a
+whole cluster.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.menu import ClusterShape, Family, Step, families
+from chaos.menu import ClusterShape, Draws, Family, Kind, Step, families
 
 
 class ChaosError(ValueError):
@@ -60,9 +60,9 @@ def draw_schedule(shape: ClusterShape, opts: ChaosOptions) -> list[Step]:
         menu = families(shape, opts.faults)
     except ValueError as e:
         raise ChaosError(str(e)) from None
-    rng = random.Random(opts.seed)
+    rng = Draws(opts.seed)
     last_heal = opts.seconds - opts.quiet
-    busy_until = {"network": 0.0, "process": 0.0, "client": 0.0}
+    busy_until: dict[Kind, float] = {"network": 0.0, "process": 0.0, "client": 0.0, "clock": 0.0}
     timed: list[tuple[float, int, Step]] = []  # (at, order, step): heals sort before faults
     t = opts.warmup
     n = 0
@@ -86,7 +86,7 @@ def draw_schedule(shape: ClusterShape, opts: ChaosOptions) -> list[Step]:
     return [step for _at, _order, step in timed]
 
 
-def _end_of(rng: random.Random, family: Family, t: float, opts: ChaosOptions, last: float) -> float:
+def _end_of(rng: Draws, family: Family, t: float, opts: ChaosOptions, last: float) -> float:
     """When the fault's heal runs; a one-off (a restart) holds its kind as long, so the next
     process fault does not land on a node still coming back."""
     return min(t + rng.uniform(*opts.duration), last)

@@ -8,19 +8,24 @@ and node names otherwise, so a schedule keeps hitting the leader wherever leader
 Kafka workload with transactions adds its coordinators (the transactional id's, the copiers'
 group's) to the roles a target draws.
 
-Each family holds one kind of the cluster's state: at most one network fault and one process
-fault (a one-off restart, power loss or election included) are in effect at a time, so a heal
-never ends a fault it did not pair with and a restart never lands on a paused node.
+Each family holds one kind of the cluster's state: at most one network fault, one process
+fault (a one-off restart, power loss or election included) and one clock skew are in effect at
+a time, so a heal never ends a fault it did not pair with and a restart never lands on a paused
+node.
+
+A family of several ops with weights deals them from a bag (`Draws.deal`): each op as many times
+as its weight, shuffled, so that a schedule that draws the family as often as its bag holds draws
+every op of it, in the weights' proportions.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Kind = Literal["network", "process", "client"]
+Kind = Literal["network", "process", "client", "clock"]
 Step = dict[str, Any]
 # What ends a drawn fault: one step, several in order (a disk mended, then its node restarted),
 # or none (a one-off).
@@ -47,13 +52,51 @@ class ClusterShape:
     load_balancer: bool = False
     # RabbitMQ: the workload's queues are quorum queues (their members can be grown back).
     quorum_queues: bool = False
+    # The nodes run under libfaketime (cluster.fake_clock: RabbitMQ's alone for now).
+    fake_clock: bool = False
+    # Kafka: brokers declared but not started (cluster.spare_brokers), for add-broker.
+    spares: int = 0
+    # Kafka: the fewest brokers a decommission must leave (the replication factor, min ISR).
+    keep_brokers: int = 0
+
+
+class Draws(random.Random):
+    """A schedule's random source, and what its families remember from one draw to the next
+    within it: their bags of ops and the spare brokers started. Seeded like random.Random, it
+    gives the same numbers: a family that deals nothing draws what it always drew."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.bags: dict[str, list[str]] = {}
+        self.brokers_added = 0
+
+    def deal(
+        self,
+        bag: str,
+        weights: Mapping[str, int],
+        allowed: Callable[[str], bool] = lambda _op: True,
+    ) -> str:
+        """The next op of a bag: each op as many times as its weight, shuffled, dealt one by
+        one, and a new bag when it is empty. Each bag holds every op and a schedule starts with
+        a full one, so a schedule that draws a family as often as its bag holds draws each of
+        its ops (the nightly counts on it), where weighted choices might leave the rarest out.
+        An op not `allowed` now (no spare broker left) is passed over; a bag left with none
+        allowed is dealt anew."""
+        cards = self.bags.setdefault(bag, [])
+        for _ in range(2):
+            for i, op in enumerate(cards):
+                if allowed(op):
+                    return cards.pop(i)
+            cards[:] = [op for op, n in weights.items() for _ in range(n)]
+            self.shuffle(cards)
+        raise ValueError(f"no op of {bag} can be drawn on this cluster")
 
 
 @dataclass(frozen=True)
 class Family:
     name: str
     kind: Kind
-    draw: Callable[[random.Random, ClusterShape, str], tuple[Step, Heal]]
+    draw: Callable[[Draws, ClusterShape, str], tuple[Step, Heal]]
     # What it needs of the cluster besides the system (lazy disks, a quorum apart).
     fits: Callable[[ClusterShape], bool] = field(default=lambda _shape: True)
     # Drawn when no families are named; the others only when asked for by name.
@@ -281,10 +324,11 @@ def _move_leader(rng: random.Random, shape: ClusterShape, label: str) -> tuple[S
 
 # ---- disks -------------------------------------------------------------------------------------
 
-# The disk faults, by weight: failing calls most often (each kind of call is its own finding),
-# a full disk, and a corruption, rarer, since it alone can make a safe configuration lose data
-# (one replica's damage is what replication should mask; the draw says which files).
-DISK_OPS: dict[str, float] = {"disk-error": 3, "disk-full": 2, "corrupt": 1}
+# The disk faults, by weight (a bag of 7: see Draws.deal): failing calls most often (each kind of
+# call is its own finding), a full disk, and, rarer, a corruption, since it alone can make a
+# safe configuration lose data (one replica's damage is what replication should mask; the draw
+# says which files), and a torn write, which shows only at the power loss that follows it.
+DISK_OPS: dict[str, int] = {"disk-error": 3, "disk-full": 2, "corrupt": 1, "torn-write": 1}
 # What a corruption damages, per system: the workload's own data, never the control plane
 # (Kafka's topics whose names begin with _ are the cluster's own: __cluster_metadata,
 # __consumer_offsets, __transaction_state), a segment's records or its index.
@@ -293,15 +337,23 @@ CORRUPT_PATHS: dict[str, tuple[str, ...]] = {
     # Ra's segments and write-ahead log, the quorum queues' data (mnesia/<node>/quorum/...).
     "rabbitmq": ("*/quorum/*.segment", "*/quorum/*.wal"),
 }
+# What a power loss tears: the workload's log (a last record cut short), or every file the
+# broker had not synced, its metadata log and Ra's write-ahead log among them.
+TORN_PATHS: dict[str, tuple[str, ...]] = {
+    "kafka": ("[!_]*/*.log", "*"),
+    "rabbitmq": ("*/quorum/*.wal", "*"),
+}
 
 
-def _disk(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
-    """A node's disk failing its calls, full, or its data corrupted at rest. A failing or full
-    disk is mended and its node restarted: a broker takes a log directory that failed offline
-    until it restarts (Kafka) or crashes on it (RabbitMQ's Ra WAL), as an operator replaces
-    the disk and restarts the broker. A corruption is a one-off on a stopped node (killed,
-    changed, started): nothing mends it."""
-    op = rng.choices(list(DISK_OPS), list(DISK_OPS.values()))[0]
+def _disk(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+    """A node's disk failing its calls, full, its writes torn at a power loss, or its data
+    corrupted at rest. A failing or full disk is mended and its node restarted: a broker takes
+    a log directory that failed offline until it restarts (Kafka) or crashes on it (RabbitMQ's
+    Ra WAL), as an operator replaces the disk and restarts the broker. A torn write is what a
+    power loss leaves, so the node loses power before its disk is mended (the power loss
+    starts it again). A corruption is a one-off on a stopped node (killed, changed, started):
+    nothing mends it."""
+    op = rng.deal("disk", DISK_OPS)
     fault: Step = {"op": op, **_target(rng, shape)}
     if op == "corrupt":
         fault |= {
@@ -313,21 +365,99 @@ def _disk(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, He
         return fault, None
     if op == "disk-error":
         fault["fail_on"] = rng.choice(("write", "fsync", "read"))
-    if shape.system == "kafka" or _aims_at_a_role(shape, fault):
-        fault["label"] = label
-    again = _again(shape, fault, label)
+    elif op == "torn-write":
+        keep = rng.choice((0.25, 0.5, 0.75))
+        fault |= {"path": rng.choice(TORN_PATHS[shape.system]), "keep": keep}
+    fault, again = _labelled(shape, fault, label)
+    if op == "torn-write":
+        # The power loss tears the writes (and starts the node again); then the disk is mended.
+        return fault, [{"op": "power-loss", **again}, {"op": "disk-ok", **again}]
     return fault, [{"op": "disk-ok", **again}, {"op": "restart", **again}]
 
 
-def _forget_node(rng: random.Random, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+def _labelled(shape: ClusterShape, fault: Step, label: str) -> tuple[Step, Step]:
+    """The fault with its label, and the label as its heals' target: a fault healed by several
+    steps names them all by it, nodes named or not, so that the shrinker removes the fault
+    with every one of its heals (it pairs a fault with one heal by op alone)."""
+    if shape.system == "kafka":
+        return {**fault, "label": label}, {"target": f"@{label}"}
+    return {**fault, "label": label}, {"nodes": [f"@{label}"]}
+
+
+# ---- membership ----------------------------------------------------------------------------------
+
+# Kafka's membership changes, by weight (a bag: see Draws.deal): partitions moved, a broker
+# decommissioned and started again, a spare broker added (a one-off: the cluster keeps it, so
+# at most as many as it has spares). A decommission needs a broker more than the replication
+# factor and min ISR (its replicas must go somewhere), an add a spare left: an op the cluster
+# cannot take now is passed over.
+KAFKA_MEMBERSHIP_OPS: dict[str, int] = {"reassign": 2, "remove-broker": 2, "add-broker": 1}
+# The roles a decommission aims at: one broker each (the schema takes no other), most often a
+# partition's leader, whose leadership must move off it.
+REMOVABLE_ROLES = ("leader", "leader", "follower", "non-controller")
+
+
+def _kafka_membership(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+    """Replicas moved while the workload produces (a one-off: the end of the run clears what a
+    reassignment leaves), a broker decommissioned and started again when the fault ends (it
+    comes back with no replicas: what moved stays moved), or a spare broker started, half the
+    time with a replica of each partition moved onto it."""
+
+    def allowed(op: str) -> bool:
+        if op == "add-broker":
+            return rng.brokers_added < shape.spares
+        if op == "remove-broker":
+            return len(shape.brokers) + rng.brokers_added - 1 >= shape.keep_brokers
+        return True
+
+    op = rng.deal("kafka-membership", KAFKA_MEMBERSHIP_OPS, allowed)
+    if op == "reassign":
+        return {"op": "reassign", **_target(rng, shape)}, None
+    if op == "add-broker":
+        rng.brokers_added += 1
+        return {"op": "add-broker", "move_onto": rng.random() < 0.5}, None
+    if rng.random() < BY_NAME:
+        target: Step = {"target": [rng.choice(shape.brokers)]}
+    else:
+        role = rng.choice(REMOVABLE_ROLES + shape.coordinators)
+        target = {"target": role}
+        if role not in shape.coordinators:
+            target["partition"] = rng.randrange(shape.partitions)
+    return {"op": "remove-broker", **target, "label": label}, {"op": "start", "target": f"@{label}"}
+
+
+def _forget_node(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
     """A node taken out of the cluster (its quorum queue members go with it), then added back
     and its members grown back, as an operator replacing a node would: the next fault meets a
-    cluster whose queues have all their members again."""
-    fault: Step = {"op": "forget-node", **_target(rng, shape)}
+    cluster whose queues have all their members again. One node at a time (the queue's leader,
+    or a node by name), never the followers: the schema counts what a forget took out by its
+    target and what an add-node of its label puts back as one node."""
+    one = "leader" if shape.roles and rng.random() >= BY_NAME else rng.choice(shape.brokers)
+    fault, again = _labelled(shape, {"op": "forget-node", "nodes": [one]}, label)
+    return fault, [{"op": "add-node", **again}, {"op": "grow-queue", **again}]
+
+
+# ---- clocks --------------------------------------------------------------------------------------
+
+# How far a skewed clock is set off true time, by weight, each as often ahead as behind: half a
+# minute (inside most timeouts), five minutes (past heartbeats and sessions), an hour (past
+# retention checks and transaction timeouts) and, rarer, a day.
+CLOCK_OFFSETS: dict[int, int] = {30: 2, 300: 2, 3600: 2, 86400: 1}
+
+
+def _clock(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+    """A node's clock (or a role's: the queue's leader) set off true time, and set true again
+    when the fault ends (clock-ok of the same nodes)."""
+    magnitude = rng.choices(list(CLOCK_OFFSETS), list(CLOCK_OFFSETS.values()))[0]
+    fault: Step = {"op": "clock", **_target(rng, shape)}
+    fault["offset"] = magnitude if rng.random() < 0.5 else -magnitude
     if _aims_at_a_role(shape, fault):
         fault["label"] = label
-    again = _again(shape, fault, label)
-    return fault, [{"op": "add-node", **again}, {"op": "grow-queue", **again}]
+    return fault, {"op": "clock-ok", **_again(shape, fault, label)}
+
+
+def _has_fake_clock(shape: ClusterShape) -> bool:
+    return shape.fake_clock
 
 
 def _has_quorum_queues(shape: ClusterShape) -> bool:
@@ -360,9 +490,9 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         # Asked for by name: a base drawn without them draws the schedule it always drew.
         Family("client-path", "network", _client_path, default=False),
         Family("clients", "client", _client_bounce, _has_restartable_clients, default=False),
-        # Replicas moved while the workload runs (a one-off: the end of the run clears what a
-        # reassignment leaves); by name only.
-        Family("membership", "process", _once("reassign"), default=False),
+        # Replicas moved, a broker decommissioned, a spare added (KAFKA_MEMBERSHIP_OPS); by
+        # name only. No clock family: a Kafka cluster refuses fake_clock for now.
+        Family("membership", "process", _kafka_membership, default=False),
     ),
     "rabbitmq": (
         Family("partition", "network", _partition),
@@ -375,6 +505,9 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("client-path", "network", _client_path, _has_client_paths, default=False),
         # A node out of the cluster (forgotten) and added back; by name only.
         Family("membership", "process", _forget_node, _has_quorum_queues, default=False),
+        # A node's clock off true time (CLOCK_OFFSETS), its own kind: it overlaps a network and
+        # a process fault, never another skew. By name only, on a cluster with fake_clock.
+        Family("clock", "clock", _clock, _has_fake_clock, default=False),
     ),
     "kafka-mock": (
         # The mock's heal ends every fault at once: one of them at a time.

@@ -41,6 +41,9 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             quorum_apart=mode != "kraft",
             coordinators=coordinators_of(base),
             restartable=tuple(base.workload.client_ids()),
+            spares=base.cluster.spare_brokers,
+            # What the schema's membership check holds a decommission to.
+            keep_brokers=max(base.cluster.replication_factor, base.cluster.min_insync_replicas),
         )
     if isinstance(base, RabbitMQScenario):
         names = base.cluster.node_names()
@@ -53,6 +56,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             roles=RABBITMQ_ROLES if leader else (),
             load_balancer=base.cluster.load_balancer,
             quorum_queues=base.cluster.queue_type == "quorum",
+            fake_clock=base.cluster.fake_clock,
         )
     brokers = tuple(str(i) for i in range(1, base.cluster.brokers + 1))
     return ClusterShape("kafka-mock", brokers, brokers, partitions=base.cluster.partitions)
@@ -109,7 +113,12 @@ def chaos_scenario(
             opts.check()  # what fails now is the base's warmup
         except ChaosError as e:
             raise ChaosError(f"{e} (the warmup is {base.id}'s chaos.warmup)") from None
-    steps = draw_schedule(shape_of(base, kafka_mode), opts)
+    try:
+        steps = draw_schedule(shape_of(base, kafka_mode), opts)
+    except ChaosError as e:
+        if asked.faults is None and opts.faults is not None:
+            raise ChaosError(f"{e} (the families of {base.id}'s chaos.faults)") from None
+        raise
     data = scenario_data(base)
     data["id"] = f"{base.id}-s{opts.seed}"
     data["description"] = (
@@ -133,10 +142,16 @@ def chaos_scenario(
 
 def options_for(base: AnyScenario, opts: ChaosOptions) -> ChaosOptions:
     """The options a schedule for this base is drawn with: a base that needs traffic before
-    its first fault (`chaos: {warmup: S}`) gets at least that much."""
-    if base.chaos is None or base.chaos.warmup <= opts.warmup:
+    its first fault (`chaos: {warmup: S}`) gets at least that much, and one made for families
+    drawn only by name (`chaos: {faults: [disk]}`) draws those when `--faults` names none."""
+    own = base.chaos
+    if own is None:
         return opts
-    return replace(opts, warmup=base.chaos.warmup)
+    if own.faults is not None and opts.faults is None:
+        opts = replace(opts, faults=frozenset(own.faults))
+    if own.warmup > opts.warmup:
+        opts = replace(opts, warmup=own.warmup)
+    return opts
 
 
 def _stretch_workload(base: AnyScenario, data: dict[str, Any], seconds: float) -> None:

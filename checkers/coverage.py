@@ -89,6 +89,7 @@ def coverage_of(
     tests is a fault meeting open transactions, whose records are acknowledged only at their
     commit; it also says whose commit was in flight in a fault or as a coordinator moved."""
     situations: Counter[str] = Counter(_watched_situations(states, facts))
+    ops = _ops_applied(nemesis)
     steps = _fault_steps(nemesis, states, facts, run_start, situations)
     situations.update(_down_situations(nemesis, facts))
     open_transactions = None if transactions is None else transactions.get("open_in_faults", 0)
@@ -102,6 +103,7 @@ def coverage_of(
     why = _vacuous_because(steps, totals, missing, expect, open_transactions)
     return {
         "steps": steps,
+        "ops": ops,
         "situations": dict(sorted(situations.items())),
         "windows": traffic,
         "acked_in_faults": totals["acked"],
@@ -115,6 +117,37 @@ def coverage_of(
         "vacuous": bool(why),
         "why_vacuous": why,
     }
+
+
+def _writers() -> dict[str, str]:
+    """Each history name only one op writes, and that op (a kill is `kill`; a start-partition
+    is written by isolate, partition, cut... and names its op in its value)."""
+    by_f: dict[str, list[str]] = {}
+    for o in OPS:
+        for f in o.writes:
+            by_f.setdefault(f, []).append(o.name)
+    return {f: names[0] for f, names in by_f.items() if len(names) == 1}
+
+
+WRITTEN_BY = _writers()
+
+
+def _ops_applied(nemesis: list[dict[str, Any]]) -> dict[str, int]:
+    """How many steps of each op the nemesis carried out (an invoke its ok followed; a step that
+    failed or was skipped is not counted), heals included, by the op's name in a scenario: what
+    a generated schedule drew and did, per op."""
+    pending: dict[str, str] = {}  # a step's history name -> its op, from its invoke to its end
+    done: Counter[str] = Counter()
+    for e in nemesis:
+        if not is_step(e["f"]):
+            continue
+        if e["type"] == "invoke":
+            said = event_value(e.get("value")).get("op")
+            pending[e["f"]] = said if isinstance(said, str) else WRITTEN_BY.get(e["f"], e["f"])
+        elif e["type"] in ("ok", "fail") and e["f"] in pending:
+            op = pending.pop(e["f"])
+            done[op] += e["type"] == "ok"
+    return {op: n for op, n in sorted(done.items()) if n}
 
 
 # The transactions section's counts that are situations a transactional claim may require.

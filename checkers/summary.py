@@ -162,7 +162,8 @@ def _transaction_lines(txns: dict[str, Any] | None) -> list[str]:
 
 def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
     """ "coverage: 6 fault steps, 4 hit a leader; acknowledged inside faults 3120, ...";
-    "situations: leader-faulted 4, ..."; and why the run is vacuous, when it is."""
+    "ops applied: kill 2, start 2, ..."; "situations: leader-faulted 4, ..."; and why the run
+    is vacuous, when it is."""
     if not coverage:
         return []
     steps = coverage.get("steps") or []
@@ -181,6 +182,8 @@ def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
             f"proxy: {dropped} held chunks never delivered at a release (no reader took them in "
             "5 s: a connection its client had stopped reading)"
         )
+    if ops := coverage.get("ops"):
+        lines.append("ops applied: " + ", ".join(f"{k} {n}" for k, n in ops.items()))
     if situations := coverage.get("situations"):
         lines.append("situations: " + ", ".join(f"{k} {n}" for k, n in situations.items()))
     if coverage.get("vacuous"):

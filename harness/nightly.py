@@ -45,8 +45,19 @@ class Base:
         return self.scenario + (f" ({self.mode})" if self.mode else "")
 
 
+# The night's order. After the first base come the bases made for the families drawn only by
+# name (chaos.faults: clock, membership, disk), each run drawing its family alone: a run of
+# NIGHT_MINUTES draws a family at least 7 times, a whole bag of its ops (chaos.menu.Draws), so
+# the first hour draws every op of those families. They come before the first unsafe base,
+# whose expected violation is shrunk in up to half of what is left of the night, and the disk
+# bases last of them (a corruption is the fault a safe configuration is likeliest to lose to).
 MATRIX: tuple[Base, ...] = (
     Base("chaos/kafka-safe", "kraft"),
+    Base("chaos/rabbitmq4-clock"),
+    Base("chaos/kafka-membership", "kraft"),
+    Base("chaos/rabbitmq4-membership"),
+    Base("chaos/kafka-disk", "kraft"),
+    Base("chaos/rabbitmq4-disk"),
     Base("chaos/kafka-acks1", "kraft", unsafe=True),
     Base("chaos/kafka-txn-isolation", "kraft"),
     Base("chaos/kafka-txn-eos", "kraft"),
@@ -57,6 +68,10 @@ MATRIX: tuple[Base, ...] = (
     Base("chaos/kafka-safe", "zk"),
     Base("chaos/kafka-safe", "kraft-dedicated"),
 )
+NIGHT_MINUTES = 2.0  # traffic per run (harness nightly --minutes)
+# Runs a night makes in an hour on the 2-core machine, none shrunk: 3 in 16.1 min
+# (`make test-nightly HOURS=0.25`, 2026-11-26, docs/claims-findings.md), 5.4 min a run.
+RUNS_PER_HOUR = 11
 SHRINK_SHARE = 0.5  # a shrink may take at most this share of what is left of the budget
 SHRINK_RUN_SECONDS = 180.0  # below this much left, no shrink starts
 HUNT_SHARE = 0.5  # of the night, what the hunts get when there are scenarios to hunt
@@ -268,6 +283,8 @@ def summary_markdown(night: Night, bases: tuple[Base, ...]) -> str:
         )
     lines += ["", "## Coverage: situations the faults reached, in how many runs", ""]
     lines += _coverage_table(night, bases)
+    lines += ["", "## Ops: steps the nemesis carried out, by op (in how many runs)", ""]
+    lines += _ops_table(night, bases)
     lines += ["", "## Runs", "", "| base | seed | found | why | run |", "|---|---|---|---|---|"]
     for base, r in night.runs:
         why = (r.trial.verdict or {}).get("reason") or r.trial.failure or ""
@@ -318,6 +335,26 @@ def _coverage_table(night: Night, bases: tuple[Base, ...]) -> list[str]:
     out = ["| situation | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
     for name in names:
         out.append(f"| {name} | " + " | ".join(str(per_base[k][name]) for k in keys) + " |")
+    return out
+
+
+def _ops_table(night: Night, bases: tuple[Base, ...]) -> list[str]:
+    """Per op and base: the steps carried out and, in brackets, the runs that had one, so
+    that a night shows each op it drew and did (a step a broker refused is not counted)."""
+    steps: dict[str, Counter[str]] = {}
+    runs: dict[str, Counter[str]] = {}
+    for base, r in night.runs:
+        ops = ((r.trial.verdict or {}).get("coverage") or {}).get("ops") or {}
+        steps.setdefault(base.key, Counter()).update(ops)
+        runs.setdefault(base.key, Counter()).update(op for op, n in ops.items() if n)
+    names = sorted({op for c in steps.values() for op in c})
+    if not names:
+        return ["no run reached the checker"]
+    keys = [b.key for b in bases if b.key in steps]
+    out = ["| op | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
+    for name in names:
+        cells = [f"{steps[k][name]} ({runs[k][name]})" if steps[k][name] else "-" for k in keys]
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
     return out
 
 

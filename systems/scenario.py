@@ -205,10 +205,26 @@ class Generated(Strict):
 class ChaosSettings(Strict):
     """What a chaos base says of the schedules drawn for it (harness chaos, the nightly)."""
 
-    warmup: Annotated[float, Field(ge=0, le=3600)]
+    warmup: Annotated[float, Field(ge=0, le=3600)] = 0.0
     """Seconds of traffic before the first fault, at least: a workload that needs time before a
     fault can test anything (the exactly-once copiers' first transaction on a fresh cluster) says so
     here; the generator's own warmup applies when it is longer."""
+    faults: (
+        Annotated[list[Annotated[str, Field(pattern=r"^[a-z-]+$")]], Field(min_length=1)] | None
+    ) = None
+    """The fault families a schedule drawn for this base takes when `--faults` names none (as
+    `--faults` would: e.g. [disk]); none: every default family the cluster fits. A base made for
+    families drawn only by name (disk, membership, clock) says so here, so that its seed alone
+    replays its schedule."""
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ChaosSettings:
+        if not self.model_fields_set:
+            raise ValueError(
+                "an empty chaos block: give warmup (seconds before the first fault) or faults "
+                "(the families its schedules draw)"
+            )
+        return self
 
 
 class ScenarioBase(Strict):

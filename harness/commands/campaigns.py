@@ -157,7 +157,11 @@ def chaos(
     ] = 1,
     minutes: Annotated[float, typer.Option(min=0.5, max=60, help="traffic per run")] = 2.0,
     faults: Annotated[
-        str | None, typer.Option(help="fault families, e.g. partition,kill,pause (default all)")
+        str | None,
+        typer.Option(
+            help="fault families, e.g. partition,kill,pause (default: the base's chaos.faults, "
+            "else every default family)"
+        ),
     ] = None,
     interval: Annotated[str, typer.Option(help="seconds between faults, LOW,HIGH")] = "5,15",
     duration: Annotated[str, typer.Option(help="seconds a fault lasts, LOW,HIGH")] = "3,15",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaos.generator import ChaosError, ChaosOptions, draw_schedule
-from chaos.menu import RABBITMQ_ROLES, ClusterShape
+from chaos.menu import CLOCK_OFFSETS, RABBITMQ_ROLES, ClusterShape, Draws
 from chaos.schedule import chaos_scenario, coordinators_of, shape_of, steps_yaml
 from checkers.coverage import COORDINATOR_ROLES
 from systems.kafka.scenario import KafkaScenario
@@ -384,7 +385,7 @@ def test_a_rabbitmq_base_draws_clients_path_faults_unless_behind_a_load_balancer
             assert scenario.nemesis  # the schema took every step
 
 
-DISK = {"disk-error", "disk-full", "corrupt"}
+DISK = {"disk-error", "disk-full", "corrupt", "torn-write"}
 
 
 def with_lazy_disks(path: Path) -> AnyScenario:
@@ -392,6 +393,13 @@ def with_lazy_disks(path: Path) -> AnyScenario:
     data = scenario_data(load_scenario(path))
     data["cluster"]["lazy_disks"] = True
     return parse_scenario(to_yaml(data), path.name)
+
+
+def aimed_at(step: dict) -> str | None:
+    """The @label a heal names (Kafka's target, RabbitMQ's nodes), else None."""
+    named = step.get("target") or step.get("nodes") or [None]
+    named = named if isinstance(named, list) else [named]
+    return named[0][1:] if len(named) == 1 and str(named[0]).startswith("@") else None
 
 
 @pytest.mark.parametrize("base", ["kafka-safe.yaml", "rabbitmq4-quorum.yaml"])
@@ -403,25 +411,31 @@ def test_the_disk_family_draws_disk_faults_each_mended_and_its_node_restarted(ba
         scenario, steps = chaos_scenario(spec, replace(opts, seed=seed))
         assert scenario.nemesis  # the schema took every step
         faults = [s for s in steps if s["op"] in DISK]
-        assert {s["op"] for s in steps} <= DISK | {"disk-ok", "restart"}
-        healed = [s for s in faults if s["op"] != "corrupt"]
-        oks = [i for i, s in enumerate(steps) if s["op"] == "disk-ok"]
-        assert len(oks) == len(healed)
-        for i in oks:  # each mend is followed by its node's restart, on the same nodes
-            ok, restart = steps[i], steps[i + 1]
-            assert restart["op"] == "restart" and restart["at"] == ok["at"]
-            assert {k: v for k, v in restart.items() if k != "op"} == {
-                k: v for k, v in ok.items() if k != "op"
-            }
+        assert {s["op"] for s in steps} <= DISK | {"disk-ok", "restart", "power-loss"}
+        for fault in faults:
+            if fault["op"] == "corrupt":  # nothing mends it
+                assert "label" not in fault
+                continue
+            heals = [s for s in steps if aimed_at(s) == fault["label"]]
+            if fault["op"] == "torn-write":  # torn at a power loss, then mended
+                assert [s["op"] for s in heals] == ["power-loss", "disk-ok"]
+            else:  # mended, then its node restarted at once
+                assert [s["op"] for s in heals] == ["disk-ok", "restart"]
+            assert len({s["at"] for s in heals}) <= 1
+            assert all(s["at"] > fault["at"] for s in heals)
+        # Every other step is one of those heals.
+        assert len(steps) == len(faults) + sum(2 for s in faults if s["op"] != "corrupt")
         drawn += faults
     ops = [s["op"] for s in drawn]
     assert set(ops) == DISK
-    assert ops.count("disk-error") > ops.count("corrupt")  # weighted
+    assert ops.count("disk-error") > ops.count("disk-full") > ops.count("corrupt")  # weighted
     assert {s["fail_on"] for s in drawn if s["op"] == "disk-error"} == {"write", "fsync", "read"}
     corrupts = [s for s in drawn if s["op"] == "corrupt"]
     # On a stopped node (the default), the workload's data only, with a seed that replays it.
     assert all("while" not in s and isinstance(s["seed"], int) for s in corrupts)
     assert all(not s["path"].startswith("_") for s in corrupts)
+    torn = [s for s in drawn if s["op"] == "torn-write"]
+    assert all(0 < s["keep"] < 1 for s in torn) and {s["path"] for s in torn} > {"*"}
 
 
 def test_the_disk_family_is_drawn_only_when_asked_and_only_on_lazy_disks() -> None:
@@ -466,3 +480,124 @@ def test_the_membership_family_is_drawn_only_when_asked_and_puts_back_what_it_to
     assert not {s["op"] for s in default} & {"forget-node", "add-node", "grow-queue"}
     with pytest.raises(ChaosError, match="none of the fault families"):
         chaos_scenario(load_scenario(CHAOS / "rabbitmq4-stream.yaml"), opts)
+
+
+# ---- bags, clocks, Kafka's membership, bases that name their families ---------------------------
+
+
+def test_a_schedules_draws_give_random_randoms_numbers_and_deal_whole_bags() -> None:
+    draws, plain = Draws(11), random.Random(11)
+    assert [draws.random() for _ in range(5)] == [plain.random() for _ in range(5)]
+    weights = {"a": 3, "b": 2, "c": 1}
+    dealt = [draws.deal("x", weights) for _ in range(12)]
+    for bag in (dealt[:6], dealt[6:]):  # each bag: every op, as often as its weight
+        assert sorted(bag) == ["a", "a", "a", "b", "b", "c"]
+    # An op not allowed now is passed over; a bag of nothing allowed is dealt anew.
+    assert {draws.deal("y", weights, lambda op: op == "c") for _ in range(4)} == {"c"}
+    with pytest.raises(ValueError, match="no op of z"):
+        draws.deal("z", weights, lambda _op: False)
+
+
+CLOCK_BASE = CHAOS / "rabbitmq4-clock.yaml"
+
+
+def test_the_clock_family_skews_one_clock_at_a_time_and_sets_it_true_again() -> None:
+    spec = load_scenario(CLOCK_BASE)
+    shape = shape_of(spec)
+    assert shape.fake_clock and spec.chaos is not None and spec.chaos.faults == ["clock"]
+    offsets: list[int] = []
+    for seed in range(30):
+        scenario, steps = chaos_scenario(spec, ChaosOptions(seed=seed, seconds=120))
+        assert scenario.nemesis and {s["op"] for s in steps} == {"clock", "clock-ok"}
+        skewed: list[str] | None = None
+        for s in steps:  # in time order: a skew, then its clock-ok of the same nodes
+            if s["op"] == "clock":
+                assert skewed is None, f"seed {seed}: two skews at once"
+                skewed = [f"@{s['label']}"] if "label" in s else s["nodes"]
+                offsets.append(s["offset"])
+            else:
+                assert s["nodes"] == skewed
+                skewed = None
+        assert skewed is None
+    magnitudes = {abs(o) for o in offsets}
+    assert magnitudes == set(CLOCK_OFFSETS) and min(offsets) < 0 < max(offsets)
+    # By name only: a RabbitMQ base with a fake clock draws none by default.
+    quorum = replace(shape, roles=RABBITMQ_ROLES)
+    default = draw_schedule(quorum, ChaosOptions(seed=1, seconds=120))
+    assert not {s["op"] for s in default} & {"clock", "clock-ok"}
+
+
+def test_a_clock_fault_overlaps_other_kinds_of_fault() -> None:
+    spec = load_scenario(CLOCK_BASE)
+    opts = ChaosOptions(seed=0, seconds=300, faults=frozenset({"clock", "kill"}))
+    skewed_while_down = False
+    for seed in range(10):
+        steps = chaos_scenario(spec, replace(opts, seed=seed))[1]
+        clock = down = False
+        for s in steps:
+            clock = {"clock": True, "clock-ok": False}.get(s["op"], clock)
+            down = {"kill": True, "start": False}.get(s["op"], down)
+            skewed_while_down |= clock and down
+    assert skewed_while_down
+
+
+def test_the_clock_family_is_not_kafkas_nor_a_clusters_without_a_fake_clock() -> None:
+    opts = ChaosOptions(seed=3, seconds=120, faults=frozenset({"clock"}))
+    with pytest.raises(ChaosError, match="no fault family 'clock' for kafka"):
+        draw_schedule(KAFKA, opts)
+    with pytest.raises(ChaosError, match="none of the fault families"):
+        chaos_scenario(load_scenario(CHAOS / "rabbitmq4-quorum.yaml"), opts)
+
+
+MEMBERSHIP_BASE = CHAOS / "kafka-membership.yaml"
+
+
+def test_kafkas_membership_decommissions_brokers_and_starts_them_and_adds_each_spare_once() -> None:
+    spec = kafka_base(MEMBERSHIP_BASE)
+    shape = shape_of(spec)
+    assert (len(shape.brokers), shape.spares, shape.keep_brokers) == (4, 1, 3)
+    for seed in range(30):
+        scenario, steps = chaos_scenario(spec, ChaosOptions(seed=seed, seconds=120))
+        assert scenario.nemesis  # the schema's membership check took it
+        ops = [s["op"] for s in steps]
+        assert set(ops) == {"reassign", "remove-broker", "start", "add-broker"}, seed
+        assert ops.count("add-broker") == 1  # as many as the spares
+        removals = [s for s in steps if s["op"] == "remove-broker"]
+        starts = [s for s in steps if s["op"] == "start"]
+        assert [f"@{s['label']}" for s in removals] == [s["target"] for s in starts]
+        # One broker each: a role naming one, or a broker by name (never the spare).
+        for s in removals:
+            assert s["target"] in ("leader", "follower", "non-controller") or (
+                len(s["target"]) == 1 and s["target"][0] in shape.brokers
+            )
+
+
+def test_a_decommission_is_drawn_only_while_the_cluster_has_a_broker_to_spare() -> None:
+    """Three brokers and a spare, replication factor 3: no decommission before the spare
+    joined, and none while another broker is out."""
+    data = scenario_data(kafka_base(MEMBERSHIP_BASE))
+    data["cluster"] |= {"brokers": 3}
+    spec = parse_scenario(to_yaml(data), "three.yaml")
+    seen_removal = False
+    for seed in range(40):
+        scenario, steps = chaos_scenario(spec, ChaosOptions(seed=seed, seconds=120))
+        assert scenario.nemesis
+        ops = [s["op"] for s in steps]
+        if "remove-broker" in ops:
+            seen_removal = True
+            assert "add-broker" in ops[: ops.index("remove-broker")]
+    assert seen_removal
+
+
+def test_a_base_names_the_families_it_draws_and_faults_asked_for_override_them() -> None:
+    spec = load_scenario(CHAOS / "rabbitmq4-disk.yaml")
+    own = chaos_scenario(spec, ChaosOptions(seed=4, seconds=120))[0]
+    assert own.generated is not None and own.generated.options["faults"] == ["disk"]
+    asked = ChaosOptions(seed=4, seconds=120, faults=frozenset({"kill"}))
+    steps = chaos_scenario(spec, asked)[1]
+    assert {s["op"] for s in steps} == {"kill", "start"}
+    data = scenario_data(spec)
+    data["chaos"] = {"faults": ["disks"]}
+    typo = parse_scenario(to_yaml(data), "typo.yaml")
+    with pytest.raises(ChaosError, match=r"no fault family 'disks'.*chaos-rabbitmq4-disk's chaos"):
+        chaos_scenario(typo, ChaosOptions(seed=4, seconds=120))

@@ -14,7 +14,10 @@ from hypothesis import strategies as st
 
 from chaos.generator import ChaosOptions, draw_schedule
 from chaos.menu import ClusterShape
+from chaos.schedule import options_for, shape_of
 from chaos.shrink import Data, Shrinker, ShrinkOptions, fault_units, warmup_of
+from systems.registry import load_scenario
+from tests.helpers import ROOT
 
 KAFKA = ClusterShape(
     "kafka", ("kafka1", "kafka2", "kafka3"), ("kafka1", "kafka2", "kafka3"), partitions=1
@@ -283,3 +286,71 @@ def test_disk_faults_are_shrunk_away_like_any_other_leaving_the_corruption_that_
     result = shrinker(loses_when_corrupted).shrink(scenario(steps), set(), (1, 1))
     assert [s["op"] for s in result.minimal["nemesis"]] == ["corrupt"]
     assert result.minimal["nemesis"][0]["seed"] == 9  # the same damage, replayed
+
+
+# ---- the families drawn by name: each fault shrunk away with every step that heals it ---------
+
+# What heals each fault of the disk, membership and clock families, in order (a one-off: none).
+HEALS = {
+    "clock": ["clock-ok"],
+    "remove-broker": ["start"],
+    "add-broker": [],
+    "reassign": [],
+    "forget-node": ["add-node", "grow-queue"],
+    "torn-write": ["power-loss", "disk-ok"],
+    "disk-error": ["disk-ok", "restart"],
+    "disk-full": ["disk-ok", "restart"],
+    "corrupt": [],
+}
+
+
+def drawn(base: str, seed: int) -> list[dict[str, Any]]:
+    spec = load_scenario(ROOT / "scenarios" / "chaos" / f"{base}.yaml")
+    mode = getattr(spec.cluster, "modes", [None])[0]
+    return draw_schedule(shape_of(spec, mode), options_for(spec, ChaosOptions(seed, 120.0)))
+
+
+@pytest.mark.parametrize(
+    "base",
+    ["rabbitmq4-clock", "kafka-membership", "rabbitmq4-membership", "kafka-disk", "rabbitmq4-disk"],
+)
+def test_each_drawn_fault_is_one_unit_with_all_its_heals(base: str) -> None:
+    for seed in range(20):
+        steps = drawn(base, seed)
+        units = fault_units(steps)
+        assert sorted(i for u in units for i in u) == list(range(len(steps)))
+        for unit in units:
+            ops = [steps[i]["op"] for i in unit]
+            assert ops[1:] == HEALS[ops[0]], (seed, ops)
+
+
+@pytest.mark.parametrize(
+    ("base", "cause"),
+    [
+        ("rabbitmq4-clock", "clock"),
+        ("kafka-membership", "remove-broker"),
+        ("kafka-membership", "add-broker"),
+        ("rabbitmq4-membership", "forget-node"),
+        ("kafka-disk", "torn-write"),
+        ("rabbitmq4-disk", "torn-write"),
+    ],
+)
+def test_a_drawn_fault_that_breaks_the_run_is_all_that_is_left_with_its_heals(
+    base: str, cause: str
+) -> None:
+    """The planted cause is the schedule's last fault of one op (its target and arguments as
+    drawn): every other fault goes with its heals, never one without the other."""
+    steps = drawn(base, 3)
+    planted = {k: v for k, v in [s for s in steps if s["op"] == cause][-1].items() if k != "at"}
+
+    def breaks(data: Data) -> bool:
+        return any({k: v for k, v in s.items() if k != "at"} == planted for s in data["nemesis"])
+
+    result = shrinker(breaks).shrink(scenario(steps), set(), (1, 1))
+    minimal = result.minimal["nemesis"]
+    assert [s["op"] for s in minimal] == [cause, *HEALS[cause]]
+    # Each heal names the nodes its fault resolved to: its label, or the nodes it named.
+    again = [f"@{planted['label']}"] if "label" in planted else planted.get("nodes")
+    for heal in minimal[1:]:
+        named = heal.get("target", heal.get("nodes"))
+        assert (named if isinstance(named, list) else [named]) == again

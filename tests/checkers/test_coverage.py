@@ -508,3 +508,40 @@ def test_a_skewed_leader_clock_faulted_the_leader_and_counts_as_a_clock_skew() -
     assert step["step"].startswith("1. clock kafka1 at +10.0 s"), step
     assert c["situations"]["clock-skewed"] == 1 and c["situations"]["leader-faulted"] == 1
     assert "disk-faulted" not in c["situations"] and c["missing"] == []
+
+
+def test_each_op_the_nemesis_carried_out_is_counted_by_its_name() -> None:
+    """Per op, heals too, as a scenario names it: a cut is `isolate`, not the history's
+    start-partition; a step that failed (its tool refused) is not counted."""
+    nemesis = [
+        ev(5, "invoke", "start-partition", op="isolate", nodes=["rabbit1"]),
+        ev(5.1, "ok", "start-partition", op="isolate", nodes=["rabbit1"]),
+        ev(8, "invoke", "clock", nodes=["rabbit2"], offset=-300),
+        ev(8.1, "ok", "clock", nodes=["rabbit2"], offset=-300),
+        ev(9, "invoke", "stop-partition", op="heal", nodes="all"),
+        ev(9.1, "ok", "stop-partition", op="heal", nodes="all"),
+        ev(10, "invoke", "forget-node", nodes=["rabbit1"]),
+        ev(10.5, "fail", "forget-node", nodes=["rabbit1"], error="refused"),
+        ev(12, "invoke", "torn-write", nodes=["rabbit3"], path="*", keep=0.5),
+        ev(12.1, "ok", "torn-write", nodes=["rabbit3"], path="*", keep=0.5),
+        ev(20, "invoke", "power-loss", nodes=["rabbit3"]),
+        ev(24, "ok", "power-loss", nodes=["rabbit3"], dropped={}),
+        ev(24, "invoke", "disk-ok", nodes=["rabbit3"]),
+        ev(24.1, "ok", "disk-ok", nodes=["rabbit3"], remaining=[]),
+        ev(25, "invoke", "clock-ok", nodes=["rabbit2"]),
+        ev(25.1, "ok", "clock-ok", nodes=["rabbit2"], remaining=[]),
+        ev(26, "invoke", "remove-broker", nodes=["kafka1"]),
+        ev(30, "ok", "remove-broker", nodes=["kafka1"], completed=True),
+    ]
+    c = coverage_of(nemesis, [], traffic(acked=5), ClusterFacts(), [], "safe", 0.0)
+    assert c["ops"] == {
+        "clock": 1,
+        "clock-ok": 1,
+        "disk-ok": 1,
+        "heal": 1,
+        "isolate": 1,
+        "power-loss": 1,
+        "remove-broker": 1,
+        "torn-write": 1,
+    }
+    assert "ops applied: clock 1, clock-ok 1, disk-ok 1, heal 1" in coverage_lines(c)[1]

@@ -77,9 +77,11 @@ def check_generated_run(run_dir: Path, seed: int, steps: list[dict[str, Any]]) -
     assert verdict["seed"] == seed
     coverage = verdict["coverage"]
     assert coverage["steps"], "the faults of a generated schedule show in the coverage"
-    assert {"situations", "acked_in_faults", "vacuous"} <= set(coverage)
+    assert {"situations", "ops", "acked_in_faults", "vacuous"} <= set(coverage)
+    assert coverage["ops"], "each op the nemesis carried out is counted"
     report = (run_dir / "report.html").read_text()
     assert 'id="coverage-steps"' in report and f"seed {seed}" in report
+    assert 'id="coverage-ops"' in report
     return verdict
 
 

@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import datetime
+import inspect
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from chaos.generator import ChaosError, ChaosOptions
-from chaos.schedule import chaos_scenario
+from chaos.generator import ChaosError, ChaosOptions, draw_schedule
+from chaos.schedule import chaos_scenario, options_for, shape_of
 from harness import nightly
 from harness.chaos import ChaosResult
-from harness.nightly import MATRIX, Base, Night, first_seed_of, run_night, write_night
-from harness.sequence import Trial
-from systems.registry import find_scenario, load_scenario
+from harness.commands import campaigns
+from harness.nightly import (
+    MATRIX,
+    NIGHT_MINUTES,
+    RUNS_PER_HOUR,
+    Base,
+    Night,
+    first_seed_of,
+    run_night,
+    write_night,
+)
+from harness.sequence import Job, Trial
+from systems.registry import AnyScenario, find_scenario, load_scenario
 from tests.helpers import ROOT
 
 SAFE = Base("chaos/kafka-safe", "kraft")
@@ -34,12 +48,19 @@ def result(seed: int, outcome: str | None, matched: bool = False, **coverage: An
     return ChaosResult(seed, f"x-s{seed}", trial)
 
 
+def applying(r: ChaosResult, ops: dict[str, int]) -> ChaosResult:
+    """The run with these steps carried out, by op (its coverage's `ops`)."""
+    assert r.trial.verdict is not None
+    r.trial.verdict["coverage"]["ops"] = ops
+    return r
+
+
 def test_a_violation_fails_a_safe_base_and_is_the_finding_of_an_unsafe_one(tmp_path: Path) -> None:
     night = Night("2026-11-24")
     night.runs = [
-        (SAFE, result(1, "safe", True, **{"leader-faulted": 2})),
+        (SAFE, applying(result(1, "safe", True, **{"leader-faulted": 2}), {"kill": 2, "start": 2})),
         (UNSAFE, result(2, "loss", **{"leader-faulted": 1, "leader-changed": 1})),
-        (SAFE, result(3, "loss")),
+        (SAFE, applying(result(3, "loss"), {"kill": 1, "start": 1})),
         (SAFE, result(4, "inconclusive")),
         (SAFE, result(5, None)),
     ]
@@ -55,6 +76,8 @@ def test_a_violation_fails_a_safe_base_and_is_the_finding_of_an_unsafe_one(tmp_p
         "| chaos/kafka-acks1 (kraft) | unsafe (violations expected) | 1 | 0 | 1 | 0 | 0 |" in text
     )
     assert "| leader-faulted | 1 | 1 |" in text
+    # Each op the nemesis carried out: steps in all, and (in brackets) in how many runs.
+    assert "| kill | 3 (2) | - |" in text
     assert "| /r/2 | 9 | 2 | 7 | 2/3 | f.yaml |" in text
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
@@ -92,3 +115,95 @@ def test_a_night_too_short_for_a_bases_warmup_stops_before_its_first_run(
     bases = (SAFE, Base("chaos/kafka-txn-eos", "kraft"))
     with pytest.raises(ChaosError, match=r"chaos/kafka-txn-eos \(kraft\): .*25 s of warmup"):
         run_night(bases, 1, 0.5, 1, tmp_path, ROOT / "scenarios", lambda _s: None)
+
+
+# ---- what an hour of the night draws ------------------------------------------------------------
+
+# The ops of the families drawn only by name that the nightly must draw in its first hour, per
+# system (issue 70): the faults and what heals them.
+NEW_OPS = {
+    "kafka": {
+        "disk-error", "disk-full", "torn-write", "corrupt", "disk-ok",
+        "reassign", "remove-broker", "add-broker",
+    },
+    "rabbitmq": {
+        "disk-error", "disk-full", "torn-write", "corrupt", "disk-ok",
+        "forget-node", "add-node", "grow-queue",
+        "clock", "clock-ok",
+    },
+}  # fmt: skip
+
+
+def loaded_matrix() -> dict[str, AnyScenario]:
+    return {
+        b.scenario: load_scenario(find_scenario(b.scenario, ROOT / "scenarios")) for b in MATRIX
+    }
+
+
+def drawn_in_an_hour(first_seed: int, specs: dict[str, AnyScenario]) -> dict[str, set[str]]:
+    """The ops of the night's first RUNS_PER_HOUR runs, by system: turn t runs MATRIX[t] (in
+    turn) with seed first_seed + t, as harness.nightly does, drawn as harness chaos draws."""
+    drawn: dict[str, set[str]] = {"kafka": set(), "rabbitmq": set()}
+    for turn in range(RUNS_PER_HOUR):
+        base = MATRIX[turn % len(MATRIX)]
+        spec = specs[base.scenario]
+        opts = ChaosOptions(seed=first_seed + turn, seconds=NIGHT_MINUTES * 60)
+        steps = draw_schedule(shape_of(spec, base.mode), options_for(spec, opts))
+        drawn[spec.cluster.system] |= {s["op"] for s in steps}
+    return drawn
+
+
+def test_every_night_of_a_year_draws_each_disk_membership_and_clock_op_in_its_first_hour() -> None:
+    specs = loaded_matrix()
+    day = datetime.date(2027, 1, 1)
+    while day.year == 2027:
+        drawn = drawn_in_an_hour(first_seed_of(day.isoformat()), specs)
+        for system, ops in NEW_OPS.items():
+            assert ops <= drawn[system], f"{day}: {system} drew no {sorted(ops - drawn[system])}"
+        day += datetime.timedelta(days=1)
+
+
+def test_a_nights_own_runs_draw_every_new_op_in_the_runs_of_an_hour(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through run_night itself (its turns, seeds and schedule files; no cluster): the
+    schedules of its first hour's runs, as their scenario files hold them."""
+    ran: list[tuple[Base, dict[str, Any]]] = []
+
+    def fake_runs(jobs: Iterable[Job], judge: Callable[[Job, Trial], bool], **_k: Any) -> None:
+        for job in jobs:
+            ran.append((job.tag[0], yaml.safe_load(Path(job.scenario).read_text())))
+            held = {"outcome": "safe", "matched": True, "reason": "held", "coverage": {}}
+            if not judge(job, Trial(tmp_path, 1.0, None, held)) or len(ran) == RUNS_PER_HOUR:
+                return
+
+    monkeypatch.setattr(nightly, "run_jobs", fake_runs)
+    first = first_seed_of("2026-11-24")
+    run_night(MATRIX, 24, NIGHT_MINUTES, first, tmp_path, ROOT / "scenarios", lambda _s: None)
+    assert [b for b, _ in ran] == [MATRIX[t % len(MATRIX)] for t in range(RUNS_PER_HOUR)]
+    drawn: dict[str, set[str]] = {"kafka": set(), "rabbitmq": set()}
+    for _base, data in ran:
+        drawn[data["cluster"]["system"]] |= {s["op"] for s in data["nemesis"]}
+    for system, ops in NEW_OPS.items():
+        assert ops <= drawn[system], sorted(ops - drawn[system])
+    # The same as the year's test draws for that night: it follows the night's own turns.
+    assert drawn == drawn_in_an_hour(first, loaded_matrix())
+
+
+def test_the_bases_of_families_drawn_by_name_run_before_any_unsafe_base() -> None:
+    """An unsafe base's expected violation is shrunk in up to half of what is left of the
+    night: the bases the hour's guarantee rests on come before it, within the hour."""
+    specs = loaded_matrix()
+    named = {
+        i: own.faults
+        for i, b in enumerate(MATRIX)
+        if (own := specs[b.scenario].chaos) is not None and own.faults
+    }
+    first_unsafe = next(i for i, b in enumerate(MATRIX) if b.unsafe)
+    assert named and max(named) < first_unsafe < RUNS_PER_HOUR
+    assert {f for faults in named.values() for f in faults} == {"disk", "membership", "clock"}
+
+
+def test_the_nights_traffic_per_run_is_the_commands_default() -> None:
+    default = inspect.signature(campaigns.nightly).parameters["minutes"].default
+    assert default == NIGHT_MINUTES

@@ -25,9 +25,17 @@ def test_a_bases_warmup_is_read_and_written_back_as_the_file_said_it() -> None:
         ("chaos: {warmup: -1}", "chaos.warmup: Input should be greater than or equal to 0"),
         (
             "chaos: {warmup: 25, start: 3}",
-            "chaos.start: Extra inputs are not permitted (keys here: warmup)",
+            "chaos.start: Extra inputs are not permitted (keys here: warmup, faults)",
         ),
-        ("chaos: {}", "chaos.warmup: Field required"),
+        (
+            "chaos: {}",
+            "chaos: an empty chaos block: give warmup (seconds before the first fault) or faults "
+            "(the families its schedules draw)",
+        ),
+        (
+            "chaos: {faults: []}",
+            "chaos.faults: List should have at least 1 item after validation, not 0",
+        ),
     ],
 )
 def test_a_chaos_block_it_cannot_use_is_one_line_naming_the_field(block: str, message: str) -> None:
