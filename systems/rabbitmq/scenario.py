@@ -326,7 +326,8 @@ class NemesisStep(Strict):
     followers), random-node (drawn anew each step from the run's seed) or an earlier step's
     @label."""
     within: Annotated[float, Field(gt=0, le=3600)] = 120.0
-    """wait-drained: the bound."""
+    """wait-drained: the bound. declare: how long each target's answer is waited for (Khepri
+    answers a minority's declare after its own 30 s: more than that to see its refusal)."""
     groups: list[list[str]] = Field(default_factory=list)
     """partition: the sides, each a list of nodes."""
     shape: Shape | None = None
