@@ -465,3 +465,30 @@ def run_cells_with(
     monkeypatch.setattr(
         claims, "record_of_trial", lambda cell, _trial, results: fake_run(cell, results, 0.0)
     )
+
+
+def test_a_runs_metadata_probes_are_recorded_and_shown_beside_its_verdict(tmp_path: Path) -> None:
+    base = {**verdict("safe", "safe", True), "claim_verdict": "reproduced", "sends": {"ok": 7}}
+    words = []
+    for section in (None, {"held": None}, {"held": True}, {"held": False}):
+        (tmp_path / "verdict.json").write_text(json.dumps({**base, "declares": section}))
+        words.append(record_of(tmp_path, 1.0, None).declares)
+    assert words == [None, None, "held", "did not hold"]
+    held, broken = run("reproduced"), run("not reproduced")
+    held.declares, broken.declares = "held", "did not hold"
+    cell = Cell("RK1", "RK1", "safe", "rabbitmq", "4.3", 2)
+    table = render_table([cell], {"RK1/rabbitmq/4.3": [held, broken]}, "m")
+    row = next(ln for ln in table.splitlines() if ln.startswith("| RK1 |"))
+    assert "| not reproduced (1/2); declares held / did not hold |" in row
+    # A row whose runs expect nothing of probes reads as before.
+    plain = render_table([cell], {"RK1/rabbitmq/4.3": [run("reproduced")]}, "m")
+    assert next(ln for ln in plain.splitlines() if ln.startswith("| RK1 |")).endswith(
+        "| - | - | reproduced | `1` |"
+    )
+    # Runs saved before the field existed load as expecting nothing.
+    path = tmp_path / "claims-results.json"
+    save_measured(path, {"RK1/rabbitmq/4.3": [held]})
+    data = json.loads(path.read_text())
+    del data["cells"]["RK1/rabbitmq/4.3"][0]["declares"]
+    path.write_text(json.dumps(data))
+    assert load_measured(path)["RK1/rabbitmq/4.3"][0].declares is None
