@@ -492,3 +492,23 @@ def test_a_runs_metadata_probes_are_recorded_and_shown_beside_its_verdict(tmp_pa
     del data["cells"]["RK1/rabbitmq/4.3"][0]["declares"]
     path.write_text(json.dumps(data))
     assert load_measured(path)["RK1/rabbitmq/4.3"][0].declares is None
+
+
+def test_the_metadata_store_rows_run_on_the_lines_that_keep_their_store() -> None:
+    """RK1 is Khepri's (4.3 alone); RK2 is Mnesia's: run on 4.0, and shown on 4.3 as a line
+    that cannot run it (4.3 removed Mnesia), so the table says what changed."""
+    assert {k: c.runs for k, c in cells_by_key("RK1", 1).items()} == {"RK1/rabbitmq/4.3": 1}
+    for spec_id in ("RK2", "RK2-autoheal"):
+        cells = cells_by_key(spec_id, 1)
+        assert {k: c.runs for k, c in cells.items()} == {
+            f"{spec_id}/rabbitmq/4.0": 1,
+            f"{spec_id}/rabbitmq/4.3": 0,
+        }
+        assert "keeps its metadata in Khepri" in cells[f"{spec_id}/rabbitmq/4.3"].refusal
+    every = [c for s in claim_scenarios(ROOT / "scenarios") for c in cells_of(s, 1)]
+    picked = select(every, {"RK1", "RK2"}, None, {"4.0", "4.3"})
+    assert sorted(c.key for c in picked) == [
+        "RK1/rabbitmq/4.3",
+        "RK2-autoheal/rabbitmq/4.0",
+        "RK2/rabbitmq/4.0",
+    ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -177,3 +178,62 @@ def test_a_target_without_an_amqp_port_stops_the_step_before_anything_is_asked(
     with pytest.raises(NemesisError, match="declare: rabbit3 publishes no AMQP port"):
         declare(net, cluster, "rabbit1", "rabbit3")
     assert cluster.asked == [] and cluster.declares.queues == []
+
+
+# ---- on a real RabbitMQ 4.3 cluster (the cluster tier) ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster_43(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from systems.rabbitmq.cluster import choose_image
+    from tests.conftest import missing
+    from tests.systems.rabbitmq.clusters import running_cluster
+
+    try:
+        image = choose_image(None, docker_client, "4.3")
+    except ComposeError as e:
+        missing(str(e))
+        raise
+    with running_cluster(image, tmp_path_factory.mktemp("cluster-4.3")) as c:
+        yield c
+
+
+# Nightly: a 4.3 cluster of its own and Khepri's 30 s timeout waited out, besides the cut and the
+# reunion (about 1.5 min with the cluster's start), as the other cut-and-heal tests of a line.
+@pytest.mark.cluster
+@pytest.mark.nightly
+def test_on_khepri_an_isolated_node_refuses_a_declare_and_the_majority_takes_one(
+    cluster_43: Any, tmp_path: Path
+) -> None:
+    """RK1 by hand on 4.3: rabbit3 isolated; rabbit1's declare accepted at once, rabbit3's
+    refused after Khepri's 30 s (541, the metadata store operation timed out) or not answered
+    in 45 s; after the heal rabbit1's queue is on every node and rabbit3's on none, as the
+    checker reads the history."""
+    from checkers.declares import declares_section
+    from contract.wait import wait_until
+    from tests.checkers.test_declares import KHEPRI
+    from tests.systems.rabbitmq.test_cluster import assert_reunited, nemesis_of
+
+    cluster = cluster_43
+    with nemesis_of(cluster, tmp_path) as net:
+        net.isolate(["rabbit3"])
+        majority = {"rabbit@rabbit1", "rabbit@rabbit2"}
+        assert wait_until(lambda: set(cluster.running_nodes("rabbit1")) == majority, 60)
+        cluster.declares.probe(net, ["rabbit1", "rabbit3"], 45)
+        answers = json.loads(net.history.path.read_text().splitlines()[-1])["value"]["answers"]
+        assert answers["rabbit1"]["answer"] == "accepted", answers
+        assert answers["rabbit3"]["answer"] in ("refused", "timed-out"), answers
+        if answers["rabbit3"]["answer"] == "refused":
+            assert answers["rabbit3"]["error"].startswith("541 INTERNAL_ERROR"), answers
+            assert "metadata store operation timed out" in answers["rabbit3"]["error"], answers
+        net.heal()
+        assert_reunited(cluster)
+        cluster.declares.after_heal(net)
+        rows = [json.loads(line) for line in net.history.path.read_text().splitlines()]
+        found = rows[-1]["value"]["found"]
+        assert found == {"bj-declare-1-rabbit1": list(NODES), "bj-declare-1-rabbit3": []}
+        assert rows[-1]["value"]["not_deleted"] == {}
+        assert not [q for q in cluster.queue_names("rabbit1") if q.startswith("bj-declare")]
+        events = [{**r, "value": json.dumps(r["value"])} for r in rows]
+        section = declares_section(events, list(NODES), KHEPRI, rows[0]["time"])
+        assert section is not None and section["held"] is True, section
