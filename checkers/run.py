@@ -13,6 +13,7 @@ from typing import Any
 from checkers.broker_errors import broker_errors
 from checkers.cluster_views import cluster_views
 from checkers.coverage import ClusterFacts, coverage_of, with_coverage
+from checkers.declares import declares_section
 from checkers.disk_evidence import disk_evidence
 from checkers.engine import (
     Where,
@@ -92,9 +93,12 @@ def check_run(
         (result.history_span or {}).get("first") or 0.0,
         result.transactions,
     )
-    judgement = with_coverage(judgement_of(result, manifest, expect), coverage)
+    declares = declares_of(result, manifest)
+    judgement = with_coverage(judgement_of(result, manifest, expect, declares), coverage)
     verdict = verdict_of(result, manifest, expect, judgement, where)
     verdict["coverage"] = coverage
+    # RabbitMQ's metadata probes (declare steps), side by side (none without one).
+    verdict["declares"] = declares
     verdict["broker_errors"] = broker_errors(run.logs, manifest)
     # What the brokers logged of the run's disk faults, named (none without a disk fault).
     verdict["disk_evidence"] = disk_evidence(run.logs, manifest, result.nemesis)
@@ -186,8 +190,23 @@ def checked_history(run: RunDir, session: Any, groups: list[str] | None, timeout
     return result
 
 
-def judgement_of(result: Any, manifest: Manifest, expect: str | None) -> Judgement:
-    """The expectation's judge over the counts, then what the clients had to see."""
+def declares_of(result: Any, manifest: Manifest) -> dict[str, Any] | None:
+    """The declare steps' section (checkers.declares), judged by the scenario's
+    expect_declares; the cluster's nodes are the run's topology's."""
+    nodes = [str(n["name"]) for n in (manifest.topology or {}).get("nodes") or []]
+    return declares_section(
+        result.nemesis,
+        nodes,
+        manifest.scenario_spec.get("expect_declares"),
+        (result.history_span or {}).get("first") or 0.0,
+    )
+
+
+def judgement_of(
+    result: Any, manifest: Manifest, expect: str | None, declares: dict[str, Any] | None = None
+) -> Judgement:
+    """The expectation's judge over the counts, then what the clients (and the declare
+    steps' probes) had to see."""
     counts = Counts.of(
         result.groups,
         result.sends,
@@ -199,7 +218,8 @@ def judgement_of(result: Any, manifest: Manifest, expect: str | None) -> Judgeme
     )
     return with_client_expectations(
         with_producers_ended(judge(counts, expect), manifest.producer_exit_codes),
-        missing_errors(manifest.scenario_spec.get("expect_errors") or [], result.errors),
+        missing_errors(manifest.scenario_spec.get("expect_errors") or [], result.errors)
+        + [f"declares: {m}" for m in (declares or {}).get("mismatches") or []],
         placement_mismatches(result.placement),
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers import broker_errors, cluster_views, disk_evidence, explain, releases
+from checkers import broker_errors, cluster_views, declares, disk_evidence, explain, releases
 from checkers.pace import PACE_KEYS, slow_lines
 from checkers.verdict import DEAD_LETTER_METRICS, METRICS, SYNC_SECONDS, claim_word
 
@@ -44,6 +44,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     lines += releases.summary_lines(verdict.get("releases"), start)
     lines += explain.summary_lines(verdict)
     lines += cluster_views.summary_lines(verdict.get("cluster_views"))
+    lines += declares.summary_lines(verdict.get("declares"))
     for f, names in sorted((verdict.get("errors") or {}).items()):
         lines.append(f"{f} errors: " + ", ".join(f"{n} {c}" for n, c in sorted(names.items())))
     for snap in verdict.get("placement") or []:

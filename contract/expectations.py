@@ -11,6 +11,8 @@ producer (FIFO per producer broken) and nothing acknowledged lost. A list of wor
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 # Each word and what a run must show for the verdict to match it.
 MEANINGS: dict[str, str] = {
     "loss": "At least one acknowledged (confirmed) message is missing from what the readers and "
@@ -39,3 +41,22 @@ def known_expectation(value: str) -> str:
     if len(words) > 1 and not set(words) <= COMBINABLE:
         raise ValueError(f"only {' and '.join(sorted(COMBINABLE))} can be expected together")
     return value
+
+
+# A metadata probe's answers (RabbitMQ's `declare` step: a throwaway queue declared through one
+# node), each with what it means; a scenario's expect_declares lists the answers a side may get.
+DECLARE_MEANINGS: dict[str, str] = {
+    "accepted": "The node declared the queue (declare-ok).",
+    "refused": "The broker answered with an error: it closed the channel or the connection, with "
+    "its reply code and text (Khepri on a minority: 541 INTERNAL_ERROR, the metadata store "
+    "operation timed out).",
+    "timed-out": "No answer within the step's `within`: the probe gave up waiting.",
+    "unreachable": "No AMQP connection to the node could be opened, or it was lost before an "
+    "answer (a paused node's listener is closed; the clients' path was cut).",
+}
+DeclareWord = Literal["accepted", "refused", "timed-out", "unreachable"]
+DECLARE_ANSWERS: tuple[str, ...] = get_args(DeclareWord)
+# Where a probe's queue is found once the cluster has reunited: on no node, or on every node
+# that answered.
+AfterHeal = Literal["nowhere", "everywhere"]
+AFTER_HEAL: tuple[str, ...] = get_args(AfterHeal)

@@ -174,6 +174,9 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     HistoryName("move-leader", "leader moved", "none"),
     HistoryName("block-publishers", "publishers blocked", "none"),
     HistoryName("wait-drained", "wait until drained", "none"),
+    HistoryName("declare", "metadata probe: a queue declared", "none"),
+    # Written once the cluster has reunited at the end of the run: no step of the schedule.
+    HistoryName("declared", "probe queues looked for after the heal", "none", step=False),
     HistoryName("elect", "leader election", "none"),
     HistoryName("leaders", "leader placement", "none", step=False),
 )
@@ -416,6 +419,21 @@ OPS: tuple[FaultOp, ...] = (
         does=(
             "Waits (up to `within` seconds) until the targets' queues are empty: the manual way "
             "out of a partition."
+        ),
+    ),
+    # RabbitMQ: a probe of the metadata store, not a fault (it opens no window)
+    FaultOp(
+        "declare",
+        RABBITMQ,
+        "target",
+        ("declare",),
+        None,
+        does=(
+            "Asks each target, at once, to declare a throwaway durable classic queue over AMQP "
+            "(a write to the metadata store alone), waiting `within` seconds; the history says "
+            "what each answered: accepted, refused (the broker's reply code and text), "
+            "timed-out or unreachable. Once the cluster has reunited after the run's final "
+            "heal, every node is asked which of those queues it lists, and they are deleted."
         ),
     ),
     # RabbitMQ: membership (rabbitmqctl, rabbitmq-queues): a node out of the cluster, a quorum

@@ -33,7 +33,7 @@ from systems.kafka.config import KAFKA_LINES, mode_refusal
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka.workload_spec import FINAL_READER
 from systems.loading import load_checked
-from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
+from systems.rabbitmq.scenario import RabbitMQScenario, line_refusal
 from systems.scenario import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +90,9 @@ class RunRecord:
     # only; None for RabbitMQ, whose consumers remove what they read).
     final_read: bool | None = None
     rabbitmq_version: str | None = None
+    # RabbitMQ's metadata probes against the scenario's expect_declares: "held", "did not hold",
+    # or None where the scenario expects none (checkers.declares).
+    declares: str | None = None
 
 
 # Besides the articles' claims (scenarios/*.yaml): the RabbitMQ team's own Jepsen CI cells.
@@ -126,7 +129,7 @@ def cells_of(spec: RabbitMQScenario | KafkaScenario, runs: int) -> list[Cell]:
     if not isinstance(spec, KafkaScenario):
         runnable = rabbitmq_lines(spec)
         for line in RABBITMQ_LINES:
-            refusal = queue_type_refusal(spec.cluster.queue_type, line)
+            refusal = line_refusal(spec.cluster, line)
             if line in runnable:
                 cells.append(cell("rabbitmq", line, None))
             elif refusal and line in DEFAULT_RABBITMQ_LINES and _newer_than_own(spec, line):
@@ -155,7 +158,7 @@ def rabbitmq_lines(spec: RabbitMQScenario) -> list[str]:
         line
         for line in RABBITMQ_LINES
         if version_key(line) >= version_key(line_of(version))
-        and queue_type_refusal(spec.cluster.queue_type, line) is None
+        and line_refusal(spec.cluster, line) is None
     ]
 
 
@@ -238,7 +241,13 @@ def record_of(run_dir: Path, seconds: float, failure: str | None) -> RunRecord:
         reason=v.get("reason", ""),
         final_read=FINAL_READER in v["groups"] if v.get("kafka_mode") else None,
         rabbitmq_version=_rabbitmq_version(run_dir),
+        declares=_declares_word(v.get("declares")),
     )
+
+
+def _declares_word(section: dict[str, Any] | None) -> str | None:
+    held = (section or {}).get("held")
+    return None if held is None else ("held" if held else "did not hold")
 
 
 def _rabbitmq_version(run_dir: Path) -> str | None:
@@ -433,10 +442,18 @@ def _row(c: Cell, runs: list[RunRecord]) -> str:
         per_run(lambda r: r.duplicated),
         ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "-",
         window,
-        cell_word(c, runs) if c.expect != "?" else per_run_words(runs),
+        (cell_word(c, runs) if c.expect != "?" else per_run_words(runs)) + _declares_said(runs),
         " ".join(f"`{Path(r.run_dir).name}`" for r in runs) or "-",
     ]
     return "| " + " | ".join(fields) + " |"
+
+
+def _declares_said(runs: list[RunRecord]) -> str:
+    """A cell's metadata probes, run by run, beside its verdict: only where the scenario
+    expects something of them (the verdict already counts a probe that did not hold)."""
+    if not any(r.declares for r in runs):
+        return ""
+    return "; declares " + _per_run(runs, lambda r: r.declares or "-")
 
 
 def junit_cases(cells: list[Cell], measured: dict[str, list[RunRecord]]) -> list[Case]:
@@ -501,7 +518,10 @@ def render_table(
         f"inconclusive. A loss row needs its loss in 2 of {LOSS_RUNS} runs and gets {LOSS_RUNS} "
         "runs in every mode on every line; until it has them its verdict counts the runs it has "
         "(reproduced (1/1)). Unavailable: the seconds a producer's sends were refused or "
-        "unknown, summed over its intervals (the producer with most).",
+        "unknown, summed over its intervals (the producer with most). A row whose scenario "
+        "expects something of RabbitMQ's metadata probes (its declare steps: expect_declares) "
+        "says after its verdict whether they held, run by run (declares held / did not hold); "
+        "a probe that did not hold makes its run not reproduced.",
         "",
         _words_for_empty_cells(),
         "",

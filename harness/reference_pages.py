@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from contract.expectations import COMBINABLE, MEANINGS
+from contract.expectations import AFTER_HEAL, COMBINABLE, DECLARE_MEANINGS, MEANINGS
 from contract.situations import SITUATIONS
 from faults.registry import HISTORY_NAMES, OPS, FaultOp
 from systems.kafka.settings import TYPED_BROKER, TYPED_PRODUCER, TYPED_READER, TYPED_TOPIC
@@ -49,6 +49,8 @@ SECTIONS: dict[str, list[tuple[str, str]]] = {
         ("Connection", "workload.publishers[].connection, workload.consumers[].connection"),
         ("Drain", "workload.drain"),
         ("NemesisStep", "nemesis: each step"),
+        ("DeclareExpectations", "expect_declares"),
+        ("SideDeclares", "expect_declares.minority, expect_declares.majority"),
     ],
 }
 # The properties a typed knob sets, by the model that has the knob.
@@ -307,6 +309,20 @@ def expectations_page() -> str:
         "| requires | the run must have had |",
         "|---|---|",
         *_rows(SITUATIONS),
+        "",
+        "## Declares (RabbitMQ)",
+        "",
+        "A RabbitMQ scenario's `expect_declares` says what its `declare` steps (a throwaway "
+        "queue declared through each target: a write to the metadata store) must get, by the "
+        "side of a partition each target was on when asked: `minority` (it reached no more than "
+        "half of the nodes) or `majority`. Each side lists the `answers` it may get, and "
+        f"`after_heal` where its queues are found once the cluster has reunited "
+        f"({' or '.join(f'`{w}`' for w in AFTER_HEAL)}). A run whose probes did not hold is not "
+        "matched, whatever its messages say.",
+        "",
+        "| answer | what the probe saw |",
+        "|---|---|",
+        *_rows(DECLARE_MEANINGS),
     ]
     return "\n".join(lines) + "\n"
 

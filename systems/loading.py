@@ -25,7 +25,7 @@ from systems.kafka.config import MODES
 from systems.kafka.releases import check_spec
 from systems.kafka.run import check_release_keys, run_mode
 from systems.kafka.scenario import KafkaScenario
-from systems.rabbitmq.scenario import RabbitMQScenario, queue_type_refusal
+from systems.rabbitmq.scenario import RabbitMQScenario, line_refusal
 from systems.registry import AnyScenario, find_scenario, load_scenario, on_release
 from systems.registry import with_config_files as taking_files
 from systems.scenario import ScenarioError
@@ -98,12 +98,12 @@ def _check_rabbitmq_form(version: str | None) -> None:
 
 def _on_rabbitmq(spec: AnyScenario, version: str | None) -> AnyScenario:
     """The scenario on another RabbitMQ release, refused in one line where that release lacks
-    the scenario's queue type."""
+    the scenario's queue type or keeps its metadata in another store than its claim's."""
     if version is None:
         return spec
     if not isinstance(spec, RabbitMQScenario):
         raise ScenarioError(f"--rabbitmq is for RabbitMQ scenarios; {spec.id} is not one")
-    if refusal := queue_type_refusal(spec.cluster.queue_type, version):
+    if refusal := line_refusal(spec.cluster, version):
         raise ScenarioError(refusal)
     return on_release(spec, version)
 

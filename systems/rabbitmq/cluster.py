@@ -24,6 +24,7 @@ from contract.topology import Endpoint, Topology
 from contract.versions import on_spec, version_key
 from contract.wait import wait_until
 from systems.rabbitmq.broker_log import boot_errors
+from systems.rabbitmq.declares import Declares
 from systems.rabbitmq.membership import Membership
 from systems.rabbitmq.settings import typed_conf
 
@@ -193,6 +194,8 @@ class RabbitMQCluster(ComposeCluster):
         self.upgrade_images = {r: choose_image(None, self.docker, r) for r in config.upgrades}
         # Who is in the cluster as the membership steps leave it (forget-node, shrink-queue).
         self.membership = Membership(self, list(self.nodes))
+        # The metadata probes the declare steps make, looked for again after the heal.
+        self.declares = Declares(self, list(self.nodes))
 
     @property
     def boots_together(self) -> bool:
@@ -495,6 +498,15 @@ class RabbitMQCluster(ComposeCluster):
             node, "list_queues", "--local", "name", "messages", "--formatter", "json", timeout=30
         )
         return {q["name"]: int(q["messages"]) for q in json.loads(out)}
+
+    def queue_names(self, node: str) -> list[str]:
+        """The queues one node lists (its own view of the metadata: a node split from the
+        others lists what its side declared)."""
+        out = self.rabbitmqctl(node, "list_queues", "name", "--formatter", "json", timeout=30)
+        return [str(q["name"]) for q in json.loads(out)]
+
+    def delete_queue(self, node: str, queue: str) -> None:
+        self.rabbitmqctl(node, "delete_queue", queue, timeout=30)
 
     def set_memory_high_watermark(self, node: str, fraction: float) -> None:
         """0 blocks every publisher on the node (the RabbitMQ reliability article's way to let

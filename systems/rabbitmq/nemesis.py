@@ -4,11 +4,12 @@ The network and process steps are the common nemesis's (`Nemesis`: iptables in e
 namespace, Docker for processes). RabbitMQ adds the steps of the manual resolution of a partition
 (R4): block the publishers of a node (memory high watermark 0) and wait until that node's queues
 are drained, through `RabbitMQControl`; and the membership steps (a node out of the cluster and
-back, a quorum queue's member removed and added back: systems.rabbitmq.membership); and the
+back, a quorum queue's member removed and added back: systems.rabbitmq.membership); the
 rolling upgrade steps (a node recreated on another release, a feature flag enabled:
-systems.rabbitmq.upgrade). A step may
-name the leader or followers of the first queue (a quorum queue or stream), resolved as the step
-runs, or a node or partition shape drawn anew each step from the run's seed (nemesis.picks)."""
+systems.rabbitmq.upgrade); and a probe of the metadata store, a throwaway queue declared through
+each target (systems.rabbitmq.declares). A step may name the leader or followers of the first
+queue (a quorum queue or stream), resolved as the step runs, or a node or partition shape drawn
+anew each step from the run's seed (nemesis.picks)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from nemesis.picks import RANDOM_NODE, draw_groups, draw_node
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
+from systems.rabbitmq.declares import Declares
 from systems.rabbitmq.membership import Membership
 from systems.rabbitmq.scenario import NemesisStep, is_role
 from systems.rabbitmq.upgrade import UpgradeControl, finalize_feature, upgrade
@@ -38,6 +40,8 @@ class RabbitMQControl(UpgradeControl, Protocol):
     # The cluster's members as the membership steps leave them (systems.rabbitmq.membership);
     # the upgrade steps' calls are UpgradeControl's (systems.rabbitmq.upgrade).
     membership: Membership
+    # The run's metadata probes (systems.rabbitmq.declares).
+    declares: Declares
 
 
 @dataclass
@@ -178,6 +182,7 @@ HANDLERS: dict[str, Handler] = {
     "grow-queue": lambda n, c, s: c.membership.grow(n, s.nodes or None),
     "upgrade": lambda n, c, s: upgrade(n, c, s),
     "finalize-feature": lambda n, c, s: finalize_feature(n, c, s),
+    "declare": lambda n, c, s: c.declares.probe(n, s.nodes, s.within),
     **{op: lambda n, _c, s: apply_client_fault(n, s.op, s.nodes, s) for op in CLIENT_PATH_OPS},
 }
 

@@ -253,6 +253,10 @@ class RabbitMQRun(ScenarioRun):
         self.manifest.partitions_after_recovery = self._partitions(names)
         if not ok:
             log.warning("cluster not reunited after %.0f s", self.scenario.timeouts.recovery)
+        try:  # where the declare steps' queues are now (a split cluster's sides may differ)
+            cluster.declares.after_heal(self.nemesis)
+        except Exception as e:  # noqa: BLE001 - the history keeps the fail; the run goes on
+            log.warning("the declare steps' queues were not looked for: %s", e)
 
     def _cluster_down(self) -> None:
         if self.cluster is not None:

@@ -10,11 +10,13 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
 from compose.releases import SPEC_PATTERN
+from contract.expectations import AfterHeal, DeclareWord
 from contract.versions import version_key
 from faults.registry import op as fault
 from nemesis.picks import RANDOM_NODE, Shape, shape_refusal
 from systems.problems import KeyProblem, did_you_mean
 from systems.rabbitmq.cluster import NODE_NAMES
+from systems.rabbitmq.membership import KHEPRI_ALWAYS
 from systems.rabbitmq.policy import Policy
 from systems.rabbitmq.settings import (
     ScalarField,
@@ -62,6 +64,9 @@ PartitionHandling = Literal["ignore", "pause_minority", "autoheal", "pause_if_al
 # Streams (3.9+): append-only replicated logs read by offset; mirrored: classic queues under an
 # ha-mode policy, which RabbitMQ 4.0 removed.
 QueueType = Literal["mirrored", "quorum", "classic", "stream"]
+# Where a release keeps its metadata (queues, exchanges, bindings, users): Mnesia up to 4.1
+# (Khepri there only behind a feature flag the harness never enables), Khepri from 4.2.
+MetadataStore = Literal["mnesia", "khepri"]
 
 
 class RabbitMQClusterSpec(Strict):
@@ -109,6 +114,10 @@ class RabbitMQClusterSpec(Strict):
     """Erlang terms for the nodes' advanced.config, for what only lives there."""
     policies: list[Policy] = Field(default_factory=list)
     """Policies set before the workload."""
+    metadata_store: MetadataStore | None = None
+    """The metadata store the scenario's claim is about: mnesia (3.x, 4.0 and 4.1) or khepri (4.2
+    and later). The harness switches no store: a release that keeps its metadata in the other
+    refuses the scenario, so that a row written for one store is never measured on the other."""
 
     def node_names(self) -> tuple[str, ...]:
         """The cluster's nodes, rabbit1..rabbitN."""
@@ -164,7 +173,7 @@ class RabbitMQClusterSpec(Strict):
 
     @model_validator(mode="after")
     def _queue_type_exists_in_the_version(self) -> RabbitMQClusterSpec:
-        if refusal := queue_type_refusal(self.queue_type, self.version):
+        if refusal := line_refusal(self, self.version):
             raise ValueError(refusal)
         return self
 
@@ -300,6 +309,27 @@ class Workload(Strict):
         return {q: {**routed.get(q, {}), **self.queue_arguments.get(q, {})} for q in every}
 
 
+class SideDeclares(Strict):
+    """What a declare asked of a node on one side of a partition must get."""
+
+    answers: Annotated[list[DeclareWord], Field(min_length=1)]
+    """The answers it may get, any of them: accepted, refused, timed-out, unreachable
+    (docs/reference/expectations.md)."""
+    after_heal: AfterHeal | None = None
+    """Where its queue is found once the cluster has reunited: nowhere (no node lists it) or
+    everywhere (every node that answered lists it); unset: not judged."""
+
+
+class DeclareExpectations(Strict):
+    """What the run's declare steps must show, by the side each target was on when asked: the
+    nodes it could reach both ways, itself counted and the nodes down not (checkers.declares)."""
+
+    minority: SideDeclares | None = None
+    """A target that reached no more than half of the nodes."""
+    majority: SideDeclares | None = None
+    """A target that reached more than half of the nodes."""
+
+
 def _older_name_of_target(schema: dict[str, Any]) -> None:
     """A step's target under its older name too, so that an editor takes the files that say
     nodes."""
@@ -328,7 +358,8 @@ class NemesisStep(Strict):
     @label."""
     within: Annotated[float, Field(gt=0, le=3600)] = 120.0
     """wait-drained: the bound; upgrade: the bound of each node's wait (back in the cluster, its
-    quorum queue members in sync)."""
+    quorum queue members in sync); declare: how long each target's answer is waited for (Khepri
+    answers a minority's declare after its own 30 s: more than that to see its refusal)."""
     groups: list[list[str]] = Field(default_factory=list)
     """partition: the sides, each a list of nodes."""
     shape: Shape | None = None
@@ -445,6 +476,9 @@ class RabbitMQScenario(ScenarioBase):
     """The clients: who writes, who reads, and how."""
     nemesis: list[NemesisStep] = Field(default_factory=list)
     """The faults, in time order: each step names an op, when it starts and whom it hits."""
+    expect_declares: DeclareExpectations | None = None
+    """What the declare steps must show, side by side: a run whose probes did not is not matched,
+    whatever its messages say (the claims table says whether they held)."""
 
     def draws_targets(self) -> bool:
         return any(c.mode == "mixed" for c in self.workload.consumers) or any(
@@ -521,6 +555,17 @@ class RabbitMQScenario(ScenarioBase):
             raise ValueError(refusal)
         return self
 
+    @model_validator(mode="after")
+    def _declares_expected_of_declare_steps(self) -> RabbitMQScenario:
+        expected = self.expect_declares
+        if expected is None:
+            return self
+        if expected.minority is None and expected.majority is None:
+            raise ValueError("expect_declares: name minority, majority or both")
+        if not any(step.op == "declare" for step in self.nemesis):
+            raise ValueError("expect_declares needs a declare step in the nemesis")
+        return self
+
 
 MEMBERSHIP_OUT = {"forget-node": "add-node", "shrink-queue": "grow-queue"}
 QUEUE_MEMBERSHIP = ("shrink-queue", "grow-queue")
@@ -576,6 +621,32 @@ def is_role(name: str) -> bool:
     """A target resolved when its step runs: a queue role, a drawn node or an earlier step's
     @label."""
     return name in QUEUE_ROLES or name in DRAWN or name.startswith("@")
+
+
+def line_refusal(cluster: RabbitMQClusterSpec, version: str | None) -> str | None:
+    """One line when the release (None: 3.10) lacks what the cluster needs: its queue type, or
+    the metadata store its claim is about; else None."""
+    return queue_type_refusal(cluster.queue_type, version) or metadata_store_refusal(
+        cluster.metadata_store, version
+    )
+
+
+def metadata_store_refusal(store: str | None, version: str | None) -> str | None:
+    """One line when the release keeps its metadata in another store than `store`, else None."""
+    if store is None:
+        return None
+    khepri = version is not None and version_key(version) >= KHEPRI_ALWAYS
+    if store == "mnesia" and khepri:
+        return (
+            f"RabbitMQ {version} keeps its metadata in Khepri (from 4.2; 4.3 removed Mnesia): "
+            "metadata_store mnesia needs 4.1 or older"
+        )
+    if store == "khepri" and not khepri:
+        return (
+            f"RabbitMQ {version or '3.10'} keeps its metadata in Mnesia (Khepri only behind a "
+            "feature flag the harness does not enable): metadata_store khepri needs 4.2 or later"
+        )
+    return None
 
 
 def queue_type_refusal(queue_type: str, version: str | None) -> str | None:

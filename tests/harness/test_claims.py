@@ -465,3 +465,50 @@ def run_cells_with(
     monkeypatch.setattr(
         claims, "record_of_trial", lambda cell, _trial, results: fake_run(cell, results, 0.0)
     )
+
+
+def test_a_runs_metadata_probes_are_recorded_and_shown_beside_its_verdict(tmp_path: Path) -> None:
+    base = {**verdict("safe", "safe", True), "claim_verdict": "reproduced", "sends": {"ok": 7}}
+    words = []
+    for section in (None, {"held": None}, {"held": True}, {"held": False}):
+        (tmp_path / "verdict.json").write_text(json.dumps({**base, "declares": section}))
+        words.append(record_of(tmp_path, 1.0, None).declares)
+    assert words == [None, None, "held", "did not hold"]
+    held, broken = run("reproduced"), run("not reproduced")
+    held.declares, broken.declares = "held", "did not hold"
+    cell = Cell("RK1", "RK1", "safe", "rabbitmq", "4.3", 2)
+    table = render_table([cell], {"RK1/rabbitmq/4.3": [held, broken]}, "m")
+    row = next(ln for ln in table.splitlines() if ln.startswith("| RK1 |"))
+    assert "| not reproduced (1/2); declares held / did not hold |" in row
+    # A row whose runs expect nothing of probes reads as before.
+    plain = render_table([cell], {"RK1/rabbitmq/4.3": [run("reproduced")]}, "m")
+    assert next(ln for ln in plain.splitlines() if ln.startswith("| RK1 |")).endswith(
+        "| - | - | reproduced | `1` |"
+    )
+    # Runs saved before the field existed load as expecting nothing.
+    path = tmp_path / "claims-results.json"
+    save_measured(path, {"RK1/rabbitmq/4.3": [held]})
+    data = json.loads(path.read_text())
+    del data["cells"]["RK1/rabbitmq/4.3"][0]["declares"]
+    path.write_text(json.dumps(data))
+    assert load_measured(path)["RK1/rabbitmq/4.3"][0].declares is None
+
+
+def test_the_metadata_store_rows_run_on_the_lines_that_keep_their_store() -> None:
+    """RK1 is Khepri's (4.3 alone); RK2 is Mnesia's: run on 4.0, and shown on 4.3 as a line
+    that cannot run it (4.3 removed Mnesia), so the table says what changed."""
+    assert {k: c.runs for k, c in cells_by_key("RK1", 1).items()} == {"RK1/rabbitmq/4.3": 1}
+    for spec_id in ("RK2", "RK2-autoheal"):
+        cells = cells_by_key(spec_id, 1)
+        assert {k: c.runs for k, c in cells.items()} == {
+            f"{spec_id}/rabbitmq/4.0": 1,
+            f"{spec_id}/rabbitmq/4.3": 0,
+        }
+        assert "keeps its metadata in Khepri" in cells[f"{spec_id}/rabbitmq/4.3"].refusal
+    every = [c for s in claim_scenarios(ROOT / "scenarios") for c in cells_of(s, 1)]
+    picked = select(every, {"RK1", "RK2"}, None, {"4.0", "4.3"})
+    assert sorted(c.key for c in picked) == [
+        "RK1/rabbitmq/4.3",
+        "RK2-autoheal/rabbitmq/4.0",
+        "RK2/rabbitmq/4.0",
+    ]

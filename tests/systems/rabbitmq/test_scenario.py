@@ -419,3 +419,92 @@ def test_membership_steps_that_put_back_what_they_took_out_are_counted_through()
     ]
     scenario = parse_scenario(membership(steps), "x.yaml")
     assert [s.op for s in scenario.nemesis][-2:] == ["grow-queue", "shrink-queue"]
+
+
+PROBED = """
+id: t
+expect: safe
+cluster: {version: "4.3", metadata_store: khepri, queue_type: quorum}
+workload:
+  queues: [q]
+  publishers: [{id: A, count: 10}]
+  consumers: [{queue: q}]
+expect_declares:
+  minority: {answers: [refused, timed-out], after_heal: nowhere}
+  majority: {answers: [accepted]}
+nemesis:
+  - {at: 1, op: isolate, target: [rabbit3]}
+  - {at: 2, op: declare, target: [rabbit1, rabbit3], within: 40}
+  - {at: 50, op: heal}
+"""
+
+
+@pytest.mark.unit
+def test_a_declare_step_and_what_each_side_of_the_partition_must_get() -> None:
+    s = parse_scenario(PROBED)
+    assert isinstance(s, RabbitMQScenario) and s.expect_declares is not None
+    assert s.expect_declares.minority is not None and s.expect_declares.majority is not None
+    assert s.expect_declares.minority.answers == ["refused", "timed-out"]
+    assert s.expect_declares.minority.after_heal == "nowhere"
+    assert s.expect_declares.majority.after_heal is None  # not judged
+    assert (s.nemesis[1].op, s.nemesis[1].nodes, s.nemesis[1].within) == (
+        "declare",
+        ["rabbit1", "rabbit3"],
+        40,
+    )
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        (
+            "  - {at: 2, op: declare, target: [rabbit1, rabbit3], within: 40}\n",
+            "",
+            "needs a declare step",
+        ),
+        (
+            "  minority: {answers: [refused, timed-out], after_heal: nowhere}\n"
+            "  majority: {answers: [accepted]}\n",
+            "  {}\n",
+            "name minority, majority or both",
+        ),
+        ("answers: [accepted]", "answers: [declined]", "answers.0: Input should be 'accepted'"),
+        ("answers: [accepted]", "answers: []", "at least 1"),
+        ("after_heal: nowhere", "after_heal: somewhere", "'nowhere' or 'everywhere'"),
+        ("op: declare, target: [rabbit1, rabbit3]", "op: declare", "needs a target"),
+    ],
+)
+def test_declare_expectations_that_cannot_be_judged_are_refused(
+    old: str, new: str, said: str
+) -> None:
+    assert old in PROBED
+    with pytest.raises(ScenarioError, match=said):
+        parse_scenario(PROBED.replace(old, new))
+
+
+@pytest.mark.unit
+def test_a_scenario_about_one_metadata_store_is_refused_by_a_release_with_the_other(
+    tmp_path: Path,
+) -> None:
+    mnesia = PROBED.replace(
+        'version: "4.3", metadata_store: khepri',
+        'version: "4.0", metadata_store: mnesia, partition_handling: pause_minority',
+    )
+    assert parse_scenario(mnesia).cluster.metadata_store == "mnesia"
+    with pytest.raises(ScenarioError, match="RabbitMQ 4.3 keeps its metadata in Khepri"):
+        parse_scenario(mnesia.replace('version: "4.0"', 'version: "4.3"'))
+    with pytest.raises(ScenarioError, match="RabbitMQ 4.0 keeps its metadata in Mnesia"):
+        parse_scenario(
+            PROBED.replace('version: "4.3"', 'version: "4.0", partition_handling: ignore')
+        )
+    with pytest.raises(ScenarioError, match="RabbitMQ 3.10 keeps its metadata in Mnesia"):
+        parse_scenario(PROBED.replace('version: "4.3", ', "partition_handling: ignore, "))
+    # A scenario that names no store runs on either.
+    assert parse_scenario(PROBED.replace("metadata_store: khepri, ", "")).cluster.version == "4.3"
+    # --rabbitmq moves a scenario to another release, and is refused there in one line.
+    path = tmp_path / "t.yaml"
+    path.write_text(mnesia)
+    assert load_scenario(path).cluster.version == "4.0"
+    with pytest.raises(ScenarioError, match="metadata_store mnesia needs 4.1 or older"):
+        load_scenario(path, rabbitmq="4.3")
