@@ -29,8 +29,9 @@ from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
-from systems.kafka import membership
+from systems.kafka import membership, quorum
 from systems.kafka.membership import Membership
+from systems.kafka.quorum import Quorum
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
@@ -56,6 +57,7 @@ _NODE_FAULT_WINDOWS = (
     "node-bounce",
     "disk-start",
     "membership-start",
+    "member-out",
     "clock-start",
 )
 NODE_FAULT_OPS = frozenset(
@@ -155,6 +157,7 @@ class KafkaNemesis:
         clients: ClientGroups | None = None,
         coordinator_keys: list[tuple[str, str]] | None = None,
         membership: Membership | None = None,
+        quorum: Quorum | None = None,
     ) -> None:
         self.net = net
         self.control = control
@@ -174,6 +177,9 @@ class KafkaNemesis:
         self.now: RolesNow | None = None
         # The brokers as reassign, remove-broker and add-broker change them (the run's).
         self.membership = membership
+        # The KRaft voters as add-controller and remove-controller change them (a dynamic
+        # quorum's; None: a static quorum, or ZooKeeper).
+        self.quorum = quorum
 
     @property
     def history(self) -> Any:
@@ -557,6 +563,8 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "reassign": membership.reassign,
     "remove-broker": membership.remove_broker,
     "add-broker": membership.add_broker,
+    "add-controller": quorum.add_controller,
+    "remove-controller": quorum.remove_controller,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),
     "pause-client": lambda k, s: k.pause_clients([s.client]),
