@@ -225,6 +225,8 @@ class Quorum:
         return {i: n for n, i in self.ids.items()}
 
     def running_voters(self, down: Iterable[str], avoid: Iterable[str] = ()) -> list[str]:
+        """The voters not down (stopped, killed, paused: a tool run in one would wait its whole
+        timeout), nor to `avoid`."""
         skip = set(down) | set(avoid) | self.removed
         return [v for v in self.control.voters if v not in skip]
 
@@ -235,11 +237,17 @@ class Quorum:
             raise NemesisError("no running voter to ask the controller quorum through")
         return running[0], running
 
-    def status(self, via: str, bootstrap: list[str]) -> QuorumStatus:
-        run = self.control.describe_quorum(via, bootstrap)
-        if not run.ok:
-            raise QuorumError(f"kafka-metadata-quorum describe on {via}: {run.said}")
-        return parse_status(run.out)
+    def status(self, via: str, bootstrap: list[str], within: float = 30) -> QuorumStatus:
+        """describe --status, asked again for up to `within` seconds while the quorum does not
+        answer (an election under way: the leader just removed, or a fault's)."""
+        deadline = self.clock() + within
+        while True:
+            run = self.control.describe_quorum(via, bootstrap)
+            if run.ok:
+                return parse_status(run.out)
+            if self.clock() >= deadline:
+                raise QuorumError(f"kafka-metadata-quorum describe on {via}: {run.said}")
+            self.sleep(self.poll)
 
     def replication(self, via: str, bootstrap: list[str]) -> list[Replica] | None:
         """The replicas and their lag; None while the quorum does not answer (an election)."""
@@ -377,7 +385,7 @@ def add_controller(k: QuorumSteps, step: Any) -> None:
     value = {"nodes": [name], "within": step.within}
 
     def act() -> dict[str, Any]:
-        via, bootstrap = q.via(k.net.down)
+        via, bootstrap = q.via(k.net.down | k.net.paused)
         before = q.named(q.status(via, bootstrap))
         k.net.topology = q.control.start_controller(name)
         if name in q.spares:
@@ -415,7 +423,7 @@ def remove_controller(k: QuorumSteps, step: Any) -> None:
     value = {"nodes": [name], "within": step.within, "order": order}
 
     def act() -> dict[str, Any]:
-        via, bootstrap = q.via(k.net.down, avoid=[name])
+        via, bootstrap = q.via(k.net.down | k.net.paused, avoid=[name])
         status = q.status(via, bootstrap)
         voter = status.voter(q.ids[name])
         if voter is None or voter.directory_id is None:

@@ -110,6 +110,7 @@ class FakeQuorumCluster:
         self.leader, self.epoch = 101, 1
         self.lag_refusals = lag_refusals
         self.refusal = refusal
+        self.unanswered = 0  # describes to fail first (an election under way)
         self.asked: list[tuple[Any, ...]] = []
 
     def _status(self) -> str:
@@ -133,6 +134,9 @@ class FakeQuorumCluster:
 
     def describe_quorum(self, via: str, bootstrap: list[str], replication: bool = False) -> ToolRun:
         self.asked.append(("describe", via, tuple(bootstrap)))
+        if self.unanswered:
+            self.unanswered -= 1
+            return ToolRun(1, "", "org.apache.kafka.common.errors.TimeoutException: Timed out")
         return ToolRun(0, self._replication() if replication else self._status(), WARN)
 
     def add_controller(self, node: str, bootstrap: list[str]) -> ToolRun:
@@ -301,3 +305,20 @@ def test_a_static_quorum_has_no_quorum_ops() -> None:
     k = KafkaNemesis(FakeNet(), FakeQuorumCluster(), T, 1)  # type: ignore[arg-type]
     with pytest.raises(NemesisError, match="controller quorum is static"):
         k.apply(step(op="add-controller"))
+
+
+def test_the_quorum_is_asked_through_a_voter_no_fault_holds_and_again_while_it_elects() -> None:
+    cluster = FakeQuorumCluster(lag_refusals=0)
+    cluster.unanswered = 2
+    k, net, _ = nemesis_on(cluster)
+    net.paused.add("controller1")  # a tool in a frozen node would wait out its timeout
+    net.down.add("controller2")
+    k.apply(step(op="add-controller"))
+    describes = [a for a in cluster.asked if a[0] == "describe"]
+    assert {a[1] for a in describes} == {"controller3"}
+    assert describes[0][2] == ("controller3",)  # bootstrapped on the voters that run
+    assert net.history.of("add-controller")["voters_before"] == [
+        "controller1",
+        "controller2",
+        "controller3",
+    ]
