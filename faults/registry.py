@@ -580,12 +580,14 @@ OPS: tuple[FaultOp, ...] = (
             "`cluster.controller_quorum: dynamic`."
         ),
     ),
+    # No op heals it in the registry's sense: the add-controller that puts it back is a fault
+    # of its own (the quorum changing under load); its ok ends the removal's window all the same.
     FaultOp(
         "remove-controller",
         KAFKA,
         "target",
         ("remove-controller",),
-        "add-controller",
+        None,
         does=(
             "Removes one voter (`controller`: the active one, or a dedicated controller named) "
             "from the KRaft quorum with `kafka-metadata-quorum remove-controller` and its "
