@@ -4,6 +4,12 @@
   kraft            N nodes, the first three broker+controller (combined)
   kraft-dedicated  3 dedicated controllers + N brokers (the quorum apart from the data path)
 
+Either KRaft shape forms a static quorum (controller.quorum.voters, kraft.version 0) or, with
+`controller_quorum: dynamic`, KIP-853's dynamic one: every node bootstraps from the first voters
+(controller.quorum.bootstrap.servers), the first voters are formatted with the directory ids the
+harness chose for them, every other node without initial controllers (kraft.version 1), and the
+voters change as add-controller and remove-controller change them (systems.kafka.quorum).
+
 The compose file is rendered per run into the run directory (`cluster/docker-compose.yml`,
 usable on its own with `docker compose -f ... up`), with every setting a scenario depends on
 explicit: never an image's single-node default. Environment variables follow the convention
@@ -18,6 +24,7 @@ import base64
 import json
 import re
 import secrets
+import subprocess
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,6 +51,7 @@ from systems.kafka.config import (
     supports_mode,
     version_tuple,
 )
+from systems.kafka.quorum import ToolRun
 from systems.kafka.releases import build_image, maven_releases, resolve
 from systems.kafka.settings import broker_properties, env_name, env_value
 
@@ -85,8 +93,17 @@ def broker_ports(broker_ids: list[int], proxied: bool) -> dict[int, BrokerPorts]
 
 
 DATA_DIR = "/var/lib/kafka/data"
-# The compose profile of the spare brokers: rendered with the cluster, started one by one.
+# The compose profile of the spare nodes (brokers, controllers): rendered with the cluster,
+# started one by one.
 SPARE_PROFILE = "spare"
+# The local images' entrypoint (compose/images/build_kafka_image.sh copies it in), and where the
+# images run it from. A dynamic quorum's nodes mount this one over it: the images built before
+# KIP-853's formatting was added to it need no rebuild.
+ENTRYPOINT = Path(__file__).resolve().parents[2] / "compose" / "images" / "kafka-entrypoint.sh"
+IMAGE_ENTRYPOINT = "/usr/local/bin/docker-entrypoint.sh"
+# The server properties the entrypoint writes from the environment (add-controller reads the
+# new controller's own: its node id, metadata directory and controller listener).
+SERVER_PROPERTIES = "/opt/kafka/config/brokerjepsen.properties"
 LOCAL_ZOOKEEPER_IMAGE = "brokerjepsen/zookeeper:3.8.0-debian"
 LOCAL_KAFKA_REPO = "brokerjepsen/kafka"
 KAFKA_VERSION_LABEL = "org.brokerjepsen.kafka-version"
@@ -119,9 +136,14 @@ def _wiring(cfg: KafkaClusterConfig) -> dict[str, str]:
 
 
 def node_environment(
-    cfg: KafkaClusterConfig, node: Node, ports: BrokerPorts | None, cluster_id: str
+    cfg: KafkaClusterConfig,
+    node: Node,
+    ports: BrokerPorts | None,
+    cluster_id: str,
+    directory_ids: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment of one container, in the official images' convention."""
+    """The environment of one container, in the official images' convention; `directory_ids`:
+    a dynamic quorum's first voters' metadata directory ids, by node name."""
     if node.role == "zookeeper":
         servers = ";".join(f"zk{i}:2888:3888" for i in (1, 2, 3))
         return {
@@ -154,13 +176,19 @@ def node_environment(
             env["KAFKA_BROKER_RACK"] = rack
     if node.role in ("controller", "combined"):
         listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
+        if cfg.controller_quorum == "dynamic":
+            # A dynamic quorum's voters are known by the endpoints they advertise (the listener's
+            # 0.0.0.0 routes nowhere): add-controller reads them from this node's properties.
+            mine = f"CONTROLLER://{node.name}:{CONTROLLER_PORT}"
+            brokers = env.get("KAFKA_ADVERTISED_LISTENERS")
+            env["KAFKA_ADVERTISED_LISTENERS"] = f"{brokers},{mine}" if brokers else mine
     env["KAFKA_LISTENERS"] = ",".join(listeners)
     env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = protocols
     if cfg.mode == "zk":
         env["KAFKA_BROKER_ID"] = str(node.node_id)
         env["KAFKA_ZOOKEEPER_CONNECT"] = ",".join(f"zk{i}:{ZK_CLIENT_PORT}" for i in (1, 2, 3))
         return env
-    voters = [n for n in nodes_of(cfg, "0.0.0") if n.role in ("controller", "combined")]
+    voters = first_voters(cfg)
     env.update(
         {
             "CLUSTER_ID": cluster_id,
@@ -170,13 +198,52 @@ def node_environment(
                 "controller": "controller",
                 "combined": "broker,controller",
             }[node.role],
-            "KAFKA_CONTROLLER_QUORUM_VOTERS": ",".join(
-                f"{v.node_id}@{v.name}:{CONTROLLER_PORT}" for v in voters
-            ),
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
         }
     )
+    if cfg.controller_quorum == "static":
+        env["KAFKA_CONTROLLER_QUORUM_VOTERS"] = ",".join(
+            f"{v.node_id}@{v.name}:{CONTROLLER_PORT}" for v in voters
+        )
+        return env
+    env["KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS"] = ",".join(
+        f"{v.name}:{CONTROLLER_PORT}" for v in voters
+    )
+    # How the entrypoint formats the node (not KAFKA_*: no server property): a first voter with
+    # the initial voters and their directory ids, every other node (brokers, spare controllers)
+    # without initial controllers, as Kafka's operations guide formats them.
+    if any(v.name == node.name for v in voters):
+        env["BROKERJEPSEN_INITIAL_CONTROLLERS"] = initial_controllers(voters, directory_ids or {})
+    else:
+        env["BROKERJEPSEN_NO_INITIAL_CONTROLLERS"] = "1"
     return env
+
+
+def metadata_quorum_arguments(bootstrap: list[str], arguments: str) -> str:
+    """kafka-metadata-quorum's arguments, bootstrapped on the named controllers' listeners
+    (inside the cluster's network: the controllers publish no port)."""
+    if not bootstrap:
+        raise ComposeError("kafka-metadata-quorum needs a controller to bootstrap on")
+    servers = ",".join(f"{name}:{CONTROLLER_PORT}" for name in bootstrap)
+    return f"--bootstrap-controller {servers} {arguments}"
+
+
+def first_voters(cfg: KafkaClusterConfig) -> list[Node]:
+    """The KRaft voters the cluster forms with (a spare controller is none)."""
+    return [
+        n for n in nodes_of(cfg, "0.0.0") if n.role in ("controller", "combined") and not n.spare
+    ]
+
+
+def initial_controllers(voters: list[Node], directory_ids: dict[str, str]) -> str:
+    """kafka-storage format --initial-controllers: id@host:port:directory-id of each first
+    voter, the same on every one of them."""
+    missing = [v.name for v in voters if v.name not in directory_ids]
+    if missing:
+        raise ValueError(f"no directory id for the voters {', '.join(missing)}")
+    return ",".join(
+        f"{v.node_id}@{v.name}:{CONTROLLER_PORT}:{directory_ids[v.name]}" for v in voters
+    )
 
 
 def render_compose(
@@ -190,22 +257,28 @@ def render_compose(
     clock_mounts: dict[str, list[str]] | None = None,
     node_images: dict[str, str] | None = None,
     kept_data: bool = False,
+    directory_ids: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
     to mount as the named nodes' log directories; `clock_mounts`: the mounts of the
     named nodes' fake clocks (compose.clocks), whose processes then run under libfaketime;
     `node_images`: the image of a node an upgrade moved; `kept_data`: every Kafka node's log
-    directory in a volume of its own, which outlives its container (an upgrade recreates it)."""
+    directory in a volume of its own, which outlives its container (an upgrade recreates it);
+    `directory_ids`: a dynamic quorum's first voters' directory ids."""
     services: dict[str, Any] = {}
     volumes: dict[str, Any] = {}
     nodes = nodes_of(cfg, net_prefix)
-    first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller")]
+    # A spare is started later, by name: no service may wait for it.
+    first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller") and not n.spare]
     for node in nodes:
         role_image = images["zookeeper" if node.role == "zookeeper" else "kafka"]
+        environment = node_environment(
+            cfg, node, ports.get(node.node_id), cluster_id, directory_ids
+        )
         service: dict[str, Any] = {
             "image": (node_images or {}).get(node.name, role_image),
             "hostname": node.name,
-            "environment": node_environment(cfg, node, ports.get(node.node_id), cluster_id),
+            "environment": environment,
             "networks": {"cluster": {"ipv4_address": node.address}},
             "labels": {"org.brokerjepsen.role": f"kafka-{node.role}"},
             "stop_grace_period": "30s",
@@ -215,6 +288,8 @@ def render_compose(
         elif kept_data and node.role != "zookeeper":
             volumes[f"{node.name}-data"] = {}
             service["volumes"] = [f"{node.name}-data:{DATA_DIR}"]
+        if cfg.controller_quorum == "dynamic" and node.role != "zookeeper":
+            service.setdefault("volumes", []).append(f"{ENTRYPOINT}:{IMAGE_ENTRYPOINT}:ro")
         if node.spare:
             # Declared, not started by `up`: a service of a profile starts only when named
             # (KafkaCluster.start_spare).
@@ -375,6 +450,8 @@ class KafkaCluster(ComposeCluster):
             spec: choose_kafka_image(None, config.mode, self.docker, spec) for spec in upgrades
         }
         self.node_images: dict[str, str] = {}  # the nodes an upgrade moved: their image now
+        if config.controller_quorum == "dynamic":
+            _check_formats_dynamic_quorums(self.images["kafka"], self.docker)
         if config.mode == "zk":
             self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
         brokers = [n for n in self.nodes if n.role in ("broker", "combined")]
@@ -387,6 +464,20 @@ class KafkaCluster(ComposeCluster):
         self.compose_file = workdir / "docker-compose.yml"
         # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
         self.cluster_id = _kraft_cluster_id()
+        # The control plane's quorum now: the ZooKeeper ensemble, or the KRaft voters as the
+        # cluster formed them and add-controller and remove-controller change them (what
+        # `quorum` targets, cut-from-quorum and the active controller's lookup read).
+        self.voters: list[str] = list(quorum_nodes(config))
+        # Controllers a remove-controller took out of the voters and stopped: out of the
+        # nemesis's reach (its topology) until an add-controller starts and adds them again.
+        self.removed_controllers: set[str] = set()
+        # A dynamic quorum's first voters' metadata directory ids, chosen here as the cluster id
+        # is: each is formatted with all of them (kafka-storage format --initial-controllers).
+        self.directory_ids: dict[str, str] = (
+            {name: _kraft_cluster_id() for name in self.voters}
+            if config.controller_quorum == "dynamic"
+            else {}
+        )
         self.disks = LazyDisks(workdir, [b.name for b in brokers]) if config.lazy_disks else None
         # Every node's clock, ZooKeeper's and the controllers' too: a step may aim at any role.
         self.clocks = (
@@ -400,7 +491,7 @@ class KafkaCluster(ComposeCluster):
 
     @property
     def spares(self) -> list[str]:
-        """The spare brokers' names, in id order (started or not)."""
+        """The spare nodes' names, brokers then controllers (started or not)."""
         return [n.name for n in self.nodes if n.spare]
 
     def _first_ports(self) -> list[BrokerPorts]:
@@ -432,7 +523,8 @@ class KafkaCluster(ComposeCluster):
 
     @property
     def quorum(self) -> tuple[str, ...]:
-        return quorum_nodes(self.config)
+        """The quorum's nodes now: the ZooKeeper ensemble, or the KRaft voters."""
+        return tuple(self.voters)
 
     def render(self) -> dict[str, Any]:
         return render_compose(
@@ -446,6 +538,7 @@ class KafkaCluster(ComposeCluster):
             ({n: self.clocks.volumes(n) for n in self.clocks.offsets} if self.clocks else None),
             self.node_images,
             kept_data=bool(self.upgrade_images),
+            directory_ids=self.directory_ids or None,
         )
 
     def up(
@@ -499,12 +592,64 @@ class KafkaCluster(ComposeCluster):
         return out
 
     def start_spare(self, name: str, timeout: float = 120) -> None:
-        """Starts one spare broker's container (its profile's service, named). --no-deps: a
+        """Starts one spare node's container (its profile's service, named). --no-deps: a
         controller a fault stopped stays stopped."""
         if name not in self.spares:
-            raise ComposeError(f"{name} is not a spare broker of this cluster")
+            raise ComposeError(f"{name} is not a spare node of this cluster")
         compose(self.compose_file, ["up", "-d", "--no-deps", name], {}, timeout=timeout)
         self.started_spares.add(name)
+
+    # ---- the controller quorum (systems.kafka.quorum.QuorumControl) -------------------------
+
+    def describe_quorum(self, via: str, bootstrap: list[str], replication: bool = False) -> ToolRun:
+        what = "--replication" if replication else "--status"
+        return self._metadata_quorum(via, metadata_quorum_arguments(bootstrap, f"describe {what}"))
+
+    def add_controller(self, node: str, bootstrap: list[str]) -> ToolRun:
+        """Run inside the new controller: the tool reads its node id, controller endpoint and
+        metadata directory (its directory id) from the properties the entrypoint wrote."""
+        arguments = f"--command-config {SERVER_PROPERTIES} add-controller"
+        return self._metadata_quorum(node, metadata_quorum_arguments(bootstrap, arguments))
+
+    def remove_controller(
+        self, via: str, bootstrap: list[str], node_id: int, directory_id: str
+    ) -> ToolRun:
+        arguments = (
+            f"remove-controller --controller-id {node_id} --controller-directory-id {directory_id}"
+        )
+        return self._metadata_quorum(via, metadata_quorum_arguments(bootstrap, arguments))
+
+    def _metadata_quorum(self, node: str, arguments: str, timeout: float = 90) -> ToolRun:
+        """kafka-metadata-quorum inside `node` with `arguments`: its exit code and what it wrote
+        to each stream, never raised (its refusal is what a step records)."""
+        container = self.containers()[node]
+        command = f"kafka-metadata-quorum.sh {arguments}"
+        try:
+            done = subprocess.run(
+                ["docker", "exec", container.id, "sh", "-c", command],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return ToolRun(124, "", f"kafka-metadata-quorum on {node} timed out ({timeout:g} s)")
+        return ToolRun(done.returncode, done.stdout, done.stderr)
+
+    def start_controller(self, name: str) -> Topology:
+        """Starts a spare controller, or a removed one again (its container, stopped by
+        stop_controller, keeps its data); the topology with it."""
+        if name in self.removed_controllers:
+            self.containers()[name].start()
+            self.removed_controllers.discard(name)
+        else:
+            self.start_spare(name)
+        return self.topology()
+
+    def stop_controller(self, name: str) -> Topology:
+        """A graceful stop of a controller the quorum no longer has; the topology without it."""
+        self.containers()[name].stop(timeout=30)
+        self.removed_controllers.add(name)
+        return self.topology()
 
     def down(self, timeout: float = 180) -> None:
         # The spares' profile named, so that a spare an add-broker started comes down too.
@@ -522,9 +667,13 @@ class KafkaCluster(ComposeCluster):
                 self.disks.unmount_all()
 
     def topology(self) -> Topology:
-        """Where the nodes are: every node but a spare not started (it has no container)."""
+        """Where the nodes are: every node but a spare not started (it has no container) and a
+        controller removed from the quorum (stopped, out of the faults' reach)."""
         return self.topology_of(
-            n.name for n in self.nodes if not n.spare or n.name in self.started_spares
+            n.name
+            for n in self.nodes
+            if (not n.spare or n.name in self.started_spares)
+            and n.name not in self.removed_controllers
         )
 
     def unregister(self, broker_id: int, via: str) -> str:
@@ -730,6 +879,17 @@ class KafkaCluster(ComposeCluster):
         node_id = next(n.node_id for n in self.nodes if n.name == controller)
         row = replication_row(out, node_id)
         return row is not None and _whole_text(row.get("LastCaughtUpTimestamp")) >= since_ms
+
+
+def _check_formats_dynamic_quorums(image: str, client: docker.DockerClient) -> None:
+    """A dynamic quorum is formatted by the local images' entrypoint (mounted from this
+    repository): an image of another make runs an entrypoint of its own, which does not."""
+    labels = (client.images.get(image).attrs.get("Config") or {}).get("Labels") or {}
+    if KAFKA_VERSION_LABEL not in labels:
+        raise KafkaUnavailable(
+            f"controller_quorum: dynamic needs a local Kafka image (make setup's "
+            f"{LOCAL_KAFKA_REPO}), whose entrypoint formats the quorum: {image} is not one"
+        )
 
 
 def _kraft_cluster_id() -> str:

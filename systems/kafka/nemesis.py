@@ -29,8 +29,9 @@ from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
-from systems.kafka import membership, upgrade
+from systems.kafka import membership, quorum, upgrade
 from systems.kafka.membership import Membership
+from systems.kafka.quorum import Quorum
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
@@ -57,6 +58,7 @@ _NODE_FAULT_WINDOWS = (
     "node-bounce",
     "disk-start",
     "membership-start",
+    "member-out",
     "clock-start",
 )
 NODE_FAULT_OPS = frozenset(
@@ -157,6 +159,7 @@ class KafkaNemesis:
         coordinator_keys: list[tuple[str, str]] | None = None,
         membership: Membership | None = None,
         upgrades: UpgradeControl | None = None,
+        quorum: Quorum | None = None,
     ) -> None:
         self.net = net
         self.control = control
@@ -178,6 +181,9 @@ class KafkaNemesis:
         self.membership = membership
         # The cluster, for upgrade and finalize-feature (the run's).
         self.upgrades = upgrades
+        # The KRaft voters as add-controller and remove-controller change them (a dynamic
+        # quorum's; None: a static quorum, or ZooKeeper).
+        self.quorum = quorum
 
     @property
     def history(self) -> Any:
@@ -563,6 +569,8 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "add-broker": membership.add_broker,
     "upgrade": upgrade.upgrade,
     "finalize-feature": upgrade.finalize_feature,
+    "add-controller": quorum.add_controller,
+    "remove-controller": quorum.remove_controller,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),
     "pause-client": lambda k, s: k.pause_clients([s.client]),
