@@ -92,6 +92,12 @@ def _runnable_release(spec: str) -> str:
         raise ValueError(str(e).removeprefix("--kafka ")) from None
 
 
+# A release line ("4.4") or release ("4.4.0") this harness runs, written quoted.
+KafkaRelease = Annotated[
+    str,
+    BeforeValidator(_quoted_release, json_schema_input_type=str),
+    AfterValidator(_runnable_release),
+]
 # What finalize-feature names: a feature as kafka-features spells it, or `all`.
 FEATURE_NAME = r"^[a-z][a-z0-9_.]*$"
 FEATURE_LEVEL = r"^\d+(\.\d+)?(-IV\d+)?$"
@@ -141,14 +147,7 @@ class KafkaClusterSpec(KafkaSettings):
 
     system: Literal["kafka"]
     """kafka."""
-    release: (
-        Annotated[
-            str,
-            BeforeValidator(_quoted_release, json_schema_input_type=str),
-            AfterValidator(_runnable_release),
-        ]
-        | None
-    ) = None
+    release: KafkaRelease | None = None
     """The Kafka release line ("4.4") or release ("4.3.1") to run, from 3.7 on; `harness run
     --kafka` overrides it; none: 3.9."""
     modes: Annotated[list[Mode], Field(min_length=1)] = Field(
@@ -324,14 +323,7 @@ class KafkaStep(Strict):
     move_onto: bool = False
     """add-broker: once the new broker registers, one replica of each partition of the
     workload's topics moved onto it."""
-    release: (
-        Annotated[
-            str,
-            BeforeValidator(_quoted_release, json_schema_input_type=str),
-            AfterValidator(_runnable_release),
-        ]
-        | None
-    ) = None
+    release: KafkaRelease | None = None
     """upgrade: the release the targets move to, a line ("4.4") or a release ("4.4.0"), no older
     than the one the cluster starts on."""
     feature: Annotated[str, Field(pattern=FEATURE_NAME)] | None = None
