@@ -516,14 +516,14 @@ OPS: tuple[FaultOp, ...] = (
         ("finalize-feature",),
         None,
         does=(
-            "Enables what a finished upgrade leaves off: RabbitMQ, the feature flag `feature` "
-            "(`all`: every stable one; `khepri_db` migrates the metadata store from Mnesia to "
-            "Khepri) through `rabbitmqctl enable_feature_flag`, the ok saying every flag's state "
-            "and each node's metadata store after. Kafka: Kafka's own tool (kafka-features "
-            "upgrade) in a broker of the newest release raises `feature` to `level`: "
+            "Switches on what a finished upgrade leaves off. Kafka: its own tool (kafka-features "
+            "upgrade), in a broker of the newest release, raises `feature` to `level`: "
             "`metadata.version` (a release such as 4.4, or a level such as 4.4-IV2), a numbered "
             "feature (transaction.version, group.version, ...) or `all` (every feature to the "
-            "defaults of the release `level` names); the ok says the levels after."
+            "defaults of the release `level` names); the ok says the levels after. RabbitMQ: "
+            "`rabbitmqctl enable_feature_flag` enables the flag `feature` (`all`: every stable "
+            "one; `khepri_db` migrates the metadata store from Mnesia to Khepri); the ok says "
+            "every flag's state and each node's metadata store after."
         ),
     ),
     # Kafka
