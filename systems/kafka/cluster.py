@@ -38,6 +38,7 @@ from systems.kafka.config import (
     KafkaClusterConfig,
     Mode,
     Node,
+    NodeStage,
     nodes_of,
     on_line,
     quorum_nodes,
@@ -119,9 +120,15 @@ def _wiring(cfg: KafkaClusterConfig) -> dict[str, str]:
 
 
 def node_environment(
-    cfg: KafkaClusterConfig, node: Node, ports: BrokerPorts | None, cluster_id: str
+    cfg: KafkaClusterConfig,
+    node: Node,
+    ports: BrokerPorts | None,
+    cluster_id: str,
+    stage: NodeStage | None = None,
 ) -> dict[str, str]:
-    """The environment of one container, in the official images' convention."""
+    """The environment of one container, in the official images' convention. `stage`: how the
+    node runs now, when a migration moved it (by default: as the cluster's mode says, a zk
+    cluster's migration controllers in migration mode, the way they start)."""
     if node.role == "zookeeper":
         servers = ";".join(f"zk{i}:2888:3888" for i in (1, 2, 3))
         return {
@@ -134,8 +141,58 @@ def node_environment(
             "KAFKA_OPTS": "-Dzookeeper.4lw.commands.whitelist=*",
             "KAFKA_HEAP_OPTS": "-Xms128m -Xmx256m",
         }
+    stage = stage or initial_stage(cfg, node)
     env = _wiring(cfg)
-    env |= {env_name(k): env_value(v) for k, v in broker_properties(cfg, node.node_id).items()}
+    properties = broker_properties(
+        cfg, node.node_id, zookeeper=stage != "kraft", kraft=stage != "zk"
+    )
+    env |= {env_name(k): env_value(v) for k, v in properties.items()}
+    env |= _listeners(cfg, node, ports)
+    if stage != "kraft":
+        env["KAFKA_ZOOKEEPER_CONNECT"] = ",".join(f"zk{i}:{ZK_CLIENT_PORT}" for i in (1, 2, 3))
+    if stage == "migrating":
+        env["KAFKA_ZOOKEEPER_METADATA_MIGRATION_ENABLE"] = "true"
+    if stage != "zk":
+        env["KAFKA_CONTROLLER_QUORUM_VOTERS"] = ",".join(
+            f"{v.node_id}@{v.name}:{CONTROLLER_PORT}"
+            for v in nodes_of(cfg, "0.0.0")
+            if v.role in ("controller", "combined")
+        )
+        env["KAFKA_CONTROLLER_LISTENER_NAMES"] = "CONTROLLER"
+    if stage != "kraft" and node.role == "broker":
+        # A ZooKeeper-mode broker: its id is broker.id, and in a migration its inter-broker
+        # protocol is the release's own, as Kafka's migration guide asks (a scenario's
+        # broker_config may say otherwise, to see what the brokers make of it).
+        env["KAFKA_BROKER_ID"] = str(node.node_id)
+        if stage == "migrating":
+            env.setdefault("KAFKA_INTER_BROKER_PROTOCOL_VERSION", _line_of(cfg.kafka_line))
+        return env
+    if stage == "migrating":
+        # A controller in migration mode sends ZooKeeper-mode brokers their metadata and
+        # leadership (UpdateMetadata, LeaderAndIsr) over the brokers' own listener.
+        env["KAFKA_INTER_BROKER_LISTENER_NAME"] = "INTERNAL"
+    env["CLUSTER_ID"] = cluster_id
+    env["KAFKA_NODE_ID"] = str(node.node_id)
+    env["KAFKA_PROCESS_ROLES"] = {
+        "broker": "broker",
+        "controller": "controller",
+        "combined": "broker,controller",
+    }[node.role]
+    return env
+
+
+def initial_stage(cfg: KafkaClusterConfig, node: Node) -> NodeStage:
+    """How a node starts: as its cluster's mode says; a zk cluster's controllers (declared for
+    a migration) in migration mode, the only way a controller runs beside ZooKeeper brokers."""
+    if cfg.mode != "zk":
+        return "kraft"
+    return "migrating" if node.role == "controller" else "zk"
+
+
+def _listeners(cfg: KafkaClusterConfig, node: Node, ports: BrokerPorts | None) -> dict[str, str]:
+    """The node's listeners: a broker's INTERNAL and EXTERNAL (and HARNESS, proxied), a voter's
+    CONTROLLER; every node maps them all to PLAINTEXT."""
+    env: dict[str, str] = {}
     protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
     listeners: list[str] = []
     if node.role in ("broker", "combined"):
@@ -156,27 +213,12 @@ def node_environment(
         listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
     env["KAFKA_LISTENERS"] = ",".join(listeners)
     env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = protocols
-    if cfg.mode == "zk":
-        env["KAFKA_BROKER_ID"] = str(node.node_id)
-        env["KAFKA_ZOOKEEPER_CONNECT"] = ",".join(f"zk{i}:{ZK_CLIENT_PORT}" for i in (1, 2, 3))
-        return env
-    voters = [n for n in nodes_of(cfg, "0.0.0") if n.role in ("controller", "combined")]
-    env.update(
-        {
-            "CLUSTER_ID": cluster_id,
-            "KAFKA_NODE_ID": str(node.node_id),
-            "KAFKA_PROCESS_ROLES": {
-                "broker": "broker",
-                "controller": "controller",
-                "combined": "broker,controller",
-            }[node.role],
-            "KAFKA_CONTROLLER_QUORUM_VOTERS": ",".join(
-                f"{v.node_id}@{v.name}:{CONTROLLER_PORT}" for v in voters
-            ),
-            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
-        }
-    )
     return env
+
+
+def _line_of(release: str) -> str:
+    """A release's line as Kafka's inter.broker.protocol.version takes it ("3.9.2" -> "3.9")."""
+    return ".".join(str(p) for p in version_tuple(release)[:2])
 
 
 def render_compose(
@@ -190,22 +232,26 @@ def render_compose(
     clock_mounts: dict[str, list[str]] | None = None,
     node_images: dict[str, str] | None = None,
     kept_data: bool = False,
+    node_stages: dict[str, NodeStage] | None = None,
 ) -> dict[str, Any]:
     """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
     to mount as the named nodes' log directories; `clock_mounts`: the mounts of the
     named nodes' fake clocks (compose.clocks), whose processes then run under libfaketime;
     `node_images`: the image of a node an upgrade moved; `kept_data`: every Kafka node's log
-    directory in a volume of its own, which outlives its container (an upgrade recreates it)."""
+    directory in a volume of its own, which outlives its container (an upgrade recreates it);
+    `node_stages`: how a node a migration moved runs now (its environment follows)."""
     services: dict[str, Any] = {}
     volumes: dict[str, Any] = {}
     nodes = nodes_of(cfg, net_prefix)
-    first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller")]
+    # A node declared but not started is no dependency: `up` would have to start it.
+    first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller") and not n.spare]
     for node in nodes:
         role_image = images["zookeeper" if node.role == "zookeeper" else "kafka"]
+        stage = (node_stages or {}).get(node.name)
         service: dict[str, Any] = {
             "image": (node_images or {}).get(node.name, role_image),
             "hostname": node.name,
-            "environment": node_environment(cfg, node, ports.get(node.node_id), cluster_id),
+            "environment": node_environment(cfg, node, ports.get(node.node_id), cluster_id, stage),
             "networks": {"cluster": {"ipv4_address": node.address}},
             "labels": {"org.brokerjepsen.role": f"kafka-{node.role}"},
             "stop_grace_period": "30s",
@@ -375,6 +421,9 @@ class KafkaCluster(ComposeCluster):
             spec: choose_kafka_image(None, config.mode, self.docker, spec) for spec in upgrades
         }
         self.node_images: dict[str, str] = {}  # the nodes an upgrade moved: their image now
+        # The nodes a ZooKeeper-to-KRaft migration moved: how each runs now (the others run as
+        # initial_stage says).
+        self.node_stages: dict[str, NodeStage] = {}
         if config.mode == "zk":
             self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
         brokers = [n for n in self.nodes if n.role in ("broker", "combined")]
@@ -401,7 +450,7 @@ class KafkaCluster(ComposeCluster):
     @property
     def spares(self) -> list[str]:
         """The spare brokers' names, in id order (started or not)."""
-        return [n.name for n in self.nodes if n.spare]
+        return [n.name for n in self.nodes if n.spare and n.role == "broker"]
 
     def _first_ports(self) -> list[BrokerPorts]:
         # A spare that never started answers nothing: no client bootstraps from it.
@@ -432,7 +481,66 @@ class KafkaCluster(ComposeCluster):
 
     @property
     def quorum(self) -> tuple[str, ...]:
-        return quorum_nodes(self.config)
+        """The control plane's quorum now: the ZooKeeper ensemble; in a migration, the ensemble
+        and the KRaft controllers from when the controllers start (the brokers depend on both)
+        until the migration is finalized, then the controllers alone."""
+        controllers = self.migration_controllers()
+        if not controllers:
+            return quorum_nodes(self.config)
+        zookeepers = tuple(n.name for n in self.nodes if n.role == "zookeeper")
+        if all(self.stage_of(c) == "kraft" for c in controllers):
+            return tuple(controllers)
+        return zookeepers + tuple(controllers)
+
+    @property
+    def voters(self) -> tuple[str, ...]:
+        """The KRaft voters running now (a migration's controllers once it started them)."""
+        return tuple(
+            n.name
+            for n in self.nodes
+            if n.role in ("controller", "combined")
+            and (not n.spare or n.name in self.started_spares)
+        )
+
+    def migration_controllers(self) -> list[str]:
+        """A zk cluster's controllers that a migration has started (none before)."""
+        return [
+            n.name
+            for n in self.nodes
+            if n.role == "controller" and n.spare and n.name in self.started_spares
+        ]
+
+    def stage_of(self, node: str) -> NodeStage:
+        """How a Kafka node runs now (systems.kafka.config.NodeStage)."""
+        if node in self.node_stages:
+            return self.node_stages[node]
+        return initial_stage(self.config, next(n for n in self.nodes if n.name == node))
+
+    def started(self, node: str) -> bool:
+        """Whether a node has run: every node but those declared and not started yet."""
+        return any(
+            n.name == node and (not n.spare or node in self.started_spares) for n in self.nodes
+        )
+
+    @property
+    def kraft_controller(self) -> bool:
+        """Whether the active controller is a KRaft controller (read from the quorum, not from
+        a broker's metadata): in KRaft modes, and in a migration once its controllers run and
+        every broker runs with the migration's settings, which is when the controllers copy
+        ZooKeeper's metadata and take over from the ZooKeeper-mode controller."""
+        if self.config.mode != "zk":
+            return True
+        brokers = [n.name for n in self.nodes if n.role == "broker" and not n.spare]
+        return bool(self.migration_controllers()) and all(self.stage_of(b) != "zk" for b in brokers)
+
+    @property
+    def kraft_brokers(self) -> bool:
+        """Whether every broker is a KRaft broker: in KRaft modes, and once a migration has
+        restarted them all in KRaft mode (a broker's registration is then KRaft's to remove)."""
+        if self.config.mode != "zk":
+            return True
+        brokers = [n.name for n in self.nodes if n.role == "broker" and not n.spare]
+        return all(self.stage_of(b) == "kraft" for b in brokers)
 
     def render(self) -> dict[str, Any]:
         return render_compose(
@@ -445,7 +553,9 @@ class KafkaCluster(ComposeCluster):
             {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,
             ({n: self.clocks.volumes(n) for n in self.clocks.offsets} if self.clocks else None),
             self.node_images,
-            kept_data=bool(self.upgrade_images),
+            # A node an upgrade or a migration recreates keeps its log directory.
+            kept_data=bool(self.upgrade_images) or self.config.migration_controllers > 0,
+            node_stages=self.node_stages,
         )
 
     def up(
@@ -507,8 +617,9 @@ class KafkaCluster(ComposeCluster):
         self.started_spares.add(name)
 
     def down(self, timeout: float = 180) -> None:
-        # The spares' profile named, so that a spare an add-broker started comes down too.
-        profile = ["--profile", SPARE_PROFILE] if self.spares else []
+        # The spares' profile named, so that a spare an add-broker (or a migration's controller
+        # a migrate step) started comes down too.
+        profile = ["--profile", SPARE_PROFILE] if any(n.spare for n in self.nodes) else []
         try:
             if self.compose_file.exists():
                 compose(
@@ -561,8 +672,8 @@ class KafkaCluster(ComposeCluster):
                 return None
             return state if isinstance(state, dict) else None
 
-        with ThreadPoolExecutor(max_workers=max(len(self.quorum), 1)) as pool:
-            return [s for s in pool.map(read, self.quorum) if s is not None]
+        with ThreadPoolExecutor(max_workers=max(len(self.voters), 1)) as pool:
+            return [s for s in pool.map(read, self.voters) if s is not None]
 
     def _leader_of(self, states: list[dict[str, Any]]) -> str | None:
         """The leader of the newest epoch a voter knows a leader of: an isolated old leader
@@ -575,21 +686,30 @@ class KafkaCluster(ComposeCluster):
         newest = max(led, key=lambda s: _whole(s.get("leaderEpoch")))
         epoch = _whole(newest.get("leaderEpoch"))
         electing = [s for s in states if _whole(s.get("leaderEpoch")) > epoch]
-        if len(electing) > len(self.quorum) // 2:
+        if len(electing) > len(self.voters) // 2:
             return None
         leader = _whole(newest.get("leaderId"))
         return next((n.name for n in self.nodes if n.node_id == leader), None)
 
     def _active_controller_by_tool(self, candidates: list[str]) -> str | None:
-        tool = (
-            "for t in kafka-metadata-quorum.sh /opt/kafka/bin/kafka-metadata-quorum.sh "
-            "kafka-metadata-quorum; do if command -v $t >/dev/null 2>&1; then "
-            f"exec $t --bootstrap-server localhost:{INTERNAL_PORT} describe --status; fi; done; "
-            "echo 'no kafka-metadata-quorum tool in the image' >&2; exit 127"
-        )
-        for node in candidates:
+        """Kafka's quorum tool in each candidate broker, then in each voter (bootstrapped on
+        its controller listener: a ZooKeeper-mode broker of a migration cannot answer)."""
+
+        def tool(bootstrap: str) -> str:
+            return (
+                "for t in kafka-metadata-quorum.sh /opt/kafka/bin/kafka-metadata-quorum.sh "
+                "kafka-metadata-quorum; do if command -v $t >/dev/null 2>&1; then "
+                f"exec $t {bootstrap} describe --status; fi; done; "
+                "echo 'no kafka-metadata-quorum tool in the image' >&2; exit 127"
+            )
+
+        asks = [(b, tool(f"--bootstrap-server localhost:{INTERNAL_PORT}")) for b in candidates]
+        asks += [
+            (v, tool(f"--bootstrap-controller localhost:{CONTROLLER_PORT}")) for v in self.voters
+        ]
+        for node, command in asks:
             try:
-                out = self.exec(node, tool, timeout=30)
+                out = self.exec(node, command, timeout=30)
             except ComposeError:
                 continue
             if m := re.search(r"LeaderId:\s*(-?\d+)", out):
@@ -731,6 +851,58 @@ class KafkaCluster(ComposeCluster):
         row = replication_row(out, node_id)
         return row is not None and _whole_text(row.get("LastCaughtUpTimestamp")) >= since_ms
 
+    # ---- a ZooKeeper-to-KRaft migration (systems.kafka.migration.MigrationControl) ---------
+
+    def zookeeper_cluster_id(self, via: str) -> str:
+        """The cluster id ZooKeeper holds (/cluster/id, which the first broker wrote), read with
+        Kafka's own ZooKeeper shell inside `via` as Kafka's migration guide reads it: the
+        controllers are formatted with it."""
+        ensemble = ",".join(
+            f"{n.name}:{ZK_CLIENT_PORT}" for n in self.nodes if n.role == "zookeeper"
+        )
+        said = self.exec(via, f"zookeeper-shell.sh {ensemble} get /cluster/id 2>&1", timeout=60)
+        found = zookeeper_cluster_id(said)
+        if found is None:
+            lines = [ln for ln in said.strip().splitlines() if ln.strip()]
+            raise ComposeError(
+                f"no cluster id in ZooKeeper's /cluster/id: {lines[-1] if lines else 'no answer'}"
+            )
+        return found
+
+    def adopt_cluster_id(self, cluster_id: str) -> None:
+        """The id the KRaft nodes are formatted with from now on (ZooKeeper's, in a migration:
+        the controllers must join the cluster the brokers already form)."""
+        self.cluster_id = cluster_id
+
+    def migrate_node(self, node: str, stage: NodeStage, timeout: float = 180) -> Topology:
+        """The node's container stopped (gracefully) and recreated to run as `stage`, its log
+        directory kept; a migration's controller, declared but never started, started. Its
+        former container's log kept for `save_logs`. The topology with its new container."""
+        self.retire_logs(node, f"{self.release_of(node)}-{self.stage_of(node)}")
+        self.node_stages[node] = stage
+        if any(n.name == node and n.spare for n in self.nodes):
+            self.started_spares.add(node)
+        self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
+        compose(self.compose_file, ["up", "-d", "--no-deps", node], {}, timeout=timeout)
+        return self.topology()
+
+    def logged_line(self, nodes: Sequence[str], text: str, since: float) -> str | None:
+        """The last line holding `text` that any of the nodes' current containers logged since
+        `since` (epoch seconds): how a migration says where it stands (the active controller's
+        log), where no tool or metric here can (ZkMigrationState is a JMX metric, and the
+        images expose no JMX)."""
+        containers = self.containers()
+        for name in nodes:
+            if name not in containers:
+                continue
+            try:
+                log = containers[name].logs(since=max(0, int(since) - 1))
+            except docker.errors.APIError:
+                continue
+            if found := last_line_with(log.decode(errors="replace"), text):
+                return found
+        return None
+
 
 def _kraft_cluster_id() -> str:
     """16 random bytes, base64url as Kafka writes ids; never starting with "-", which Kafka's
@@ -762,3 +934,23 @@ def _whole_text(value: str | None) -> int:
 def _whole(value: Any) -> int:
     """A number a persisted quorum state holds; -1 for anything else (a field null or gone)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def zookeeper_cluster_id(said: str) -> str | None:
+    """The id in what `zookeeper-shell get /cluster/id` printed ({"version":"1","id":"..."}),
+    None when it printed none (no broker has registered yet, or no answer)."""
+    found = re.findall(r'"id"\s*:\s*"([^"]+)"', said)
+    return str(found[-1]) if found else None
+
+
+# A line of a node's log as an event's value carries it: long lines (a migration's manifest)
+# cut here.
+LINE_CHARS = 300
+
+
+def last_line_with(log: str, text: str) -> str | None:
+    """The last line of a log that holds `text`, cut at LINE_CHARS; None when none does."""
+    for line in reversed(log.splitlines()):
+        if text in line:
+            return line.strip()[:LINE_CHARS]
+    return None

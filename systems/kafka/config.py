@@ -4,6 +4,9 @@ configuration a cluster is started from (a scenario's settings plus the run's mo
   zk               3 ZooKeeper nodes + N brokers (Kafka 3.x; 4.0 removed ZooKeeper)
   kraft            N nodes, the first three broker+controller (combined)
   kraft-dedicated  3 dedicated controllers + N brokers (the quorum apart from the data path)
+
+A zk cluster on 3.9 may also declare KRaft controllers it does not start (`migration_controllers`):
+the `migrate` op's phases start them and move the cluster to KRaft (systems.kafka.migration).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from compose.releases import setup_releases
 from contract.versions import line_of, on_spec
@@ -27,6 +30,13 @@ KAFKA_LINES = tuple(line_of(r) for r in setup_releases("kafka"))
 DEFAULT_KAFKA_LINE = "3.9"
 CONTROLLER_ID_BASE = 100  # dedicated controller i has node id 100 + i
 NodeRole = Literal["zookeeper", "controller", "broker", "combined"]
+# How a Kafka node runs now, which its environment follows: in ZooKeeper mode, in ZooKeeper mode
+# with the migration's settings (a broker writing to ZooKeeper while registered with the KRaft
+# controllers; a controller copying ZooKeeper's metadata and writing it back), or in KRaft mode.
+NodeStage = Literal["zk", "migrating", "kraft"]
+# The line whose ZooKeeper-mode clusters migrate to KRaft here: the last with ZooKeeper, the one
+# Kafka's documentation says a cluster must run before the migration, and the one make setup builds.
+MIGRATION_LINE = "3.9"
 # A property's value as YAML gives it; a list is written comma-joined.
 PropertyValue = str | int | float | bool | list[str]
 
@@ -70,6 +80,10 @@ class KafkaSettings(Strict):
     id (systems.kafka.settings says how they meet the typed knobs above)."""
     broker_overrides: dict[int, dict[str, PropertyValue]] = Field(default_factory=dict)
     """Server properties for one node id only, over broker_config."""
+    migration_controllers: Annotated[int, Field(ge=0, le=5)] = 0
+    """ZooKeeper mode on 3.9 only: KRaft controllers declared but not started (controller1.., node
+    ids 101..), which `migrate` steps start in migration mode and move the cluster to KRaft with
+    (docs/upgrade-faults.md, "ZooKeeper to KRaft")."""
 
 
 class KafkaClusterConfig(KafkaSettings):
@@ -77,6 +91,12 @@ class KafkaClusterConfig(KafkaSettings):
 
     mode: Mode
     kafka_line: str = DEFAULT_KAFKA_LINE  # the release line ("4.4") or release ("4.4.0") to run
+
+    @model_validator(mode="after")
+    def _migrates_from_zookeeper_on_its_line(self) -> KafkaClusterConfig:
+        if refusal := migration_refusal(self.mode, self.kafka_line, self.migration_controllers):
+            raise ValueError(refusal)
+        return self
 
 
 @dataclass(frozen=True)
@@ -87,20 +107,28 @@ class Node:
     """broker / KRaft node id; ZooKeeper myid."""
     address: str
     spare: bool = False
-    """A broker declared but not started with the cluster (add-broker starts it)."""
+    """Declared but not started with the cluster: a spare broker (add-broker starts it) or a
+    migration controller (migrate's controllers phase starts it)."""
 
 
 def nodes_of(cfg: KafkaClusterConfig, net_prefix: str) -> list[Node]:
     """Every container of the cluster, with its fixed address on the cluster network; the
-    spare brokers last (never combined: they join a quorum fixed when the cluster formed)."""
+    spare brokers last (never combined: they join a quorum fixed when the cluster formed). A zk
+    cluster's migration controllers are declared spare: none runs until a migration starts it."""
     out: list[Node] = []
     if cfg.mode == "zk":
         out += [Node(f"zk{i}", "zookeeper", i, f"{net_prefix}.{30 + i}") for i in (1, 2, 3)]
-    if cfg.mode == "kraft-dedicated":
-        out += [
-            Node(f"controller{i}", "controller", CONTROLLER_ID_BASE + i, f"{net_prefix}.{40 + i}")
-            for i in (1, 2, 3)
-        ]
+    controllers = {"kraft-dedicated": 3, "zk": cfg.migration_controllers}.get(cfg.mode, 0)
+    out += [
+        Node(
+            f"controller{i}",
+            "controller",
+            CONTROLLER_ID_BASE + i,
+            f"{net_prefix}.{40 + i}",
+            spare=cfg.mode == "zk",
+        )
+        for i in range(1, controllers + 1)
+    ]
     for i in range(1, cfg.brokers + 1):
         role: Literal["broker", "combined"] = (
             "combined" if cfg.mode == "kraft" and i <= 3 else "broker"
@@ -113,8 +141,9 @@ def nodes_of(cfg: KafkaClusterConfig, net_prefix: str) -> list[Node]:
 
 
 def quorum_nodes(cfg: KafkaClusterConfig) -> tuple[str, ...]:
-    """The control plane's quorum: the ZooKeeper ensemble or the KRaft voters."""
-    return tuple(n.name for n in nodes_of(cfg, "0.0.0") if n.role != "broker")
+    """The control plane's quorum as the cluster starts: the ZooKeeper ensemble or the KRaft
+    voters (a migration's controllers join it when they start: KafkaCluster.quorum)."""
+    return tuple(n.name for n in nodes_of(cfg, "0.0.0") if n.role != "broker" and not n.spare)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -142,5 +171,23 @@ def mode_refusal(line: str, mode: str) -> str | None:
     if not supports_mode(line, mode):  # type: ignore[arg-type]
         return (
             f"Kafka {line} has no {mode} mode (4.0 removed ZooKeeper): use kraft or kraft-dedicated"
+        )
+    return None
+
+
+def migration_refusal(mode: str, line: str, controllers: int) -> str | None:
+    """One line when a cluster cannot declare migration controllers: ZooKeeper mode on 3.9 only
+    (the migration starts from ZooKeeper; 4.0 removed it, and 3.9 is the line that migrates)."""
+    if controllers == 0:
+        return None
+    if mode != "zk":
+        return (
+            f"migration_controllers: a ZooKeeper-to-KRaft migration starts in ZooKeeper mode, "
+            f"not {mode} (modes: [zk])"
+        )
+    if not on_spec(line, MIGRATION_LINE):
+        return (
+            f"migration_controllers: ZooKeeper-to-KRaft migrations run on Kafka {MIGRATION_LINE} "
+            f"(the last line with ZooKeeper), not {line}"
         )
     return None

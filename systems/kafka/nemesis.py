@@ -29,8 +29,9 @@ from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
-from systems.kafka import membership, upgrade
+from systems.kafka import membership, migration, upgrade
 from systems.kafka.membership import Membership
+from systems.kafka.migration import MigrationControl
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
@@ -157,6 +158,7 @@ class KafkaNemesis:
         coordinator_keys: list[tuple[str, str]] | None = None,
         membership: Membership | None = None,
         upgrades: UpgradeControl | None = None,
+        migrations: MigrationControl | None = None,
     ) -> None:
         self.net = net
         self.control = control
@@ -178,6 +180,8 @@ class KafkaNemesis:
         self.membership = membership
         # The cluster, for upgrade and finalize-feature (the run's).
         self.upgrades = upgrades
+        # The cluster, for migrate's phases from ZooKeeper to KRaft (the run's).
+        self.migrations = migrations
 
     @property
     def history(self) -> Any:
@@ -563,6 +567,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "add-broker": membership.add_broker,
     "upgrade": upgrade.upgrade,
     "finalize-feature": upgrade.finalize_feature,
+    "migrate": migration.migrate,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),
     "pause-client": lambda k, s: k.pause_clients([s.client]),

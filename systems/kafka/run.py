@@ -182,10 +182,11 @@ class KafkaRun(KafkaClientsRun):
             membership=Membership(
                 admin,
                 members={cluster.node_of[b]: b for b in self._first_brokers()},
-                spares={n.name: n.node_id for n in cluster.nodes if n.spare},
+                spares={n.name: n.node_id for n in cluster.nodes if n.name in cluster.spares},
                 topics=tuple(self.topics()),
             ),
             upgrades=cluster,
+            migrations=cluster,
         )
         self.watch = PartitionWatch(
             admin.admin,
@@ -273,6 +274,8 @@ class KafkaRun(KafkaClientsRun):
             if self._transactional():
                 self._find_hanging(self.cluster, out, found)
                 self._mark("hanging transactions listed")
+            # ZooKeeper's transactions even after a migration finalized: the ensemble still runs,
+            # and it holds what the ZooKeeper-mode controller and then the dual writes put there.
             zookeepers = [n.name for n in self.cluster.nodes if n.role == "zookeeper"]
             if zookeepers:
                 found += evidence.collect_zookeeper(self.cluster, zookeepers, out)

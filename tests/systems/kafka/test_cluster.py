@@ -182,7 +182,7 @@ def test_the_active_controller_is_the_leader_of_the_newest_epoch_a_voter_persist
     from systems.kafka.cluster import KafkaCluster
 
     nodes = [SimpleNamespace(name=f"controller{i}", node_id=100 + i) for i in (1, 2, 3)]
-    cluster = SimpleNamespace(nodes=nodes, quorum=("controller1", "controller2", "controller3"))
+    cluster = SimpleNamespace(nodes=nodes, voters=("controller1", "controller2", "controller3"))
 
     def leader(*states: tuple[int, int]) -> str | None:
         persisted = [{"leaderId": lid, "leaderEpoch": epoch} for lid, epoch in states]
