@@ -856,11 +856,18 @@ class KafkaCluster(ComposeCluster):
     def zookeeper_cluster_id(self, via: str) -> str:
         """The cluster id ZooKeeper holds (/cluster/id, which the first broker wrote), read with
         Kafka's own ZooKeeper shell inside `via` as Kafka's migration guide reads it: the
-        controllers are formatted with it."""
+        controllers are formatted with it. The images built from Maven Central's jars have no
+        zookeeper-shell.sh: its class, run as the script runs it, is in their Kafka jar."""
         ensemble = ",".join(
             f"{n.name}:{ZK_CLIENT_PORT}" for n in self.nodes if n.role == "zookeeper"
         )
-        said = self.exec(via, f"zookeeper-shell.sh {ensemble} get /cluster/id 2>&1", timeout=60)
+        shell = (
+            f"if command -v zookeeper-shell.sh >/dev/null 2>&1; then zookeeper-shell.sh "
+            f"{ensemble} get /cluster/id; else kafka-run-class.sh "
+            f"org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka -server {ensemble} "
+            "get /cluster/id; fi 2>&1"
+        )
+        said = self.exec(via, shell, timeout=60)
         found = zookeeper_cluster_id(said)
         if found is None:
             lines = [ln for ln in said.strip().splitlines() if ln.strip()]
@@ -880,10 +887,10 @@ class KafkaCluster(ComposeCluster):
         former container's log kept for `save_logs`. The topology with its new container."""
         self.retire_logs(node, f"{self.release_of(node)}-{self.stage_of(node)}")
         self.node_stages[node] = stage
-        if any(n.name == node and n.spare for n in self.nodes):
-            self.started_spares.add(node)
         self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
         compose(self.compose_file, ["up", "-d", "--no-deps", node], {}, timeout=timeout)
+        if any(n.name == node and n.spare for n in self.nodes):
+            self.started_spares.add(node)
         return self.topology()
 
     def logged_line(self, nodes: Sequence[str], text: str, since: float) -> str | None:

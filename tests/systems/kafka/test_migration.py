@@ -482,3 +482,19 @@ def test_a_phase_out_of_turn_or_without_the_cluster_is_a_nemesis_error() -> None
     bare = KafkaNemesis(FakeNet(), FakeMigratingCluster(), "jepsen", 1)  # type: ignore[arg-type]
     with pytest.raises(NemesisError, match="cannot migrate"):
         bare.apply(step(op="migrate", phase="controllers"))
+
+
+def test_m1_migrates_phase_by_phase_with_a_fault_in_each_dual_write_stretch() -> None:
+    from systems.registry import load_scenario
+    from tests.helpers import ROOT
+
+    m1 = load_scenario(ROOT / "scenarios/M1.yaml")
+    assert isinstance(m1, KafkaScenario) and m1.claim == "M1"
+    assert m1.cluster.modes == ["zk"] and m1.cluster.migration_controllers == 3
+    ops = [st.phase or st.op for st in m1.nemesis]
+    assert ops[:2] == ["controllers", "brokers"] and ops[-1] == "finalize"
+    # A fault while the brokers run ZooKeeper mode under the KRaft controller, and one once every
+    # broker runs KRaft with ZooKeeper still written.
+    hybrid, dual = ops[2 : ops.index("kraft")], ops[ops.index("kraft") + 1 : -1]
+    assert "kill" in hybrid and "isolate" in dual
+    assert "| M1 |" in (ROOT / "docs/claims.md").read_text()
