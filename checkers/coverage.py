@@ -23,6 +23,8 @@ from faults.registry import FAULT_WINDOWS, OPS, is_step, window_of
 
 PARTITION_ROLES = ("leader", "follower", "followers", "isr", "in-sync-followers")
 CONTROL_ROLES = ("controller", "quorum")
+# The history names of the steps that change the KRaft controller quorum's voters.
+QUORUM_CHANGES = ("add-controller", "remove-controller")
 # Roles naming the broker that coordinates a client's transactions or consumer group.
 COORDINATOR_ROLES = ("transaction-coordinator", "group-coordinator")
 # Outcomes that say something did not happen: only a run that tested something may say so.
@@ -419,11 +421,15 @@ def _step_situations(
         out.append("disk-faulted")
     if f == "corrupt":  # a node-bounce too: its node was down while its files changed
         out.append("data-corrupted")
-    # An add-broker moves replicas only with move_onto.
-    if (window == "membership-start" and v.get("move_onto") is not False) or f == "remove-broker":
-        out.append("reassigned")
-    if f in ("remove-broker", "add-broker") or window == "member-out":
-        out.append("membership-changed")
+    if f in QUORUM_CHANGES:
+        out.append("quorum-changed")
+    else:
+        # An add-broker moves replicas only with move_onto.
+        moves = window == "membership-start" and v.get("move_onto") is not False
+        if moves or f == "remove-broker":
+            out.append("reassigned")
+        if f in ("remove-broker", "add-broker") or window == "member-out":
+            out.append("membership-changed")
     if window == "clock-start":
         out.append("clock-skewed")
     if window == "client-down":

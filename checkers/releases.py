@@ -31,6 +31,7 @@ UPGRADE = "upgrade"
 FINALIZE = "finalize-feature"
 RELEASE_FS = (UPGRADE, FINALIZE)
 UNKNOWN = "?"
+NOT_RUNNING = "(not running)"  # a node whose container exited on the release it names
 ENABLED = "enabled"  # a feature flag's level when the ok reports none (RabbitMQ's khepri_db)
 # Anomalous messages listed with the releases they ran on, per anomaly and group, first acked
 # first; ids/<group>/<anomaly>.txt holds them all.
@@ -148,7 +149,7 @@ class _Cluster:
     def apply(self, e: dict[str, Any], start: Start) -> None:
         v = event_value(e.get("value"))
         if e["f"] == UPGRADE:
-            to = _text(v.get("to")) or UNKNOWN
+            to = landed_on(v) if e["type"] == "ok" else _text(v.get("to")) or UNKNOWN
             for node in _nodes(v):
                 old = self.runs.get(node) or _text(v.get("from")) or start.release or UNKNOWN
                 self._upgrade(node, str(e["type"]), old, to)
@@ -186,6 +187,20 @@ class _Cluster:
             "restarting": dict(sorted(self.restarting.items())),
             "features": dict(sorted(self.features.items())),
         }
+
+
+def landed_on(value: dict[str, Any]) -> str:
+    """What an upgrade's ok left the node on: the new release; when the node refused to boot
+    on it (RabbitMQ's `booted: false`), the release it was put back on (`rolled_back`), each
+    marked when the node did not run on it."""
+    to = _text(value.get("to")) or UNKNOWN
+    if value.get("booted") is not False:
+        return to
+    back = value.get("rolled_back")
+    if not isinstance(back, dict):
+        return f"{to} {NOT_RUNNING}"
+    old = _text(back.get("to")) or UNKNOWN
+    return old if back.get("booted") is not False else f"{old} {NOT_RUNNING}"
 
 
 def _levels(value: dict[str, Any]) -> dict[str, Any]:
@@ -309,6 +324,8 @@ def operations(nemesis: list[dict[str, Any]], f: str) -> list[dict[str, Any]]:
         elif key in open_:
             row = open_.pop(key)
             row.update({**v, "end": e["time"], "outcome": e["type"], "error": e.get("error")})
+            if e["type"] == "ok" and v.get("booted") is False:
+                row["outcome"] = "refused"  # the node would not boot on the new release
     return out
 
 

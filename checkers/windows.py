@@ -14,12 +14,14 @@ history name does to it is the fault registry's (faults.registry.Window):
             the ok of the `release-clients` that removes its last toxic
   disk      a node's disk failing calls (disk-error, disk-full), from that invoke until the ok
             of a disk-ok that mends it
-  moving    Kafka's replicas reassigned (reassign, add-broker), from that invoke to its own ok
-            when that ok says it settled (every move done, no throttle), else to the ok of the
+  moving    Kafka's replicas reassigned (reassign, add-broker) or a controller joining the
+            KRaft quorum (add-controller), from that invoke to its own ok when that ok says it
+            settled (every move done, no throttle; a voter now), else to the ok of the
             `end-reassign` a heal writes; a decommissioned broker (remove-broker) is down, as
             after a stop, until a start
-  member    a node out of the cluster (forget-node) or a queue's member removed (shrink-queue),
-            from that invoke until the ok of the add-node or grow-queue that leaves it in
+  member    a node out of the cluster (forget-node), a controller out of the KRaft quorum
+            (remove-controller) or a queue's member removed (shrink-queue), from that invoke
+            until the ok of the add-node, add-controller or grow-queue that leaves it in
   clock     a node's clock off true time (clock), from that invoke until the ok of a clock-ok
             that sets it back
 Elections and leader-placement snapshots are not faults. A fault still in effect when the
@@ -112,11 +114,14 @@ def _apply(state: _State, type_: str, f: str, value: dict[str, Any]) -> None:
             names,
         )
     elif window == "membership-start":
-        # The op's ok ends it when the ok says it settled; otherwise an end-reassign does.
+        # The op's ok ends it when the ok says it settled; otherwise an end-reassign does. An ok
+        # that says what is still out (an add-controller putting a removed one back) sets that.
         if type_ == "invoke":
             state.moving |= names or {f}
         elif type_ == "ok" and value.get("settled") is True:
             state.moving -= names or {f}
+        if type_ == "ok" and isinstance(value.get("out"), list):
+            state.members_out = {str(n) for n in value["out"]}
     elif type_ == "ok" and window == "membership-heal":
         state.moving.clear()
     elif window in ("member-out", "member-in"):
@@ -183,21 +188,18 @@ def _apply_held(
 def _apply_members(
     state: _State, type_: str, f: str, window: str, value: dict[str, Any], names: set[str]
 ) -> None:
+    # A queue's members are `queue@node`; a node out of the cluster or of the quorum, its name.
     queues = value.get("queues")
-    queue_members = (
-        {f"{q}@{n}" for q in queues for n in names} if isinstance(queues, list) else set()
-    )
+    members = {f"{q}@{n}" for q in queues for n in names} if isinstance(queues, list) else names
     if type_ == "invoke" and window == "member-out":
-        state.members_out |= names if f == "forget-node" else queue_members
+        state.members_out |= members
     elif type_ == "ok" and window == "member-in":
         # The ok says what is still out; read without that, it puts back what it names.
         remaining = value.get("out")
         if isinstance(remaining, list):
             state.members_out = {str(n) for n in remaining}
-        elif f == "add-node":
-            state.members_out -= names
         else:
-            state.members_out -= queue_members
+            state.members_out -= members
 
 
 @dataclass(frozen=True)

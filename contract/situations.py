@@ -58,6 +58,10 @@ SITUATIONS: dict[str, str] = {
         "a broker left the cluster (remove-broker) or joined it (add-broker); a RabbitMQ node was "
         "taken out of the cluster (forget-node) or a queue's member removed (shrink-queue)"
     ),
+    "quorum-changed": (
+        "the KRaft controller quorum's voters changed: a controller added (add-controller) or "
+        "removed (remove-controller)"
+    ),
     "clock-skewed": "a node's clock was set off true time (clock)",
 }
 

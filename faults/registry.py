@@ -47,12 +47,13 @@ Arguments = Literal["target", "from-to", "groups", "optional", "none", "client"]
 #   client-up      the clients run again (at the ok)
 #   disk-start     the nodes' disks fail calls from the invoke until a disk-heal mends them
 #   disk-heal      the nodes' disks mended (at the ok), unless it reports others still failing
-#   membership-start  replicas moving between brokers from the invoke to the ok of the same op
-#                  when that ok says it settled (moved, no throttle left), else until a
-#                  membership-heal
+#   membership-start  replicas moving between brokers, or a controller joining the KRaft
+#                  quorum, from the invoke to the ok of the same op when that ok says it settled
+#                  (moved, no throttle left; a voter now), else until a membership-heal; an ok
+#                  that says what is still `out` puts back every member it no longer names
 #   membership-heal   reassignments' throttles cleared, whatever still moves said (at the ok)
-#   member-out     nodes out of the cluster, or queue members removed, from the invoke until a
-#                  member-in puts them back
+#   member-out     nodes out of the cluster, a controller out of the KRaft quorum, or queue
+#                  members removed, from the invoke until a member-in puts them back
 #   member-in      members back (at the ok), unless it reports others still out
 #   clock-start    the nodes' clocks are off true time from the invoke until a clock-heal
 #   clock-heal     the nodes' clocks true again (at the ok), unless it reports others still off
@@ -154,6 +155,10 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     # Written by a heal (or the end of the run) when a reassignment left a throttle or had not
     # settled: part of that heal, not a step of its own.
     HistoryName("end-reassign", "reassignment throttles cleared", "membership-heal", False),
+    # A controller joins the KRaft quorum from the invoke until its ok (a voter then); a
+    # removed one is out of it, and stopped, until an add-controller puts it back.
+    HistoryName("add-controller", "controller added to the quorum", "membership-start"),
+    HistoryName("remove-controller", "controller removed from the quorum", "member-out"),
     HistoryName("forget-node", "node forgotten (out of the cluster)", "member-out"),
     HistoryName("add-node", "node added back to the cluster", "member-in"),
     HistoryName("shrink-queue", "queue member removed", "member-out"),
@@ -641,6 +646,39 @@ OPS: tuple[FaultOp, ...] = (
             "Starts a spare broker (`cluster.spare_brokers`; the targets name which, else the "
             "first not started) and waits until it registers; `move_onto` then moves one replica "
             "of each partition onto it."
+        ),
+    ),
+    # Kafka's controller quorum (systems.kafka.quorum, KIP-853): voters added and removed with
+    # kafka-metadata-quorum, on a cluster formed with a dynamic quorum
+    FaultOp(
+        "add-controller",
+        KAFKA,
+        "optional",
+        ("add-controller",),
+        None,
+        does=(
+            "Starts a controller formatted without initial controllers (a spare: "
+            "`cluster.spare_controllers`, the first not started unless the target names one; or "
+            "one a remove-controller removed, named), waits until it has caught up as an "
+            "observer, adds it with `kafka-metadata-quorum add-controller` run inside it, and "
+            "waits (within `within`) until the voters list it. Needs "
+            "`cluster.controller_quorum: dynamic`."
+        ),
+    ),
+    # No op heals it in the registry's sense: the add-controller that puts it back is a fault
+    # of its own (the quorum changing under load); its ok ends the removal's window all the same.
+    FaultOp(
+        "remove-controller",
+        KAFKA,
+        "target",
+        ("remove-controller",),
+        None,
+        does=(
+            "Removes one voter (`controller`: the active one, or a dedicated controller named) "
+            "from the KRaft quorum with `kafka-metadata-quorum remove-controller` and its "
+            "directory id, and stops it: removed, then stopped on Kafka 4.0 and later "
+            "(pre-vote); stopped, then removed on 3.9, as its guide says. Never the last voter. "
+            "An add-controller naming it puts it back. Needs `cluster.controller_quorum: dynamic`."
         ),
     ),
     # the clients' path through Toxiproxy (compose.proxy): the brokers advertise the proxy to

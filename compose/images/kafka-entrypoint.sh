@@ -2,11 +2,16 @@
 # Entry point of the local Kafka image, configured like the official images: every KAFKA_*
 # variable is a server property (KAFKA_FOO_BAR -> foo.bar; "__" -> "_", "___" -> "-"), except
 # KAFKA_HEAP_OPTS, KAFKA_OPTS and KAFKA_JVM_PERFORMANCE_OPTS, which go to the JVM. In KRaft
-# mode (KAFKA_PROCESS_ROLES set) the log directory is formatted with CLUSTER_ID on first start.
+# mode (KAFKA_PROCESS_ROLES set) the log directory is formatted with CLUSTER_ID on first start;
+# a dynamic quorum's (KIP-853, Kafka 3.9 on) with BROKERJEPSEN_INITIAL_CONTROLLERS
+# (id@host:port:directory-id,... on its first voters: --initial-controllers) or
+# BROKERJEPSEN_NO_INITIAL_CONTROLLERS=1 (brokers, controllers added later:
+# --no-initial-controllers). Neither is a KAFKA_* variable: neither becomes a server property.
 set -euo pipefail
 if [ "${1:-}" != "kafka" ]; then exec "$@"; fi
 
-props=/opt/kafka/config/brokerjepsen.properties
+# Where the properties go (another place only for the entrypoint's own tests).
+props=${BROKERJEPSEN_PROPERTIES:-/opt/kafka/config/brokerjepsen.properties}
 : >"$props"
 while IFS='=' read -r name value; do
   case "$name" in
@@ -21,7 +26,14 @@ if grep -q '^process.roles=' "$props"; then
   logdir=$(sed -n 's/^log.dirs=//p' "$props" | cut -d, -f1)
   if [ ! -f "${logdir:-/tmp/kraft-combined-logs}/meta.properties" ]; then
     : "${CLUSTER_ID:?KRaft mode needs CLUSTER_ID}"
-    kafka-storage.sh format --ignore-formatted -t "$CLUSTER_ID" -c "$props" >/dev/null
+    quorum=()
+    if [ -n "${BROKERJEPSEN_INITIAL_CONTROLLERS:-}" ]; then
+      quorum=(--initial-controllers "$BROKERJEPSEN_INITIAL_CONTROLLERS")
+    elif [ "${BROKERJEPSEN_NO_INITIAL_CONTROLLERS:-}" = 1 ]; then
+      quorum=(--no-initial-controllers)
+    fi
+    kafka-storage.sh format --ignore-formatted -t "$CLUSTER_ID" -c "$props" \
+      ${quorum[@]+"${quorum[@]}"} >/dev/null
   fi
 fi
 exec kafka-server-start.sh "$props"

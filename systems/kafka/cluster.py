@@ -4,6 +4,12 @@
   kraft            N nodes, the first three broker+controller (combined)
   kraft-dedicated  3 dedicated controllers + N brokers (the quorum apart from the data path)
 
+Either KRaft shape forms a static quorum (controller.quorum.voters, kraft.version 0) or, with
+`controller_quorum: dynamic`, KIP-853's dynamic one: every node bootstraps from the first voters
+(controller.quorum.bootstrap.servers), the first voters are formatted with the directory ids the
+harness chose for them, every other node without initial controllers (kraft.version 1), and the
+voters change as add-controller and remove-controller change them (systems.kafka.quorum).
+
 The compose file is rendered per run into the run directory (`cluster/docker-compose.yml`,
 usable on its own with `docker compose -f ... up`), with every setting a scenario depends on
 explicit: never an image's single-node default. Environment variables follow the convention
@@ -18,6 +24,7 @@ import base64
 import json
 import re
 import secrets
+import subprocess
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,10 +48,10 @@ from systems.kafka.config import (
     NodeStage,
     nodes_of,
     on_line,
-    quorum_nodes,
     supports_mode,
     version_tuple,
 )
+from systems.kafka.quorum import ToolRun
 from systems.kafka.releases import build_image, maven_releases, resolve
 from systems.kafka.settings import broker_properties, env_name, env_value
 
@@ -86,8 +93,17 @@ def broker_ports(broker_ids: list[int], proxied: bool) -> dict[int, BrokerPorts]
 
 
 DATA_DIR = "/var/lib/kafka/data"
-# The compose profile of the spare brokers: rendered with the cluster, started one by one.
+# The compose profile of the spare nodes (brokers, controllers): rendered with the cluster,
+# started one by one.
 SPARE_PROFILE = "spare"
+# The local images' entrypoint (compose/images/build_kafka_image.sh copies it in), and where the
+# images run it from. A dynamic quorum's nodes mount this one over it: the images built before
+# KIP-853's formatting was added to it need no rebuild.
+ENTRYPOINT = Path(__file__).resolve().parents[2] / "compose" / "images" / "kafka-entrypoint.sh"
+IMAGE_ENTRYPOINT = "/usr/local/bin/docker-entrypoint.sh"
+# The server properties the entrypoint writes from the environment (add-controller reads the
+# new controller's own: its node id, metadata directory and controller listener).
+SERVER_PROPERTIES = "/opt/kafka/config/brokerjepsen.properties"
 LOCAL_ZOOKEEPER_IMAGE = "brokerjepsen/zookeeper:3.8.0-debian"
 LOCAL_KAFKA_REPO = "brokerjepsen/kafka"
 KAFKA_VERSION_LABEL = "org.brokerjepsen.kafka-version"
@@ -125,10 +141,12 @@ def node_environment(
     ports: BrokerPorts | None,
     cluster_id: str,
     stage: NodeStage | None = None,
+    directory_ids: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of one container, in the official images' convention. `stage`: how the
     node runs now, when a migration moved it (by default: as the cluster's mode says, a zk
-    cluster's migration controllers in migration mode, the way they start)."""
+    cluster's migration controllers in migration mode, the way they start); `directory_ids`:
+    a dynamic quorum's first voters' metadata directory ids, by node name."""
     if node.role == "zookeeper":
         servers = ";".join(f"zk{i}:2888:3888" for i in (1, 2, 3))
         return {
@@ -153,11 +171,7 @@ def node_environment(
     if stage == "migrating":
         env["KAFKA_ZOOKEEPER_METADATA_MIGRATION_ENABLE"] = "true"
     if stage != "zk":
-        env["KAFKA_CONTROLLER_QUORUM_VOTERS"] = ",".join(
-            f"{v.node_id}@{v.name}:{CONTROLLER_PORT}"
-            for v in nodes_of(cfg, "0.0.0")
-            if v.role in ("controller", "combined")
-        )
+        env |= _quorum_environment(cfg, node, directory_ids)
         env["KAFKA_CONTROLLER_LISTENER_NAMES"] = "CONTROLLER"
     if stage != "kraft" and node.role == "broker":
         # A ZooKeeper-mode broker: its id is broker.id, and in a migration its inter-broker
@@ -211,6 +225,12 @@ def _listeners(cfg: KafkaClusterConfig, node: Node, ports: BrokerPorts | None) -
             env["KAFKA_BROKER_RACK"] = rack
     if node.role in ("controller", "combined"):
         listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
+        if cfg.controller_quorum == "dynamic":
+            # A dynamic quorum's voters are known by the endpoints they advertise (the listener's
+            # 0.0.0.0 routes nowhere): add-controller reads them from this node's properties.
+            mine = f"CONTROLLER://{node.name}:{CONTROLLER_PORT}"
+            brokers = env.get("KAFKA_ADVERTISED_LISTENERS")
+            env["KAFKA_ADVERTISED_LISTENERS"] = f"{brokers},{mine}" if brokers else mine
     env["KAFKA_LISTENERS"] = ",".join(listeners)
     env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = protocols
     return env
@@ -219,6 +239,62 @@ def _listeners(cfg: KafkaClusterConfig, node: Node, ports: BrokerPorts | None) -
 def _line_of(release: str) -> str:
     """A release's line as Kafka's inter.broker.protocol.version takes it ("3.9.2" -> "3.9")."""
     return ".".join(str(p) for p in version_tuple(release)[:2])
+
+
+def _quorum_environment(
+    cfg: KafkaClusterConfig, node: Node, directory_ids: dict[str, str] | None
+) -> dict[str, str]:
+    """How a node that talks to the KRaft quorum finds it: a static quorum's voters, or a
+    dynamic one's bootstrap servers and how the entrypoint formats the node."""
+    voters = first_voters(cfg)
+    if cfg.controller_quorum == "static":
+        return {
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": ",".join(
+                f"{v.node_id}@{v.name}:{CONTROLLER_PORT}" for v in voters
+            )
+        }
+    env = {
+        "KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS": ",".join(
+            f"{v.name}:{CONTROLLER_PORT}" for v in voters
+        )
+    }
+    # How the entrypoint formats the node (not KAFKA_*: no server property): a first voter with
+    # the initial voters and their directory ids, every other node (brokers, spare controllers)
+    # without initial controllers, as Kafka's operations guide formats them.
+    if any(v.name == node.name for v in voters):
+        env["BROKERJEPSEN_INITIAL_CONTROLLERS"] = initial_controllers(voters, directory_ids or {})
+    else:
+        env["BROKERJEPSEN_NO_INITIAL_CONTROLLERS"] = "1"
+    return env
+
+
+def metadata_quorum_arguments(bootstrap: list[str], arguments: str) -> str:
+    """kafka-metadata-quorum's arguments, bootstrapped on the named controllers' listeners
+    (inside the cluster's network: the controllers publish no port)."""
+    if not bootstrap:
+        raise ComposeError("kafka-metadata-quorum needs a controller to bootstrap on")
+    servers = ",".join(f"{name}:{CONTROLLER_PORT}" for name in bootstrap)
+    return f"--bootstrap-controller {servers} {arguments}"
+
+
+def first_voters(cfg: KafkaClusterConfig) -> list[Node]:
+    """The KRaft voters the cluster forms with (a spare controller is none); a zk cluster's:
+    the controllers its migration starts, which form the quorum it moves to."""
+    controllers = [n for n in nodes_of(cfg, "0.0.0") if n.role in ("controller", "combined")]
+    if cfg.mode == "zk":
+        return controllers
+    return [n for n in controllers if not n.spare]
+
+
+def initial_controllers(voters: list[Node], directory_ids: dict[str, str]) -> str:
+    """kafka-storage format --initial-controllers: id@host:port:directory-id of each first
+    voter, the same on every one of them."""
+    missing = [v.name for v in voters if v.name not in directory_ids]
+    if missing:
+        raise ValueError(f"no directory id for the voters {', '.join(missing)}")
+    return ",".join(
+        f"{v.node_id}@{v.name}:{CONTROLLER_PORT}:{directory_ids[v.name]}" for v in voters
+    )
 
 
 def render_compose(
@@ -232,6 +308,7 @@ def render_compose(
     clock_mounts: dict[str, list[str]] | None = None,
     node_images: dict[str, str] | None = None,
     kept_data: bool = False,
+    directory_ids: dict[str, str] | None = None,
     node_stages: dict[str, NodeStage] | None = None,
 ) -> dict[str, Any]:
     """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
@@ -239,19 +316,24 @@ def render_compose(
     named nodes' fake clocks (compose.clocks), whose processes then run under libfaketime;
     `node_images`: the image of a node an upgrade moved; `kept_data`: every Kafka node's log
     directory in a volume of its own, which outlives its container (an upgrade recreates it);
-    `node_stages`: how a node a migration moved runs now (its environment follows)."""
+    `directory_ids`: a dynamic quorum's first voters' directory ids; `node_stages`: how a node
+    a migration moved runs now (its environment follows)."""
     services: dict[str, Any] = {}
     volumes: dict[str, Any] = {}
     nodes = nodes_of(cfg, net_prefix)
-    # A node declared but not started is no dependency: `up` would have to start it.
+    # A spare (a migration's controllers too) is started later, by name: no service may wait
+    # for it.
     first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller") and not n.spare]
     for node in nodes:
         role_image = images["zookeeper" if node.role == "zookeeper" else "kafka"]
         stage = (node_stages or {}).get(node.name)
+        environment = node_environment(
+            cfg, node, ports.get(node.node_id), cluster_id, stage, directory_ids
+        )
         service: dict[str, Any] = {
             "image": (node_images or {}).get(node.name, role_image),
             "hostname": node.name,
-            "environment": node_environment(cfg, node, ports.get(node.node_id), cluster_id, stage),
+            "environment": environment,
             "networks": {"cluster": {"ipv4_address": node.address}},
             "labels": {"org.brokerjepsen.role": f"kafka-{node.role}"},
             "stop_grace_period": "30s",
@@ -261,6 +343,8 @@ def render_compose(
         elif kept_data and node.role != "zookeeper":
             volumes[f"{node.name}-data"] = {}
             service["volumes"] = [f"{node.name}-data:{DATA_DIR}"]
+        if cfg.controller_quorum == "dynamic" and node.role != "zookeeper":
+            service.setdefault("volumes", []).append(f"{ENTRYPOINT}:{IMAGE_ENTRYPOINT}:ro")
         if node.spare:
             # Declared, not started by `up`: a service of a profile starts only when named
             # (KafkaCluster.start_spare).
@@ -398,6 +482,10 @@ def choose_zookeeper_image(requested: str | None, client: docker.DockerClient) -
 class KafkaCluster(ComposeCluster):
     """Brings a Kafka cluster up and down and tells where its nodes are."""
 
+    # A KRaft cluster's voters as the quorum ops left them (`voters`); None until first read,
+    # when they are the ones it formed with.
+    _kraft_voters: list[str] | None = None
+
     def __init__(
         self,
         config: KafkaClusterConfig,
@@ -424,6 +512,8 @@ class KafkaCluster(ComposeCluster):
         # The nodes a ZooKeeper-to-KRaft migration moved: how each runs now (the others run as
         # initial_stage says).
         self.node_stages: dict[str, NodeStage] = {}
+        if config.controller_quorum == "dynamic":
+            _check_formats_dynamic_quorums(self.images["kafka"], self.docker)
         if config.mode == "zk":
             self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)
         brokers = [n for n in self.nodes if n.role in ("broker", "combined")]
@@ -436,6 +526,16 @@ class KafkaCluster(ComposeCluster):
         self.compose_file = workdir / "docker-compose.yml"
         # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
         self.cluster_id = _kraft_cluster_id()
+        # Controllers a remove-controller took out of the voters and stopped: out of the
+        # nemesis's reach (its topology) until an add-controller starts and adds them again.
+        self.removed_controllers: set[str] = set()
+        # A dynamic quorum's first voters' metadata directory ids, chosen here as the cluster id
+        # is: each is formatted with all of them (kafka-storage format --initial-controllers).
+        self.directory_ids: dict[str, str] = (
+            {n.name: _kraft_cluster_id() for n in first_voters(config)}
+            if config.controller_quorum == "dynamic"
+            else {}
+        )
         self.disks = LazyDisks(workdir, [b.name for b in brokers]) if config.lazy_disks else None
         # Every node's clock, ZooKeeper's and the controllers' too: a step may aim at any role.
         self.clocks = (
@@ -449,8 +549,14 @@ class KafkaCluster(ComposeCluster):
 
     @property
     def spares(self) -> list[str]:
-        """The spare brokers' names, in id order (started or not)."""
-        return [n.name for n in self.nodes if n.spare and n.role == "broker"]
+        """The nodes add-broker and add-controller start: the spare brokers then a dynamic
+        quorum's spare controllers (started or not); never a migration's controllers, which
+        migrate starts (migration_controllers)."""
+        return [n.name for n in self.nodes if n.spare and not self._migrates(n)]
+
+    def _migrates(self, node: Node) -> bool:
+        """Whether a node is a migration's controller: in a zk cluster, every controller is."""
+        return self.config.mode == "zk" and node.role == "controller"
 
     def _first_ports(self) -> list[BrokerPorts]:
         # A spare that never started answers nothing: no client bootstraps from it.
@@ -481,34 +587,36 @@ class KafkaCluster(ComposeCluster):
 
     @property
     def quorum(self) -> tuple[str, ...]:
-        """The control plane's quorum now: the ZooKeeper ensemble; in a migration, the ensemble
-        and the KRaft controllers from when the controllers start (the brokers depend on both)
-        until the migration is finalized, then the controllers alone."""
-        controllers = self.migration_controllers()
-        if not controllers:
-            return quorum_nodes(self.config)
-        zookeepers = tuple(n.name for n in self.nodes if n.role == "zookeeper")
-        if all(self.stage_of(c) == "kraft" for c in controllers):
-            return tuple(controllers)
-        return zookeepers + tuple(controllers)
+        """The control plane's quorum now: the KRaft voters; a zk cluster's ensemble, and in a
+        migration the ensemble and the KRaft controllers from when the controllers start (the
+        brokers depend on both) until the migration is finalized, then the controllers alone."""
+        voters = tuple(self.voters)
+        if self.config.mode != "zk" or (
+            voters and all(self.stage_of(c) == "kraft" for c in voters)
+        ):
+            return voters
+        return tuple(n.name for n in self.nodes if n.role == "zookeeper") + voters
 
     @property
-    def voters(self) -> tuple[str, ...]:
-        """The KRaft voters running now (a migration's controllers once it started them)."""
-        return tuple(
-            n.name
-            for n in self.nodes
-            if n.role in ("controller", "combined")
-            and (not n.spare or n.name in self.started_spares)
-        )
+    def voters(self) -> list[str]:
+        """The KRaft voters now (what `quorum` targets, cut-from-quorum and the active
+        controller's lookup read): a KRaft cluster's as it formed them, which add-controller and
+        remove-controller change in place (systems.kafka.quorum); a zk cluster's, the
+        controllers its migration has started (none before)."""
+        if self.config.mode == "zk":
+            return self.migration_controllers()
+        if self._kraft_voters is None:
+            self._kraft_voters = [n.name for n in first_voters(self.config)]
+        return self._kraft_voters
+
+    @voters.setter
+    def voters(self, names: list[str]) -> None:
+        self._kraft_voters = names
 
     def migration_controllers(self) -> list[str]:
-        """A zk cluster's controllers that a migration has started (none before)."""
-        return [
-            n.name
-            for n in self.nodes
-            if n.role == "controller" and n.spare and n.name in self.started_spares
-        ]
+        """A zk cluster's controllers that a migration has started (none before; none in a
+        KRaft cluster, whose started spare controllers are add-controller's)."""
+        return [n.name for n in self.nodes if self._migrates(n) and n.name in self.started_spares]
 
     def stage_of(self, node: str) -> NodeStage:
         """How a Kafka node runs now (systems.kafka.config.NodeStage)."""
@@ -555,6 +663,7 @@ class KafkaCluster(ComposeCluster):
             self.node_images,
             # A node an upgrade or a migration recreates keeps its log directory.
             kept_data=bool(self.upgrade_images) or self.config.migration_controllers > 0,
+            directory_ids=self.directory_ids or None,
             node_stages=self.node_stages,
         )
 
@@ -609,12 +718,64 @@ class KafkaCluster(ComposeCluster):
         return out
 
     def start_spare(self, name: str, timeout: float = 120) -> None:
-        """Starts one spare broker's container (its profile's service, named). --no-deps: a
+        """Starts one spare node's container (its profile's service, named). --no-deps: a
         controller a fault stopped stays stopped."""
         if name not in self.spares:
-            raise ComposeError(f"{name} is not a spare broker of this cluster")
+            raise ComposeError(f"{name} is not a spare node of this cluster")
         compose(self.compose_file, ["up", "-d", "--no-deps", name], {}, timeout=timeout)
         self.started_spares.add(name)
+
+    # ---- the controller quorum (systems.kafka.quorum.QuorumControl) -------------------------
+
+    def describe_quorum(self, via: str, bootstrap: list[str], replication: bool = False) -> ToolRun:
+        what = "--replication" if replication else "--status"
+        return self._metadata_quorum(via, metadata_quorum_arguments(bootstrap, f"describe {what}"))
+
+    def add_controller(self, node: str, bootstrap: list[str]) -> ToolRun:
+        """Run inside the new controller: the tool reads its node id, controller endpoint and
+        metadata directory (its directory id) from the properties the entrypoint wrote."""
+        arguments = f"--command-config {SERVER_PROPERTIES} add-controller"
+        return self._metadata_quorum(node, metadata_quorum_arguments(bootstrap, arguments))
+
+    def remove_controller(
+        self, via: str, bootstrap: list[str], node_id: int, directory_id: str
+    ) -> ToolRun:
+        arguments = (
+            f"remove-controller --controller-id {node_id} --controller-directory-id {directory_id}"
+        )
+        return self._metadata_quorum(via, metadata_quorum_arguments(bootstrap, arguments))
+
+    def _metadata_quorum(self, node: str, arguments: str, timeout: float = 90) -> ToolRun:
+        """kafka-metadata-quorum inside `node` with `arguments`: its exit code and what it wrote
+        to each stream, never raised (its refusal is what a step records)."""
+        container = self.containers()[node]
+        command = f"kafka-metadata-quorum.sh {arguments}"
+        try:
+            done = subprocess.run(
+                ["docker", "exec", container.id, "sh", "-c", command],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return ToolRun(124, "", f"kafka-metadata-quorum on {node} timed out ({timeout:g} s)")
+        return ToolRun(done.returncode, done.stdout, done.stderr)
+
+    def start_controller(self, name: str) -> Topology:
+        """Starts a spare controller, or a removed one again (its container, stopped by
+        stop_controller, keeps its data); the topology with it."""
+        if name in self.removed_controllers:
+            self.containers()[name].start()
+            self.removed_controllers.discard(name)
+        else:
+            self.start_spare(name)
+        return self.topology()
+
+    def stop_controller(self, name: str) -> Topology:
+        """A graceful stop of a controller the quorum no longer has; the topology without it."""
+        self.containers()[name].stop(timeout=30)
+        self.removed_controllers.add(name)
+        return self.topology()
 
     def down(self, timeout: float = 180) -> None:
         # The spares' profile named, so that a spare an add-broker (or a migration's controller
@@ -633,9 +794,13 @@ class KafkaCluster(ComposeCluster):
                 self.disks.unmount_all()
 
     def topology(self) -> Topology:
-        """Where the nodes are: every node but a spare not started (it has no container)."""
+        """Where the nodes are: every node but a spare not started (it has no container) and a
+        controller removed from the quorum (stopped, out of the faults' reach)."""
         return self.topology_of(
-            n.name for n in self.nodes if not n.spare or n.name in self.started_spares
+            n.name
+            for n in self.nodes
+            if (not n.spare or n.name in self.started_spares)
+            and n.name not in self.removed_controllers
         )
 
     def unregister(self, broker_id: int, via: str) -> str:
@@ -909,6 +1074,17 @@ class KafkaCluster(ComposeCluster):
             if found := last_line_with(log.decode(errors="replace"), text):
                 return found
         return None
+
+
+def _check_formats_dynamic_quorums(image: str, client: docker.DockerClient) -> None:
+    """A dynamic quorum is formatted by the local images' entrypoint (mounted from this
+    repository): an image of another make runs an entrypoint of its own, which does not."""
+    labels = (client.images.get(image).attrs.get("Config") or {}).get("Labels") or {}
+    if KAFKA_VERSION_LABEL not in labels:
+        raise KafkaUnavailable(
+            f"controller_quorum: dynamic needs a local Kafka image (make setup's "
+            f"{LOCAL_KAFKA_REPO}), whose entrypoint formats the quorum: {image} is not one"
+        )
 
 
 def _kraft_cluster_id() -> str:

@@ -29,6 +29,12 @@ MODES: tuple[Mode, ...] = ("zk", "kraft", "kraft-dedicated")
 KAFKA_LINES = tuple(line_of(r) for r in setup_releases("kafka"))
 DEFAULT_KAFKA_LINE = "3.9"
 CONTROLLER_ID_BASE = 100  # dedicated controller i has node id 100 + i
+VOTERS = 3  # the quorum a cluster forms with: three dedicated controllers, or three combined nodes
+# static: controller.quorum.voters, fixed when the cluster forms (kraft.version 0); dynamic:
+# KIP-853's (Kafka 3.9 on), formatted with the first voters' directory ids (kraft.version 1),
+# whose voters add-controller and remove-controller change.
+ControllerQuorum = Literal["static", "dynamic"]
+DYNAMIC_QUORUM_SINCE = (3, 9)
 NodeRole = Literal["zookeeper", "controller", "broker", "combined"]
 # How a Kafka node runs now, which its environment follows: in ZooKeeper mode, in ZooKeeper mode
 # with the migration's settings (a broker writing to ZooKeeper while registered with the KRaft
@@ -49,6 +55,14 @@ class KafkaSettings(Strict):
     spare_brokers: Annotated[int, Field(ge=0, le=3)] = 0
     """Brokers declared in the compose file but not started: an add-broker step starts one
     (ids after the brokers': kafka4 on a cluster of 3)."""
+    controller_quorum: ControllerQuorum = "static"
+    """KRaft's controller quorum: static (controller.quorum.voters, fixed when the cluster forms)
+    or dynamic (KIP-853, Kafka 3.9 on: controller.quorum.bootstrap.servers, kraft.version 1), whose
+    voters add-controller and remove-controller change."""
+    spare_controllers: Annotated[int, Field(ge=0, le=2)] = 0
+    """Dedicated controllers declared in the compose file but not started (a dynamic quorum's):
+    an add-controller step starts one and adds it to the voters (controller4, controller5, in
+    either KRaft mode)."""
     racks: dict[int, str] = Field(default_factory=dict)
     """Broker id to rack (a data centre): broker.rack."""
     min_insync_replicas: Annotated[int, Field(ge=1, le=6)] = 2
@@ -107,28 +121,24 @@ class Node:
     """broker / KRaft node id; ZooKeeper myid."""
     address: str
     spare: bool = False
-    """Declared but not started with the cluster: a spare broker (add-broker starts it) or a
-    migration controller (migrate's controllers phase starts it)."""
+    """Declared but not started with the cluster: a spare broker (add-broker starts it), a
+    spare controller of a dynamic quorum (add-controller) or a zk cluster's migration
+    controller (migrate's controllers phase)."""
 
 
 def nodes_of(cfg: KafkaClusterConfig, net_prefix: str) -> list[Node]:
     """Every container of the cluster, with its fixed address on the cluster network; the
-    spare brokers last (never combined: they join a quorum fixed when the cluster formed). A zk
-    cluster's migration controllers are declared spare: none runs until a migration starts it."""
+    spare brokers then the spare controllers last (a spare broker is never combined: it joins a
+    quorum it is no voter of). A zk cluster's migration controllers are declared spare: none
+    runs until a migration starts it (in zk mode every controller is one)."""
     out: list[Node] = []
     if cfg.mode == "zk":
         out += [Node(f"zk{i}", "zookeeper", i, f"{net_prefix}.{30 + i}") for i in (1, 2, 3)]
-    controllers = {"kraft-dedicated": 3, "zk": cfg.migration_controllers}.get(cfg.mode, 0)
-    out += [
-        Node(
-            f"controller{i}",
-            "controller",
-            CONTROLLER_ID_BASE + i,
-            f"{net_prefix}.{40 + i}",
-            spare=cfg.mode == "zk",
-        )
-        for i in range(1, controllers + 1)
-    ]
+        out += [
+            _controller(i, net_prefix, spare=True) for i in range(1, cfg.migration_controllers + 1)
+        ]
+    if cfg.mode == "kraft-dedicated":
+        out += [_controller(i, net_prefix) for i in range(1, VOTERS + 1)]
     for i in range(1, cfg.brokers + 1):
         role: Literal["broker", "combined"] = (
             "combined" if cfg.mode == "kraft" and i <= 3 else "broker"
@@ -137,13 +147,33 @@ def nodes_of(cfg: KafkaClusterConfig, net_prefix: str) -> list[Node]:
     for i in range(cfg.brokers + 1, cfg.brokers + cfg.spare_brokers + 1):
         # At most 6 + 3 brokers: .21 to .29, below ZooKeeper's .31.
         out.append(Node(f"kafka{i}", "broker", i, f"{net_prefix}.{20 + i}", spare=True))
+    # Numbered after the three dedicated controllers, in combined mode too (a scenario names
+    # them alike in both KRaft modes): .44 and .45.
+    first = VOTERS + 1
+    out += [
+        _controller(i, net_prefix, spare=True) for i in range(first, first + cfg.spare_controllers)
+    ]
     return out
 
 
+def _controller(i: int, net_prefix: str, spare: bool = False) -> Node:
+    return Node(
+        f"controller{i}", "controller", CONTROLLER_ID_BASE + i, f"{net_prefix}.{40 + i}", spare
+    )
+
+
 def quorum_nodes(cfg: KafkaClusterConfig) -> tuple[str, ...]:
-    """The control plane's quorum as the cluster starts: the ZooKeeper ensemble or the KRaft
-    voters (a migration's controllers join it when they start: KafkaCluster.quorum)."""
+    """The control plane's quorum as the cluster forms: the ZooKeeper ensemble or the KRaft
+    voters (a spare controller is none until an add-controller adds it; a migration's
+    controllers join it when they start: KafkaCluster.quorum)."""
     return tuple(n.name for n in nodes_of(cfg, "0.0.0") if n.role != "broker" and not n.spare)
+
+
+def dynamic_quorum_refusal(line: str) -> str | None:
+    """One line when a release line predates KIP-853's dynamic quorum, else None."""
+    if version_tuple(line) < DYNAMIC_QUORUM_SINCE:
+        return f"controller_quorum: dynamic needs Kafka 3.9 or later (KIP-853), not {line}"
+    return None
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

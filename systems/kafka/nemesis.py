@@ -29,9 +29,10 @@ from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
-from systems.kafka import membership, migration, upgrade
+from systems.kafka import membership, migration, quorum, upgrade
 from systems.kafka.membership import Membership
 from systems.kafka.migration import MigrationControl
+from systems.kafka.quorum import Quorum
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
@@ -58,6 +59,7 @@ _NODE_FAULT_WINDOWS = (
     "node-bounce",
     "disk-start",
     "membership-start",
+    "member-out",
     "clock-start",
 )
 NODE_FAULT_OPS = frozenset(
@@ -158,6 +160,7 @@ class KafkaNemesis:
         coordinator_keys: list[tuple[str, str]] | None = None,
         membership: Membership | None = None,
         upgrades: UpgradeControl | None = None,
+        quorum: Quorum | None = None,
         migrations: MigrationControl | None = None,
     ) -> None:
         self.net = net
@@ -180,6 +183,9 @@ class KafkaNemesis:
         self.membership = membership
         # The cluster, for upgrade and finalize-feature (the run's).
         self.upgrades = upgrades
+        # The KRaft voters as add-controller and remove-controller change them (a dynamic
+        # quorum's; None: a static quorum, or ZooKeeper).
+        self.quorum = quorum
         # The cluster, for migrate's phases from ZooKeeper to KRaft (the run's).
         self.migrations = migrations
 
@@ -567,6 +573,8 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "add-broker": membership.add_broker,
     "upgrade": upgrade.upgrade,
     "finalize-feature": upgrade.finalize_feature,
+    "add-controller": quorum.add_controller,
+    "remove-controller": quorum.remove_controller,
     "migrate": migration.migrate,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),

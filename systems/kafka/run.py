@@ -21,10 +21,11 @@ from systems.kafka import evidence
 from systems.kafka.admin import ADMIN_LOG, KafkaAdmin
 from systems.kafka.clients_run import KafkaClientsRun
 from systems.kafka.cluster import POLL, KafkaCluster
-from systems.kafka.config import KafkaClusterConfig, mode_refusal
+from systems.kafka.config import KafkaClusterConfig, mode_refusal, version_tuple
 from systems.kafka.configdefs import has_definitions
 from systems.kafka.membership import Membership
 from systems.kafka.nemesis import KafkaNemesis
+from systems.kafka.quorum import Quorum
 from systems.kafka.scenario import KafkaClusterSpec, KafkaScenario, KafkaStep
 from systems.kafka.settings import (
     TYPED_BROKER,
@@ -182,10 +183,11 @@ class KafkaRun(KafkaClientsRun):
             membership=Membership(
                 admin,
                 members={cluster.node_of[b]: b for b in self._first_brokers()},
-                spares={n.name: n.node_id for n in cluster.nodes if n.name in cluster.spares},
+                spares={n.name: n.node_id for n in cluster.nodes if n.spare and n.role == "broker"},
                 topics=tuple(self.topics()),
             ),
             upgrades=cluster,
+            quorum=self._quorum(cluster),
             migrations=cluster,
         )
         self.watch = PartitionWatch(
@@ -198,8 +200,26 @@ class KafkaRun(KafkaClientsRun):
         self.manifest.topology = {
             "nodes": [n.__dict__ for n in cluster.nodes],
             "quorum": list(cluster.quorum),
+            "controller_quorum": cluster.config.controller_quorum if self.mode != "zk" else "zk",
         }
+        if cluster.directory_ids:  # a dynamic quorum's first voters, as formatted
+            self.manifest.topology["directory_ids"] = dict(cluster.directory_ids)
         self._mark("nemesis and watch ready")
+
+    @staticmethod
+    def _quorum(cluster: KafkaCluster) -> Quorum | None:
+        """The controllers the quorum ops change: a dynamic quorum's; None for a static one."""
+        if cluster.config.mode == "zk" or cluster.config.controller_quorum != "dynamic":
+            return None
+        controllers = [n for n in cluster.nodes if n.role in ("controller", "combined")]
+        return Quorum(
+            cluster,
+            ids={n.name: n.node_id for n in controllers},
+            spares=[n.name for n in controllers if n.spare],
+            brokers_too={n.name for n in controllers if n.role == "combined"},
+            # KIP-996's pre-vote, Kafka 4.0 on: a removed voter may run on harmlessly.
+            pre_vote=version_tuple(cluster.config.kafka_line) >= (4,),
+        )
 
     def _first_brokers(self) -> set[int]:
         """The brokers the cluster starts with: every one but the spares."""
@@ -321,7 +341,8 @@ class KafkaRun(KafkaClientsRun):
     def _recover(self) -> None:
         """Final heal, then wait until every broker of the cluster now is back and every
         replica in sync: the brokers it started with as add-broker and remove-broker changed
-        them (a decommissioned broker the heal started again is one)."""
+        them (a decommissioned broker the heal started again is one). The controller quorum is
+        the one the quorum ops left (the cluster's voters): a removed controller stays out."""
         assert self.nemesis is not None and self.admin is not None and self.cluster is not None
         self.nemesis.heal_all()
         admin = self.admin
@@ -332,6 +353,8 @@ class KafkaRun(KafkaClientsRun):
             interval=2,
         )
         self.manifest.cluster_recovered = ok
+        if self.nemesis.quorum is not None and self.manifest.topology is not None:
+            self.manifest.topology["voters_at_end"] = list(self.cluster.quorum)
         if self.watch is not None:
             self.watch.stop()
         if not ok:

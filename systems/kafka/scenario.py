@@ -18,9 +18,11 @@ from systems.kafka.config import (
     KafkaSettings,
     Mode,
     PropertyValue,
+    dynamic_quorum_refusal,
     migration_refusal,
     mode_refusal,
     nodes_of,
+    quorum_nodes,
     version_tuple,
 )
 from systems.kafka.configdefs import shipped_release
@@ -73,6 +75,8 @@ MANY_BROKER_ROLES = frozenset(
     {"followers", "isr", "in-sync-followers", "out-of-sync", "replicas", "quorum", "brokers"}
     | {"non-controllers", "non-transaction-coordinators", "stopped"}
 )
+# The ops that change the KRaft controller quorum's voters (systems.kafka.quorum).
+QUORUM_OPS = ("add-controller", "remove-controller")
 # The ops whose step names one of the workload's clients (`client: P1`) rather than nodes.
 CLIENT_OPS = tuple(o.name for o in OPS if o.arguments == "client")
 
@@ -91,6 +95,12 @@ def _runnable_release(spec: str) -> str:
         raise ValueError(str(e).removeprefix("--kafka ")) from None
 
 
+# A release line ("4.4") or release ("4.4.0") this harness runs, written quoted.
+KafkaRelease = Annotated[
+    str,
+    BeforeValidator(_quoted_release, json_schema_input_type=str),
+    AfterValidator(_runnable_release),
+]
 # What finalize-feature names: a feature as kafka-features spells it, or `all`.
 FEATURE_NAME = r"^[a-z][a-z0-9_.]*$"
 FEATURE_LEVEL = r"^\d+(\.\d+)?(-IV\d+)?$"
@@ -140,14 +150,7 @@ class KafkaClusterSpec(KafkaSettings):
 
     system: Literal["kafka"]
     """kafka."""
-    release: (
-        Annotated[
-            str,
-            BeforeValidator(_quoted_release, json_schema_input_type=str),
-            AfterValidator(_runnable_release),
-        ]
-        | None
-    ) = None
+    release: KafkaRelease | None = None
     """The Kafka release line ("4.4") or release ("4.3.1") to run, from 3.7 on; `harness run
     --kafka` overrides it; none: 3.9."""
     modes: Annotated[list[Mode], Field(min_length=1)] = Field(
@@ -190,6 +193,20 @@ class KafkaClusterSpec(KafkaSettings):
             raise ValueError(
                 "migration_controllers: a migration moves the brokers the cluster starts with; "
                 "spare_brokers must be 0"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _dynamic_quorum_is_krafts(self) -> KafkaClusterSpec:
+        if self.controller_quorum == "dynamic" and "zk" in self.modes:
+            raise ValueError(
+                "controller_quorum: dynamic is a KRaft quorum's (KIP-853): modes must not "
+                "include zk"
+            )
+        if self.spare_controllers and self.controller_quorum != "dynamic":
+            raise ValueError(
+                "spare_controllers: a spare controller joins a dynamic quorum: set "
+                "controller_quorum: dynamic"
             )
         return self
 
@@ -280,7 +297,8 @@ class KafkaStep(Strict):
     """elect: a preferred or an unclean leader election."""
     within: Annotated[float, Field(gt=0, le=600)] = 60.0
     """elect, rolling-restart: time bound; reassign, remove-broker, add-broker: how long the
-    step waits for its moves to complete (its ok says whether they did)."""
+    step waits for its moves to complete (its ok says whether they did); add-controller,
+    remove-controller: how long it waits for the voters to change (else the step fails)."""
     label: str = ""
     """A name for the nodes this step's roles resolved to, for a later step's @label."""
     expect_balanced: bool | None = None
@@ -325,14 +343,7 @@ class KafkaStep(Strict):
     move_onto: bool = False
     """add-broker: once the new broker registers, one replica of each partition of the
     workload's topics moved onto it."""
-    release: (
-        Annotated[
-            str,
-            BeforeValidator(_quoted_release, json_schema_input_type=str),
-            AfterValidator(_runnable_release),
-        ]
-        | None
-    ) = None
+    release: KafkaRelease | None = None
     """upgrade: the release the targets move to, a line ("4.4") or a release ("4.4.0"), no older
     than the one the cluster starts on."""
     feature: Annotated[str, Field(pattern=FEATURE_NAME)] | None = None
@@ -407,6 +418,19 @@ class KafkaStep(Strict):
                     f"remove-broker takes one broker at a time, not {self.target}: a role naming "
                     "one (leader, follower, non-controller, a coordinator), an @label or a node"
                 )
+        if self.op in QUORUM_OPS and self.target is not None:
+            many = isinstance(self.target, list) and len(self.target) != 1
+            role = isinstance(self.target, str) and not self.target.startswith("@")
+            if self.op == "remove-controller" and (many or (role and self.target != "controller")):
+                return (
+                    f"remove-controller takes one controller, not {self.target}: controller (the "
+                    "active one), an @label or a controller's name"
+                )
+            if self.op == "add-controller" and (many or role):
+                return (
+                    f"add-controller starts one controller, not {self.target}: a spare's name, or "
+                    "the @label or name of one a remove-controller removed (none: the first spare)"
+                )
         return None
 
     def named_nodes(self) -> list[str]:
@@ -479,6 +503,8 @@ class KafkaScenario(ScenarioBase):
             refusal := migration_refusal("zk", line, self.cluster.migration_controllers)
         ):
             return f"{self.id}: {refusal}"
+        if self.cluster.controller_quorum == "dynamic":
+            return dynamic_quorum_refusal(line)
         return None
 
     @model_validator(mode="after")
@@ -611,6 +637,79 @@ class KafkaScenario(ScenarioBase):
                         "controllers step has started yet"
                     )
         return self
+
+    @model_validator(mode="after")
+    def _quorum_holds(self) -> KafkaScenario:
+        """The voters each quorum step leaves, in every mode: a dynamic quorum to change, a
+        spare (or a removed controller named) for each add-controller, never the last voter
+        removed, never a combined node (removing a voter stops it), and no spare named by a
+        step before one starts it."""
+        steps = [(i, s) for i, s in enumerate(self.nemesis) if s.op in QUORUM_OPS]
+        if steps and self.cluster.controller_quorum != "dynamic":
+            i, step = steps[0]
+            raise ValueError(
+                f"nemesis.{i}: {step.op} needs cluster.controller_quorum: dynamic (a static "
+                "quorum's voters are fixed when the cluster forms)"
+            )
+        for mode in self.cluster.modes:
+            self._quorum_holds_in(mode)
+        return self
+
+    def _quorum_holds_in(self, mode: Mode) -> None:
+        nodes = nodes_of(self.cluster.config(mode), "0.0.0")
+        combined = {n.name for n in nodes if n.role == "combined"}
+        # A zk cluster's controllers are the migration's (_migration_in_order), no quorum op's.
+        spares = [n.name for n in nodes if n.spare and n.role == "controller" and mode != "zk"]
+        voters = len(quorum_nodes(self.cluster.config(mode)))
+        removed: set[str] = set()  # names, and @labels of the steps that removed them
+        for i, step in enumerate(self.nemesis):
+            named = step.target if isinstance(step.target, list) else []
+            label = step.target if isinstance(step.target, str) else None
+            if step.op == "remove-controller":
+                if voters == 1:
+                    raise ValueError(
+                        f"nemesis.{i}: remove-controller would remove the last voter, which "
+                        "Kafka refuses: add-controller one first"
+                    )
+                if named and named[0] in combined:
+                    raise ValueError(
+                        f"nemesis.{i}: remove-controller stops the controller it removes: "
+                        f"{named[0]} is a broker too in mode {mode}"
+                    )
+                voters -= 1
+                removed |= set(named) | ({f"@{step.label}"} if step.label else set())
+            elif step.op == "add-controller":
+                back = named[0] if named else label
+                if back is not None and back in removed:
+                    removed.discard(back)
+                elif named and named[0] in spares:
+                    spares.remove(named[0])
+                elif named or label:
+                    raise ValueError(
+                        f"nemesis.{i}: add-controller starts a spare controller or one a "
+                        f"remove-controller removed; {back} is neither (spares not started: "
+                        f"{', '.join(spares) or 'none'})"
+                    )
+                elif not spares:
+                    started = "them all" if self.cluster.spare_controllers else "none"
+                    raise ValueError(
+                        f"nemesis.{i}: add-controller needs a spare controller: "
+                        f"cluster.spare_controllers is {self.cluster.spare_controllers}, and the "
+                        f"steps before it started {started}"
+                    )
+                else:
+                    spares.pop(0)
+                voters += 1
+            elif early := [n for n in step.named_nodes() if n in spares]:
+                raise ValueError(
+                    f"nemesis.{i}: {early[0]} is a spare controller no add-controller has started "
+                    "yet"
+                )
+            elif out := [n for n in [*step.named_nodes(), *step.selectors()] if n in removed]:
+                raise ValueError(
+                    f"nemesis.{i}: {out[0]} is out of the quorum and stopped (remove-controller): "
+                    "an add-controller puts it back first"
+                )
 
     @model_validator(mode="after")
     def _nodes_exist_in_every_mode(self) -> KafkaScenario:

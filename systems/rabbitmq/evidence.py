@@ -7,15 +7,21 @@ finding (a cluster split for good after a heal shows as two views of `cluster_st
 answer is kept as the tool printed it, one file per node and question, zstd-compressed; a node
 that does not answer (stopped, paused, hung) is said in evidence.json with the tool's error.
 On 3.13 and later each node is also asked the metadata store's status (Mnesia, or Khepri's Raft
-membership and indexes). The nodes' own logs are kept beside (RUN_DIR/logs/), whole.
+membership and indexes). Each node's persisted feature flags file is copied as well, from a
+stopped node too: what a node will ask of the cluster when it boots (a release that refused to
+boot may have left its own required flags there). The nodes' own logs are kept beside
+(RUN_DIR/logs/), whole.
 """
 
 from __future__ import annotations
 
+import io
+import tarfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from compose.cli import ComposeError
 from compose.cluster import ComposeCluster
@@ -23,6 +29,8 @@ from contract.versions import version_key
 from systems.evidence import keep_text
 
 ASK_TIMEOUT_S = 30.0
+# Where a node keeps the feature flags it has enabled (RABBITMQ_MNESIA_BASE of our images).
+FEATURE_FLAGS_FILE = "/var/lib/rabbitmq/mnesia/rabbit@{node}-feature_flags"
 JSON = ["--formatter", "json"]
 
 
@@ -128,4 +136,23 @@ def collect(
     with ThreadPoolExecutor(max_workers=max(1, len(present))) as pool:
         found = list(pool.map(lambda n: ask(cluster, n, asked, out_dir), present))
     found += [NodeAnswers(n, missing=["not running"]) for n in nodes if n not in present]
+    for answers in found:
+        if answers.node in containers:
+            keep_feature_flags(containers[answers.node], answers, out_dir)
     return found
+
+
+def keep_feature_flags(container: Any, answers: NodeAnswers, out_dir: Path) -> None:
+    """The node's feature flags file, copied out of its container (running or not) as
+    `<node>/feature-flags.txt.zst`; why not, in `missing`."""
+    path = FEATURE_FLAGS_FILE.format(node=answers.node)
+    try:
+        stream, _ = container.get_archive(path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            data = tar.extractfile(member) if member is not None else None
+            text = data.read().decode(errors="replace") if data is not None else ""
+    except Exception as e:  # noqa: BLE001 - a node never booted has none: said, not raised
+        answers.missing.append(f"feature-flags: {str(e)[:200]}")
+        return
+    answers.answers["feature-flags"] = keep_text(out_dir, answers.node, "feature-flags", text)

@@ -480,6 +480,25 @@ def test_a_decommissioned_leader_changed_the_membership_and_moved_replicas() -> 
     assert c["missing"] == []
 
 
+def test_a_removed_active_controller_changed_the_quorum_and_faulted_the_controller() -> None:
+    nemesis = [
+        ev(9.9, "info", "resolve", op="remove-controller", roles={"target": "controller"}),
+        ev(10, "invoke", "remove-controller", nodes=["controller1"]),
+        ev(14, "ok", "remove-controller", nodes=["controller1"], out=["controller1"]),
+        ev(30, "invoke", "add-controller", nodes=["controller4"]),
+        ev(40, "ok", "add-controller", nodes=["controller4"], settled=True, out=["controller1"]),
+    ]
+    wanted = ["quorum-changed", "controller-faulted"]
+    c = coverage_of(nemesis, WATCH, traffic(acked=5), KAFKA, wanted, "safe", 0.0)
+    removed, added = c["steps"]
+    assert removed["step"].startswith("1. remove-controller controller1")
+    assert added["step"].startswith("2. add-controller controller4")
+    assert c["situations"]["quorum-changed"] == 2 and c["situations"]["controller-faulted"] == 1
+    # A voter joining is no broker's membership, and moves no replica.
+    assert "reassigned" not in c["situations"] and "membership-changed" not in c["situations"]
+    assert c["missing"] == []
+
+
 def test_a_forgotten_queue_leader_changed_the_membership_and_faulted_the_leader() -> None:
     nemesis = [
         ev(9.9, "info", "resolve", op="forget-node", queue="q", roles={"target": "leader"}),

@@ -274,3 +274,21 @@ def test_a_checked_upgrade_run_counts_each_period_and_a_plain_run_has_none(
     assert all(a["releases"] == [OLD, NEW] and a["period"] == 3 for a in listed)
     summary = (run / "summary.txt").read_text()
     assert "release period 3 " in summary and "lost 3 in g" in summary
+
+
+def test_a_node_that_refused_to_boot_is_on_the_release_it_was_put_back_on() -> None:
+    refused = upgrade("kafka1", 10, 5)
+    refused[1]["value"] |= {
+        "booted": False,
+        "in_sync": False,
+        "rolled_back": {"to": OLD, "booted": False},
+    }
+    kept = upgrade("kafka2", 30, 5)
+    kept[1]["value"] |= {"booted": False, "in_sync": False, "rolled_back": {"to": OLD}}
+    section = release_section(nemesis_of([*refused, *kept]), START, None, RUN_START, RUN_END)
+    assert section is not None
+    periods = section["periods"]
+    # kafka1 neither runs the new release nor, its rollback having failed too, the old one.
+    assert periods[2]["on"] == {OLD: ["kafka2", "kafka3"], f"{OLD} (not running)": ["kafka1"]}
+    assert periods[-1]["on"] == {OLD: ["kafka2", "kafka3"], f"{OLD} (not running)": ["kafka1"]}
+    assert [u["outcome"] for u in section["upgrades"]] == ["refused", "refused"]

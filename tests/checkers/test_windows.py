@@ -150,6 +150,24 @@ def test_a_membership_fault_lasts_until_what_it_took_out_is_back() -> None:
     assert fault_windows(events, run_end=60) == [(10, 25), (30, 40)]
 
 
+def test_a_removed_controller_is_out_until_an_add_controller_puts_it_back() -> None:
+    events = [
+        nem(10, "invoke", "remove-controller", {"nodes": ["controller1"]}),
+        nem(14, "ok", "remove-controller", {"nodes": ["controller1"], "out": ["controller1"]}),
+        nem(20, "ok", "stop-partition", {"nodes": "all", "remaining_cuts": []}),  # no add
+        # A spare joins while controller1 is still out: both windows overlap into one.
+        nem(30, "invoke", "add-controller", {"nodes": ["controller4"]}),
+        nem(40, "ok", "add-controller", {"nodes": ["controller4"], "settled": True, "out": []}),
+        nem(50, "invoke", "add-controller", {"nodes": ["controller5"]}),
+        nem(55, "ok", "add-controller", {"nodes": ["controller5"], "settled": True, "out": []}),
+    ]
+    # The first add-controller's ok says nothing is out any more: controller1 put back.
+    assert fault_windows(events, run_end=90) == [(10, 40), (50, 55)]
+    spare_only = {"nodes": ["controller4"], "settled": True, "out": ["controller1"]}
+    still_out = [*events[:4], nem(40, "ok", "add-controller", spare_only)]
+    assert fault_windows(still_out, run_end=90) == [(10, 90)]
+
+
 def test_a_clock_skew_lasts_until_a_clock_ok_sets_the_last_clock_true() -> None:
     events = [
         nem(10, "invoke", "clock", {"nodes": ["r1"], "offset": 3600}),

@@ -100,6 +100,19 @@ def test_membership_ops_are_kafkas_and_each_says_what_ends_it() -> None:
         check_op("rabbitmq", "reassign")
 
 
+def test_quorum_ops_are_kafkas_and_a_removed_controller_is_out_until_one_is_added() -> None:
+    assert window_of("add-controller") == "membership-start"  # a voter joining, to its ok
+    assert window_of("remove-controller") == "member-out"
+    # The add-controller that puts a removed one back is a fault of its own, no heal: its ok
+    # ends the removal's window (checkers.windows), the registry pairs no healing op with it.
+    assert op("remove-controller").healed_by is None and op("add-controller").healed_by is None
+    assert op("remove-controller").arguments == "target"
+    assert op("add-controller").arguments == "optional"
+    assert is_step("add-controller") and is_step("remove-controller")
+    with pytest.raises(ValueError, match="'add-controller' is not a rabbitmq fault op"):
+        check_op("rabbitmq", "add-controller")
+
+
 def test_a_clock_skew_is_a_window_of_its_own_ended_by_clock_ok_alone() -> None:
     assert (window_of("clock"), window_of("clock-ok")) == ("clock-start", "clock-heal")
     skew, ok = op("clock"), op("clock-ok")

@@ -16,10 +16,15 @@ import yaml
 
 from compose.cli import compose_command
 from systems.kafka.cluster import (
+    ENTRYPOINT,
+    IMAGE_ENTRYPOINT,
     BrokerPorts,
+    KafkaCluster,
     KafkaUnavailable,
+    _check_formats_dynamic_quorums,
     broker_ports,
     choose_kafka_image,
+    metadata_quorum_arguments,
     render_compose,
 )
 from systems.kafka.config import KafkaClusterConfig, mode_refusal, quorum_nodes
@@ -28,12 +33,27 @@ from tests.systems.kafka.docker_fakes import FakeDocker, FakeImage
 IMAGES = {"kafka": "apache/kafka:3.9.1", "zookeeper": "brokerjepsen/zookeeper:3.8.0-debian"}
 
 
-def rendered(mode: str, brokers: int = 3, **settings: Any) -> dict[str, Any]:
+def rendered(
+    mode: str, brokers: int = 3, directory_ids: dict[str, str] | None = None, **settings: Any
+) -> dict[str, Any]:
     cfg = KafkaClusterConfig(mode=mode, brokers=brokers, **settings)  # type: ignore[arg-type]
     ports = {i: BrokerPorts(40000 + i, 40000 + i) for i in range(1, brokers + 1)}
     return render_compose(
-        cfg, "brokerjepsen-t", IMAGES, ports, "172.29.60", "AAAAAAAAAAAAAAAAAAAAAA"
+        cfg,
+        "brokerjepsen-t",
+        IMAGES,
+        ports,
+        "172.29.60",
+        "AAAAAAAAAAAAAAAAAAAAAA",
+        directory_ids=directory_ids,
     )
+
+
+# A dynamic quorum's first voters' directory ids, as KafkaCluster draws them (either mode's).
+DIRECTORY_IDS = {
+    **{f"controller{i}": f"ILZ5MPTeRWakmJu99uBJC{i}" for i in (1, 2, 3)},
+    **{f"kafka{i}": f"b-DwmhtOheTqZzPoh52kf{i}" for i in (1, 2, 3)},
+}
 
 
 def test_zookeeper_mode_has_an_ensemble_and_no_kraft_settings() -> None:
@@ -109,10 +129,16 @@ def test_every_setting_a_scenario_depends_on_is_explicit(mode: str) -> None:
     assert len(set(addresses)) == len(addresses)
 
 
-@pytest.mark.parametrize("mode", ["zk", "kraft", "kraft-dedicated"])
+@pytest.mark.parametrize("mode", ["zk", "kraft", "kraft-dedicated", "dynamic"])
 def test_rendered_files_are_valid_compose(mode: str, tmp_path: Path) -> None:
     path = tmp_path / "docker-compose.yml"
-    path.write_text(yaml.safe_dump(rendered(mode, brokers=4)))
+    dynamic = {"controller_quorum": "dynamic", "spare_controllers": 2}
+    data = (
+        rendered("kraft-dedicated", brokers=4, directory_ids=DIRECTORY_IDS, **dynamic)
+        if mode == "dynamic"
+        else rendered(mode, brokers=4)
+    )
+    path.write_text(yaml.safe_dump(data))
     result = subprocess.run(
         [*compose_command(), "-f", str(path), "config", "--quiet"], capture_output=True, text=True
     )
@@ -244,3 +270,114 @@ def test_a_spare_broker_is_rendered_in_a_profile_that_up_leaves_unstarted(tmp_pa
     )
     assert listed.returncode == 0, listed.stderr
     assert sorted(listed.stdout.split()) == ["kafka1", "kafka2", "kafka3"]  # up starts these
+
+
+def test_a_dynamic_quorums_first_voters_are_formatted_with_their_directory_ids() -> None:
+    services = rendered(
+        "kraft-dedicated",
+        directory_ids=DIRECTORY_IDS,
+        controller_quorum="dynamic",
+        spare_controllers=1,
+    )["services"]
+    voters = "controller1:9093,controller2:9093,controller3:9093"
+    controller, broker = services["controller2"]["environment"], services["kafka1"]["environment"]
+    for env in (controller, broker):
+        assert env["KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS"] == voters
+        assert "KAFKA_CONTROLLER_QUORUM_VOTERS" not in env  # kraft.version 1: no static voters
+    assert controller["BROKERJEPSEN_INITIAL_CONTROLLERS"] == (
+        "101@controller1:9093:ILZ5MPTeRWakmJu99uBJC1,102@controller2:9093:ILZ5MPTeRWakmJu99uBJC2,"
+        "103@controller3:9093:ILZ5MPTeRWakmJu99uBJC3"
+    )
+    # What add-controller reads as the voter's endpoint: routable, not the listener's 0.0.0.0.
+    assert controller["KAFKA_ADVERTISED_LISTENERS"] == "CONTROLLER://controller2:9093"
+    assert broker["BROKERJEPSEN_NO_INITIAL_CONTROLLERS"] == "1"
+    assert "BROKERJEPSEN_INITIAL_CONTROLLERS" not in broker
+    assert "CONTROLLER" not in broker["KAFKA_ADVERTISED_LISTENERS"]
+    spare = services["controller4"]
+    assert spare["profiles"] == ["spare"] and "ports" not in spare
+    assert spare["networks"]["cluster"]["ipv4_address"] == "172.29.60.44"
+    env = spare["environment"]
+    assert env["KAFKA_NODE_ID"] == "104" and env["KAFKA_PROCESS_ROLES"] == "controller"
+    assert env["BROKERJEPSEN_NO_INITIAL_CONTROLLERS"] == "1"  # joins later, as an observer
+    assert env["KAFKA_ADVERTISED_LISTENERS"] == "CONTROLLER://controller4:9093"
+    # A spare is started later, by name: no broker waits for it.
+    assert set(services["kafka1"]["depends_on"]) == {"controller1", "controller2", "controller3"}
+    # Every Kafka node runs the entrypoint that formats a dynamic quorum, whatever its image's.
+    for service in services.values():
+        assert f"{ENTRYPOINT}:{IMAGE_ENTRYPOINT}:ro" in service["volumes"]
+    static = rendered("kraft-dedicated")["services"]
+    assert not any("volumes" in svc for svc in static.values())
+    assert not any(k.startswith("BROKERJEPSEN") for k in static["kafka1"]["environment"])
+
+
+def test_a_combined_dynamic_quorum_advertises_each_voters_controller_listener_too() -> None:
+    dynamic = {"controller_quorum": "dynamic", "spare_controllers": 1}
+    services = rendered("kraft", brokers=4, directory_ids=DIRECTORY_IDS, **dynamic)["services"]
+    voter, broker = services["kafka2"]["environment"], services["kafka4"]["environment"]
+    assert voter["KAFKA_ADVERTISED_LISTENERS"] == (
+        "INTERNAL://kafka2:9092,EXTERNAL://127.0.0.1:40002,CONTROLLER://kafka2:9093"
+    )
+    assert voter["BROKERJEPSEN_INITIAL_CONTROLLERS"].startswith("1@kafka1:9093:b-Dwmht")
+    assert broker["BROKERJEPSEN_NO_INITIAL_CONTROLLERS"] == "1"
+    # The spare is a dedicated controller, named as with dedicated controllers.
+    assert services["controller4"]["environment"]["KAFKA_PROCESS_ROLES"] == "controller"
+    assert quorum_nodes(KafkaClusterConfig(mode="kraft", spare_controllers=1)) == (
+        "kafka1",
+        "kafka2",
+        "kafka3",
+    )
+    with pytest.raises(ValueError, match="no directory id for the voters kafka1, kafka2, kafka3"):
+        rendered("kraft", controller_quorum="dynamic")
+
+
+def test_the_quorum_tool_is_bootstrapped_on_the_controllers_listeners() -> None:
+    assert metadata_quorum_arguments(["controller2", "controller3"], "describe --status") == (
+        "--bootstrap-controller controller2:9093,controller3:9093 describe --status"
+    )
+    with pytest.raises(Exception, match="needs a controller to bootstrap on"):
+        metadata_quorum_arguments([], "describe --status")
+
+
+def test_a_dynamic_quorum_needs_an_image_with_the_harnesss_entrypoint() -> None:
+    ours = FakeImage("brokerjepsen/kafka:4.4.0-debian", "4.4.0")
+    official = FakeImage("apache/kafka:4.1.0")
+    docker = FakeDocker(ours, official)
+    _check_formats_dynamic_quorums("brokerjepsen/kafka:4.4.0-debian", docker)  # type: ignore[arg-type]
+    with pytest.raises(KafkaUnavailable, match="apache/kafka:4.1.0 is not one"):
+        _check_formats_dynamic_quorums("apache/kafka:4.1.0", docker)  # type: ignore[arg-type]
+
+
+def test_the_quorum_the_cluster_names_is_its_voters_now() -> None:
+    cluster = object.__new__(KafkaCluster)
+    # A KRaft cluster's (a zk cluster's quorum is its ensemble, and a migration's controllers).
+    cluster.config = KafkaClusterConfig(mode="kraft-dedicated", controller_quorum="dynamic")
+    cluster.voters = ["controller1", "controller2", "controller3"]
+    cluster.voters.remove("controller1")  # as remove-controller leaves it
+    cluster.voters.append("controller4")
+    assert cluster.quorum == ("controller2", "controller3", "controller4")
+
+
+@pytest.mark.parametrize(
+    ("settings", "spares", "voters"),
+    [
+        # A dynamic quorum's spare controller is add-controller's to start: a spare, no voter.
+        (
+            {"mode": "kraft-dedicated", "controller_quorum": "dynamic", "spare_controllers": 1},
+            ["controller4"],
+            ["controller1", "controller2", "controller3"],
+        ),
+        ({"mode": "kraft", "spare_brokers": 1}, ["kafka4"], ["kafka1", "kafka2", "kafka3"]),
+        # A zk cluster's controllers are its migration's: never a spare, no voter until started.
+        ({"mode": "zk", "migration_controllers": 3}, [], []),
+    ],
+)
+def test_spare_controllers_of_a_dynamic_quorum_and_of_a_migration_are_apart(
+    settings: dict[str, Any], spares: list[str], voters: list[str]
+) -> None:
+    cluster = object.__new__(KafkaCluster)
+    cluster.config = KafkaClusterConfig(**settings)
+    cluster.net_prefix, cluster.started_spares, cluster.node_stages = "172.29.60", set(), {}
+    assert (cluster.spares, cluster.voters) == (spares, voters)
+    cluster.started_spares |= {"controller4", "controller1"}  # add-controller's; migrate's
+    started = {"kraft-dedicated": voters, "kraft": voters, "zk": ["controller1"]}
+    assert cluster.voters == started[settings["mode"]]

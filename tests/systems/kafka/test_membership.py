@@ -107,6 +107,7 @@ class FakeNet:
     def __init__(self) -> None:
         self.history = FakeHistory()
         self.down: set[str] = set()
+        self.paused: set[str] = set()
         self.state = NetworkState()
         self.topology = Topology((), "172.29.60.1")
         self.healed: list[Any] = []

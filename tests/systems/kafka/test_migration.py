@@ -30,7 +30,7 @@ from systems.kafka.migration import PHASES, order_refusal, phase_nodes, phase_re
 from systems.kafka.nemesis import KafkaNemesis
 from systems.kafka.scenario import KafkaScenario, KafkaStep
 from systems.kafka.targets import Metadata, PartitionState
-from tests.systems.kafka.test_upgrade import FakeNet
+from tests.systems.kafka.test_upgrade import UpgradeNet, oks_of
 
 IMAGES = {"kafka": "brokerjepsen/kafka:3.9.2-debian", "zookeeper": "brokerjepsen/zookeeper:3.8.0"}
 PORTS = {i: BrokerPorts(40000 + i, 40000 + i) for i in (1, 2, 3)}
@@ -181,12 +181,12 @@ def test_the_cluster_follows_the_mode_it_is_in_now_not_the_one_it_started_in() -
     admin = KafkaAdmin.__new__(KafkaAdmin)
     admin.cluster = cluster
     zookeepers, controllers = ("zk1", "zk2", "zk3"), ("controller1", "controller2", "controller3")
-    assert (cluster.quorum, cluster.voters) == (zookeepers, ())
+    assert (cluster.quorum, cluster.voters) == (zookeepers, [])
     assert not cluster.kraft_controller and not admin.kraft
     for c in controllers:
         cluster.started_spares.add(c)
         cluster.node_stages[c] = "migrating"
-    assert cluster.quorum == zookeepers + controllers and cluster.voters == controllers
+    assert cluster.quorum == zookeepers + controllers and cluster.voters == list(controllers)
     # The ZooKeeper-mode controller (a broker) leads until every broker runs the migration's
     # settings: then the KRaft controllers copy ZooKeeper's metadata and take over.
     cluster.node_stages |= {"kafka1": "migrating", "kafka2": "migrating"}
@@ -204,7 +204,7 @@ def test_the_cluster_follows_the_mode_it_is_in_now_not_the_one_it_started_in() -
 def test_a_kraft_cluster_is_kraft_from_the_start() -> None:
     cluster = bare_cluster(KafkaClusterConfig(mode="kraft-dedicated"))
     assert cluster.kraft_controller and cluster.kraft_brokers
-    assert cluster.voters == cluster.quorum == ("controller1", "controller2", "controller3")
+    assert tuple(cluster.voters) == cluster.quorum == ("controller1", "controller2", "controller3")
 
 
 # ---- what says where a migration stands --------------------------------------------------------
@@ -425,8 +425,8 @@ class FakeMigratingCluster:
         return Metadata({1: "kafka1", 2: "kafka2", 3: "kafka3"}, 1, (part,))
 
 
-def nemesis_on(cluster: FakeMigratingCluster) -> tuple[KafkaNemesis, FakeNet]:
-    net = FakeNet()
+def nemesis_on(cluster: FakeMigratingCluster) -> tuple[KafkaNemesis, UpgradeNet]:
+    net = UpgradeNet()
     return KafkaNemesis(net, cluster, "jepsen", 1, migrations=cluster), net  # type: ignore[arg-type]
 
 
@@ -435,7 +435,7 @@ def test_each_phase_moves_its_nodes_one_event_each_and_says_what_the_controllers
     k, net = nemesis_on(cluster)
     for name in PHASES:
         k.apply(step(op="migrate", phase=name, within=2))
-    oks = net.history.oks("migrate")
+    oks = oks_of(net, "migrate")
     assert [(o["phase"], o["nodes"]) for o in oks] == [
         *(("controllers", [f"controller{i}"]) for i in (1, 2, 3)),
         *(("brokers", [f"kafka{i}"]) for i in (1, 2, 3)),
@@ -462,7 +462,7 @@ def test_each_phase_moves_its_nodes_one_event_each_and_says_what_the_controllers
     assert net.replaced_with[:3] == ["controller1", "controller2", "controller3"]
     # Every phase has run: a node already where a phase leaves it is left as it is.
     k.apply(step(op="migrate", phase="finalize", within=2))
-    assert len(net.history.oks("migrate")) == 12
+    assert len(oks_of(net, "migrate")) == 12
 
 
 def test_a_broker_that_never_gets_back_in_sync_ends_its_wait_at_the_bound() -> None:
@@ -470,7 +470,7 @@ def test_a_broker_that_never_gets_back_in_sync_ends_its_wait_at_the_bound() -> N
     k, net = nemesis_on(cluster)
     k.apply(step(op="migrate", phase="controllers", within=2))
     k.apply(step(op="migrate", phase="brokers", within=0.05))
-    kafka2 = net.history.oks("migrate")[4]
+    kafka2 = oks_of(net, "migrate")[4]
     assert kafka2["nodes"] == ["kafka2"]
     assert kafka2["in_sync"] is False and kafka2["ended_by"] == "bound (0.05 s)"
 
@@ -479,7 +479,7 @@ def test_a_phase_out_of_turn_or_without_the_cluster_is_a_nemesis_error() -> None
     k, _ = nemesis_on(FakeMigratingCluster())
     with pytest.raises(NemesisError, match="migrate kraft needs a cluster where every broker"):
         k.apply(step(op="migrate", phase="kraft"))
-    bare = KafkaNemesis(FakeNet(), FakeMigratingCluster(), "jepsen", 1)  # type: ignore[arg-type]
+    bare = KafkaNemesis(UpgradeNet(), FakeMigratingCluster(), "jepsen", 1)  # type: ignore[arg-type]
     with pytest.raises(NemesisError, match="cannot migrate"):
         bare.apply(step(op="migrate", phase="controllers"))
 

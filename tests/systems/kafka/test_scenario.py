@@ -158,3 +158,98 @@ def test_a_removal_below_min_isr_is_refused_and_a_start_of_the_removed_broker_co
     assert parse_scenario(MEMBERSHIP + back, "x.yaml").nemesis[2].op == "remove-broker"
     after = "nemesis: [{at: 1, op: add-broker}, {at: 2, op: kill, target: [kafka5]}]\n"
     assert parse_scenario(MEMBERSHIP + after, "x.yaml").cluster.spare_brokers == 1
+
+
+QUORUM = """
+id: x
+expect: safe
+cluster: {system: kafka, modes: [kraft-dedicated, kraft], controller_quorum: dynamic,
+  spare_controllers: 1}
+workload: {producers: [{id: P, count: 1}], readers: [{id: r}]}
+"""
+
+
+@pytest.mark.parametrize(
+    ("cluster", "message"),
+    [
+        (
+            "{system: kafka, controller_quorum: dynamic}",  # modes default to zk and kraft
+            "controller_quorum: dynamic is a KRaft quorum's (KIP-853): modes must not include zk",
+        ),
+        (
+            "{system: kafka, modes: [kraft], spare_controllers: 1}",
+            "spare_controllers: a spare controller joins a dynamic quorum",
+        ),
+        (
+            "{system: kafka, modes: [kraft], controller_quorum: dynamic, release: '3.8'}",
+            "controller_quorum: dynamic needs Kafka 3.9 or later (KIP-853), not 3.8",
+        ),
+        ("{system: kafka, modes: [kraft], spare_controllers: 3}", "less than or equal to 2"),
+    ],
+)
+def test_a_dynamic_quorum_needs_kraft_and_kafka_39(cluster: str, message: str) -> None:
+    text = BASE.replace("{system: kafka, modes: [zk, kraft]}", cluster)
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        parse_scenario(text, "x.yaml")
+
+
+def test_a_dynamic_quorum_on_a_line_before_39_is_refused_when_the_run_asks_for_it() -> None:
+    s = parse_scenario(QUORUM, "x.yaml")
+    assert isinstance(s, KafkaScenario)
+    assert s.line_refusal("3.7") == (
+        "controller_quorum: dynamic needs Kafka 3.9 or later (KIP-853), not 3.7"
+    )
+    assert s.line_refusal("3.9") is None and s.line_refusal("4.4.0") is None
+
+
+@pytest.mark.parametrize(
+    ("nemesis", "message"),
+    [
+        (
+            "[{at: 1, op: add-controller}, {at: 2, op: add-controller}]",
+            "nemesis.1: add-controller needs a spare controller: cluster.spare_controllers is 1, "
+            "and the steps before it started them all",
+        ),
+        (
+            "[{at: 1, op: add-controller, target: [controller2]}]",
+            "nemesis.0: add-controller starts a spare controller or one a remove-controller "
+            "removed; controller2 is neither (spares not started: controller4)",
+        ),
+        (
+            "[{at: 1, op: remove-controller, target: [controller1]}, "
+            "{at: 2, op: remove-controller, target: controller}, "
+            "{at: 3, op: remove-controller, target: controller}]",
+            "nemesis.2: remove-controller would remove the last voter, which Kafka refuses",
+        ),
+        ("[{at: 1, op: remove-controller, target: quorum}]", "remove-controller takes one"),
+        ("[{at: 1, op: remove-controller, target: leader}]", "controller (the active one), an"),
+        ("[{at: 1, op: add-controller, target: controller}]", "add-controller starts one"),
+        ("[{at: 1, op: kill, target: [controller4]}]", "controller4 is a spare controller no"),
+        (
+            "[{at: 1, op: remove-controller, target: controller, label: gone}, "
+            "{at: 2, op: kill, target: '@gone'}]",
+            "nemesis.1: @gone is out of the quorum and stopped (remove-controller)",
+        ),
+    ],
+)
+def test_bad_quorum_steps_are_one_line(nemesis: str, message: str) -> None:
+    dedicated = QUORUM.replace("[kraft-dedicated, kraft]", "[kraft-dedicated]")
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        parse_scenario(dedicated + f"nemesis: {nemesis}\n", "x.yaml")
+
+
+def test_quorum_steps_need_a_dynamic_quorum_and_never_stop_a_combined_node() -> None:
+    static = QUORUM.replace(" controller_quorum: dynamic,\n  spare_controllers: 1", "")
+    with pytest.raises(ScenarioError, match="add-controller needs cluster.controller_quorum"):
+        parse_scenario(static + "nemesis: [{at: 1, op: add-controller}]\n", "x.yaml")
+    combined = "nemesis: [{at: 1, op: remove-controller, target: [kafka1]}]\n"
+    with pytest.raises(ScenarioError, match="kafka1 is a broker too in mode kraft"):
+        parse_scenario(QUORUM.replace("[kraft-dedicated, kraft]", "[kraft]") + combined, "x.yaml")
+    # A removed controller named back, then a spare: four voters, one out, none refused.
+    steps = (
+        "nemesis: [{at: 1, op: remove-controller, target: controller, label: gone}, "
+        "{at: 2, op: add-controller, target: '@gone'}, {at: 3, op: add-controller}, "
+        "{at: 4, op: kill, target: [controller4]}]\n"
+    )
+    s = parse_scenario(QUORUM + steps, "x.yaml")
+    assert s.cluster.node_names("kraft") >= {"controller4"}  # named alike in both KRaft modes

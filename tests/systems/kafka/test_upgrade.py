@@ -11,13 +11,13 @@ from pydantic import ValidationError
 
 from contract.topology import NodeHandle, Topology
 from nemesis.containers import NemesisError
-from nemesis.network import NetworkState
 from systems.kafka.cluster import replication_row
 from systems.kafka.config import Node
 from systems.kafka.nemesis import KafkaNemesis
 from systems.kafka.scenario import KafkaStep, older
 from systems.kafka.targets import Metadata, PartitionState
 from systems.kafka.upgrade import upgrade_order
+from tests.systems.kafka.test_membership import FakeNet
 
 T = "jepsen"
 
@@ -99,37 +99,20 @@ def test_the_replication_row_of_a_node_is_read_by_its_header() -> None:
 # ---- dispatch on fakes -----------------------------------------------------------------------
 
 
-class FakeHistory:
+class UpgradeNet(FakeNet):
+    """The membership tests' network, which also follows a node's recreated container."""
+
     def __init__(self) -> None:
-        self.events: list[tuple[str, str, dict[str, Any]]] = []
-
-    def write(self, type_: str, f: str, value: dict[str, Any], error: str = "") -> None:
-        self.events.append((type_, f, value))
-
-    def oks(self, f: str) -> list[dict[str, Any]]:
-        return [v for t, g, v in self.events if g == f and t == "ok"]
-
-
-class FakeNet:
-    def __init__(self) -> None:
-        self.history = FakeHistory()
-        self.down: set[str] = set()
-        self.state = NetworkState()
-        self.topology = Topology((), "172.29.60.1")
+        super().__init__()
         self.replaced_with: list[str] = []
-
-    def logged(self, f: str, value: dict[str, Any], act: Any) -> None:
-        self.history.write("invoke", f, value)
-        try:
-            extra = act()
-        except Exception as e:
-            self.history.write("fail", f, value, str(e))
-            raise
-        self.history.write("ok", f, {**value, **(extra or {})})
 
     def replaced(self, name: str, topology: Topology) -> None:
         self.replaced_with.append(name)
         self.topology = topology
+
+
+def oks_of(net: FakeNet, f: str) -> list[dict[str, Any]]:
+    return [v for t, g, v in net.history.events if g == f and t == "ok"]
 
 
 class FakeCluster:
@@ -140,7 +123,7 @@ class FakeCluster:
         self.stuck = stuck
         self.releases = {"controller1": "3.9.2", "kafka1": "3.9.2", "kafka2": "3.9.2"}
         self.releases["kafka3"] = "3.9.2"
-        self.isr = (1, 2, 3)
+        self.isr: tuple[int, ...] = (1, 2, 3)
         self.asked: list[tuple[str, Any]] = []
         self.levels = {"metadata.version": "3.9-IV0"}
 
@@ -181,8 +164,8 @@ class FakeCluster:
         return Metadata({1: "kafka1", 2: "kafka2", 3: "kafka3"}, 101, (part,))
 
 
-def nemesis_on(cluster: FakeCluster) -> tuple[KafkaNemesis, FakeNet]:
-    net = FakeNet()
+def nemesis_on(cluster: FakeCluster) -> tuple[KafkaNemesis, UpgradeNet]:
+    net = UpgradeNet()
     k = KafkaNemesis(net, cluster, T, 1, upgrades=cluster)  # type: ignore[arg-type]
     return k, net
 
@@ -197,7 +180,7 @@ def test_an_upgrade_moves_each_node_in_turn_and_says_from_what_to_what() -> None
         ("upgrade", "kafka2"),
         ("upgrade", "kafka3"),
     ]
-    oks = net.history.oks("upgrade")
+    oks = oks_of(net, "upgrade")
     assert [o["nodes"] for o in oks] == [["controller1"], ["kafka1"], ["kafka2"], ["kafka3"]]
     assert all(o["from"] == "3.9.2" and o["to"] == "4.4.0" and o["in_sync"] for o in oks)
     assert net.replaced_with == ["controller1", "kafka1", "kafka2", "kafka3"]
@@ -205,14 +188,14 @@ def test_an_upgrade_moves_each_node_in_turn_and_says_from_what_to_what() -> None
     assert ("caught-up", ("controller1", "kafka1")) in cluster.asked
     # A node on the release already is left alone: a second upgrade does nothing.
     k.apply(step(op="upgrade", release="4.4", within=5))
-    assert len(net.history.oks("upgrade")) == 4
+    assert len(oks_of(net, "upgrade")) == 4
 
 
 def test_a_node_that_never_comes_back_in_sync_ends_its_wait_at_the_bound() -> None:
     cluster = FakeCluster(stuck=True)
     k, net = nemesis_on(cluster)
     k.apply(step(op="upgrade", release="4.1", target=["kafka2"], within=0.05))
-    (ok,) = net.history.oks("upgrade")
+    (ok,) = oks_of(net, "upgrade")
     assert ok["in_sync"] is False and ok["ended_by"] == "bound (0.05 s)"
     assert ok["from"] == "3.9.2" and ok["to"] == "4.1.2"
 
@@ -223,13 +206,13 @@ def test_finalize_runs_kafkas_tool_in_a_broker_of_the_newest_release_and_reads_t
     k, net = nemesis_on(cluster)
     k.apply(step(op="finalize-feature", feature="metadata.version", level="4.4"))
     assert ("finalize", ("metadata.version", "4.4", "kafka2")) in cluster.asked
-    (ok,) = net.history.oks("finalize-feature")
+    (ok,) = oks_of(net, "finalize-feature")
     assert ok["levels"] == {"metadata.version": "4.4-IV2"} and ok["via"] == "kafka2"
     assert ok["tool"] == ["metadata.version was upgraded to 27."]
 
 
 def test_a_nemesis_without_the_cluster_cannot_upgrade() -> None:
-    net = FakeNet()
+    net = UpgradeNet()
     k = KafkaNemesis(net, FakeCluster(), T, 1)  # type: ignore[arg-type]
     with pytest.raises(NemesisError, match="cannot upgrade"):
         k.apply(step(op="upgrade", release="4.4"))

@@ -3,7 +3,9 @@ questions run in the end-to-end tests)."""
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,14 +19,31 @@ from systems.rabbitmq.evidence import collect, questions
 pytestmark = pytest.mark.unit
 
 
+def archive_of(name: str, text: str) -> Any:
+    """What docker's get_archive returns for one file: a tar stream and its stat."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        data = text.encode()
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return lambda path: (iter([buffer.getvalue()]), {"name": name})
+
+
+def no_archive(path: str) -> Any:
+    raise RuntimeError(f"Could not find the file {path} in container")
+
+
 class FakeCluster:
-    """rabbit1 answers in JSON, rabbit2's release has no JSON formatter, rabbit3 is paused."""
+    """rabbit1 answers in JSON, rabbit2's release has no JSON formatter, rabbit3 is paused;
+    rabbit1 and rabbit3 have a feature flags file, rabbit2 none."""
 
     def containers(self) -> dict[str, Any]:
+        flags = "[khepri_db,\n 'rabbitmq_4.2.0'].\n"
         return {
-            "rabbit1": SimpleNamespace(status="running"),
-            "rabbit2": SimpleNamespace(status="running"),
-            "rabbit3": SimpleNamespace(status="paused"),
+            "rabbit1": SimpleNamespace(status="running", get_archive=archive_of("ff", flags)),
+            "rabbit2": SimpleNamespace(status="running", get_archive=no_archive),
+            "rabbit3": SimpleNamespace(status="paused", get_archive=archive_of("ff", flags)),
         }
 
     def run_in(self, node: str, argv: list[str], what: str, timeout: float) -> str:
@@ -42,7 +61,12 @@ def test_every_running_node_is_asked_and_says_what_it_could_not_answer(tmp_path:
             FakeCluster(), ["rabbit1", "rabbit2", "rabbit3"], "quorum", ["q", "gone"], tmp_path
         )  # type: ignore[arg-type]
     }
-    assert found["rabbit3"].missing == ["not running"] and not found["rabbit3"].answers
+    assert found["rabbit3"].missing == ["not running"]
+    # The flags file is copied from a node that does not run too: what it boots with.
+    assert found["rabbit3"].answers == {"feature-flags": "rabbit3/feature-flags.txt.zst"}
+    flags = (tmp_path / "rabbit3/feature-flags.txt.zst").read_bytes()
+    assert b"rabbitmq_4.2.0" in zstandard.ZstdDecompressor().decompress(flags)
+    assert any(m.startswith("feature-flags: Could not find") for m in found["rabbit2"].missing)
     one = found["rabbit1"]
     assert one.answers["quorum-status-q"] == "rabbit1/quorum-status-q.json.zst"
     assert any("not_found" in m for m in one.missing)  # the queue it does not know, said
