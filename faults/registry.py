@@ -167,6 +167,10 @@ HISTORY_NAMES: tuple[HistoryName, ...] = (
     # ok (one event per node, value {nodes: [name], from, to}).
     HistoryName("upgrade", "node upgraded (recreated on a release)", "node-bounce"),
     HistoryName("finalize-feature", "feature finalized", "none"),
+    # A Kafka node recreated (or, a migration's controller, first started) to run as one phase
+    # of a ZooKeeper-to-KRaft migration has it: down from the invoke to the ok (one event per
+    # node, value {nodes: [name], phase}).
+    HistoryName("migrate", "node migrated (ZooKeeper to KRaft)", "node-bounce"),
     HistoryName("clock", "clock skewed", "clock-start"),
     HistoryName("clock-ok", "clocks true again", "clock-heal"),
     HistoryName("pause-client", "client paused (SIGSTOP)", "client-down"),
@@ -524,6 +528,29 @@ OPS: tuple[FaultOp, ...] = (
             "`rabbitmqctl enable_feature_flag` enables the flag `feature` (`all`: every stable "
             "one; `khepri_db` migrates the metadata store from Mnesia to Khepri); the ok says "
             "every flag's state and each node's metadata store after."
+        ),
+    ),
+    # Kafka's ZooKeeper-to-KRaft migration (systems.kafka.migration): one phase a step, in
+    # Kafka's order, so that faults can be scheduled between them
+    FaultOp(
+        "migrate",
+        KAFKA,
+        "none",
+        ("migrate",),
+        None,
+        does=(
+            "One `phase` of Kafka 3.9's ZooKeeper-to-KRaft migration of a zk cluster that "
+            "declares `migration_controllers`, node by node, each waited for (`within` seconds) "
+            "before the next: `controllers` formats the declared KRaft controllers with "
+            "ZooKeeper's cluster id and starts them in migration mode; `brokers` recreates each "
+            "broker with the migration's settings while still in ZooKeeper mode, back in the "
+            "ISR, and the last waits for the active controller to log the copy of ZooKeeper's "
+            "metadata (dual write begins); `kraft` recreates each broker in KRaft mode "
+            "(process.roles=broker, node.id its broker.id, no ZooKeeper), back in the ISR; "
+            "`finalize` recreates each controller without the migration's flag and ZooKeeper, "
+            "caught up with the quorum's leader. The phases run in that order, each once; each "
+            "node's move is one event, its ok saying whether it came back in sync and what its "
+            "log and the controllers' said."
         ),
     ),
     # Kafka

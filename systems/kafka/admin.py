@@ -135,8 +135,9 @@ class KafkaAdmin:
 
         cm = self.topic_metadata(topic=topic or self.topic)
         md = from_cluster_metadata(cm, self.cluster.node_of, self.cluster.quorum)
-        if need_controller and self.cluster.config.mode != "zk":
-            # Brokers' metadata names a random broker as controller in KRaft: ask the quorum.
+        if need_controller and self.cluster.kraft_controller:
+            # Brokers' metadata names a random broker as controller in KRaft (and ZooKeeper-mode
+            # brokers under a KRaft controller, in a migration): ask the quorum.
             name = self.cluster.active_controller(sorted(md.brokers.values()))
             ids = {n.name: n.node_id for n in self.cluster.nodes}
             md = replace(md, controller=ids.get(name) if name else None)
@@ -230,7 +231,9 @@ class KafkaAdmin:
 
     @property
     def kraft(self) -> bool:
-        return self.cluster.config.mode != "zk"
+        """Whether the brokers are KRaft's (their registrations its to remove): in KRaft modes,
+        and once a migration has moved them all."""
+        return self.cluster.kraft_brokers
 
     def reassign(self, plan: Placement, throttle: int | None, via: str) -> str:
         """Starts the plan's moves with Kafka's tool inside `via` (its answer, or a

@@ -45,9 +45,9 @@ from systems.kafka.config import (
     KafkaClusterConfig,
     Mode,
     Node,
+    NodeStage,
     nodes_of,
     on_line,
-    quorum_nodes,
     supports_mode,
     version_tuple,
 )
@@ -140,9 +140,12 @@ def node_environment(
     node: Node,
     ports: BrokerPorts | None,
     cluster_id: str,
+    stage: NodeStage | None = None,
     directory_ids: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment of one container, in the official images' convention; `directory_ids`:
+    """The environment of one container, in the official images' convention. `stage`: how the
+    node runs now, when a migration moved it (by default: as the cluster's mode says, a zk
+    cluster's migration controllers in migration mode, the way they start); `directory_ids`:
     a dynamic quorum's first voters' metadata directory ids, by node name."""
     if node.role == "zookeeper":
         servers = ";".join(f"zk{i}:2888:3888" for i in (1, 2, 3))
@@ -156,8 +159,54 @@ def node_environment(
             "KAFKA_OPTS": "-Dzookeeper.4lw.commands.whitelist=*",
             "KAFKA_HEAP_OPTS": "-Xms128m -Xmx256m",
         }
+    stage = stage or initial_stage(cfg, node)
     env = _wiring(cfg)
-    env |= {env_name(k): env_value(v) for k, v in broker_properties(cfg, node.node_id).items()}
+    properties = broker_properties(
+        cfg, node.node_id, zookeeper=stage != "kraft", kraft=stage != "zk"
+    )
+    env |= {env_name(k): env_value(v) for k, v in properties.items()}
+    env |= _listeners(cfg, node, ports)
+    if stage != "kraft":
+        env["KAFKA_ZOOKEEPER_CONNECT"] = ",".join(f"zk{i}:{ZK_CLIENT_PORT}" for i in (1, 2, 3))
+    if stage == "migrating":
+        env["KAFKA_ZOOKEEPER_METADATA_MIGRATION_ENABLE"] = "true"
+    if stage != "zk":
+        env |= _quorum_environment(cfg, node, directory_ids)
+        env["KAFKA_CONTROLLER_LISTENER_NAMES"] = "CONTROLLER"
+    if stage != "kraft" and node.role == "broker":
+        # A ZooKeeper-mode broker: its id is broker.id, and in a migration its inter-broker
+        # protocol is the release's own, as Kafka's migration guide asks (a scenario's
+        # broker_config may say otherwise, to see what the brokers make of it).
+        env["KAFKA_BROKER_ID"] = str(node.node_id)
+        if stage == "migrating":
+            env.setdefault("KAFKA_INTER_BROKER_PROTOCOL_VERSION", _line_of(cfg.kafka_line))
+        return env
+    if stage == "migrating":
+        # A controller in migration mode sends ZooKeeper-mode brokers their metadata and
+        # leadership (UpdateMetadata, LeaderAndIsr) over the brokers' own listener.
+        env["KAFKA_INTER_BROKER_LISTENER_NAME"] = "INTERNAL"
+    env["CLUSTER_ID"] = cluster_id
+    env["KAFKA_NODE_ID"] = str(node.node_id)
+    env["KAFKA_PROCESS_ROLES"] = {
+        "broker": "broker",
+        "controller": "controller",
+        "combined": "broker,controller",
+    }[node.role]
+    return env
+
+
+def initial_stage(cfg: KafkaClusterConfig, node: Node) -> NodeStage:
+    """How a node starts: as its cluster's mode says; a zk cluster's controllers (declared for
+    a migration) in migration mode, the only way a controller runs beside ZooKeeper brokers."""
+    if cfg.mode != "zk":
+        return "kraft"
+    return "migrating" if node.role == "controller" else "zk"
+
+
+def _listeners(cfg: KafkaClusterConfig, node: Node, ports: BrokerPorts | None) -> dict[str, str]:
+    """The node's listeners: a broker's INTERNAL and EXTERNAL (and HARNESS, proxied), a voter's
+    CONTROLLER; every node maps them all to PLAINTEXT."""
+    env: dict[str, str] = {}
     protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
     listeners: list[str] = []
     if node.role in ("broker", "combined"):
@@ -184,31 +233,31 @@ def node_environment(
             env["KAFKA_ADVERTISED_LISTENERS"] = f"{brokers},{mine}" if brokers else mine
     env["KAFKA_LISTENERS"] = ",".join(listeners)
     env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = protocols
-    if cfg.mode == "zk":
-        env["KAFKA_BROKER_ID"] = str(node.node_id)
-        env["KAFKA_ZOOKEEPER_CONNECT"] = ",".join(f"zk{i}:{ZK_CLIENT_PORT}" for i in (1, 2, 3))
-        return env
+    return env
+
+
+def _line_of(release: str) -> str:
+    """A release's line as Kafka's inter.broker.protocol.version takes it ("3.9.2" -> "3.9")."""
+    return ".".join(str(p) for p in version_tuple(release)[:2])
+
+
+def _quorum_environment(
+    cfg: KafkaClusterConfig, node: Node, directory_ids: dict[str, str] | None
+) -> dict[str, str]:
+    """How a node that talks to the KRaft quorum finds it: a static quorum's voters, or a
+    dynamic one's bootstrap servers and how the entrypoint formats the node."""
     voters = first_voters(cfg)
-    env.update(
-        {
-            "CLUSTER_ID": cluster_id,
-            "KAFKA_NODE_ID": str(node.node_id),
-            "KAFKA_PROCESS_ROLES": {
-                "broker": "broker",
-                "controller": "controller",
-                "combined": "broker,controller",
-            }[node.role],
-            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
-        }
-    )
     if cfg.controller_quorum == "static":
-        env["KAFKA_CONTROLLER_QUORUM_VOTERS"] = ",".join(
-            f"{v.node_id}@{v.name}:{CONTROLLER_PORT}" for v in voters
+        return {
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": ",".join(
+                f"{v.node_id}@{v.name}:{CONTROLLER_PORT}" for v in voters
+            )
+        }
+    env = {
+        "KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS": ",".join(
+            f"{v.name}:{CONTROLLER_PORT}" for v in voters
         )
-        return env
-    env["KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS"] = ",".join(
-        f"{v.name}:{CONTROLLER_PORT}" for v in voters
-    )
+    }
     # How the entrypoint formats the node (not KAFKA_*: no server property): a first voter with
     # the initial voters and their directory ids, every other node (brokers, spare controllers)
     # without initial controllers, as Kafka's operations guide formats them.
@@ -229,10 +278,12 @@ def metadata_quorum_arguments(bootstrap: list[str], arguments: str) -> str:
 
 
 def first_voters(cfg: KafkaClusterConfig) -> list[Node]:
-    """The KRaft voters the cluster forms with (a spare controller is none)."""
-    return [
-        n for n in nodes_of(cfg, "0.0.0") if n.role in ("controller", "combined") and not n.spare
-    ]
+    """The KRaft voters the cluster forms with (a spare controller is none); a zk cluster's:
+    the controllers its migration starts, which form the quorum it moves to."""
+    controllers = [n for n in nodes_of(cfg, "0.0.0") if n.role in ("controller", "combined")]
+    if cfg.mode == "zk":
+        return controllers
+    return [n for n in controllers if not n.spare]
 
 
 def initial_controllers(voters: list[Node], directory_ids: dict[str, str]) -> str:
@@ -258,22 +309,26 @@ def render_compose(
     node_images: dict[str, str] | None = None,
     kept_data: bool = False,
     directory_ids: dict[str, str] | None = None,
+    node_stages: dict[str, NodeStage] | None = None,
 ) -> dict[str, Any]:
     """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
     to mount as the named nodes' log directories; `clock_mounts`: the mounts of the
     named nodes' fake clocks (compose.clocks), whose processes then run under libfaketime;
     `node_images`: the image of a node an upgrade moved; `kept_data`: every Kafka node's log
     directory in a volume of its own, which outlives its container (an upgrade recreates it);
-    `directory_ids`: a dynamic quorum's first voters' directory ids."""
+    `directory_ids`: a dynamic quorum's first voters' directory ids; `node_stages`: how a node
+    a migration moved runs now (its environment follows)."""
     services: dict[str, Any] = {}
     volumes: dict[str, Any] = {}
     nodes = nodes_of(cfg, net_prefix)
-    # A spare is started later, by name: no service may wait for it.
+    # A spare (a migration's controllers too) is started later, by name: no service may wait
+    # for it.
     first_up = [n.name for n in nodes if n.role in ("zookeeper", "controller") and not n.spare]
     for node in nodes:
         role_image = images["zookeeper" if node.role == "zookeeper" else "kafka"]
+        stage = (node_stages or {}).get(node.name)
         environment = node_environment(
-            cfg, node, ports.get(node.node_id), cluster_id, directory_ids
+            cfg, node, ports.get(node.node_id), cluster_id, stage, directory_ids
         )
         service: dict[str, Any] = {
             "image": (node_images or {}).get(node.name, role_image),
@@ -427,6 +482,10 @@ def choose_zookeeper_image(requested: str | None, client: docker.DockerClient) -
 class KafkaCluster(ComposeCluster):
     """Brings a Kafka cluster up and down and tells where its nodes are."""
 
+    # A KRaft cluster's voters as the quorum ops left them (`voters`); None until first read,
+    # when they are the ones it formed with.
+    _kraft_voters: list[str] | None = None
+
     def __init__(
         self,
         config: KafkaClusterConfig,
@@ -450,6 +509,9 @@ class KafkaCluster(ComposeCluster):
             spec: choose_kafka_image(None, config.mode, self.docker, spec) for spec in upgrades
         }
         self.node_images: dict[str, str] = {}  # the nodes an upgrade moved: their image now
+        # The nodes a ZooKeeper-to-KRaft migration moved: how each runs now (the others run as
+        # initial_stage says).
+        self.node_stages: dict[str, NodeStage] = {}
         if config.controller_quorum == "dynamic":
             _check_formats_dynamic_quorums(self.images["kafka"], self.docker)
         if config.mode == "zk":
@@ -464,17 +526,13 @@ class KafkaCluster(ComposeCluster):
         self.compose_file = workdir / "docker-compose.yml"
         # KRaft cluster ids: 16 random bytes, base64url unpadded (as kafka-storage random-uuid).
         self.cluster_id = _kraft_cluster_id()
-        # The control plane's quorum now: the ZooKeeper ensemble, or the KRaft voters as the
-        # cluster formed them and add-controller and remove-controller change them (what
-        # `quorum` targets, cut-from-quorum and the active controller's lookup read).
-        self.voters: list[str] = list(quorum_nodes(config))
         # Controllers a remove-controller took out of the voters and stopped: out of the
         # nemesis's reach (its topology) until an add-controller starts and adds them again.
         self.removed_controllers: set[str] = set()
         # A dynamic quorum's first voters' metadata directory ids, chosen here as the cluster id
         # is: each is formatted with all of them (kafka-storage format --initial-controllers).
         self.directory_ids: dict[str, str] = (
-            {name: _kraft_cluster_id() for name in self.voters}
+            {n.name: _kraft_cluster_id() for n in first_voters(config)}
             if config.controller_quorum == "dynamic"
             else {}
         )
@@ -491,8 +549,14 @@ class KafkaCluster(ComposeCluster):
 
     @property
     def spares(self) -> list[str]:
-        """The spare nodes' names, brokers then controllers (started or not)."""
-        return [n.name for n in self.nodes if n.spare]
+        """The nodes add-broker and add-controller start: the spare brokers then a dynamic
+        quorum's spare controllers (started or not); never a migration's controllers, which
+        migrate starts (migration_controllers)."""
+        return [n.name for n in self.nodes if n.spare and not self._migrates(n)]
+
+    def _migrates(self, node: Node) -> bool:
+        """Whether a node is a migration's controller: in a zk cluster, every controller is."""
+        return self.config.mode == "zk" and node.role == "controller"
 
     def _first_ports(self) -> list[BrokerPorts]:
         # A spare that never started answers nothing: no client bootstraps from it.
@@ -523,8 +587,68 @@ class KafkaCluster(ComposeCluster):
 
     @property
     def quorum(self) -> tuple[str, ...]:
-        """The quorum's nodes now: the ZooKeeper ensemble, or the KRaft voters."""
-        return tuple(self.voters)
+        """The control plane's quorum now: the KRaft voters; a zk cluster's ensemble, and in a
+        migration the ensemble and the KRaft controllers from when the controllers start (the
+        brokers depend on both) until the migration is finalized, then the controllers alone."""
+        voters = tuple(self.voters)
+        if self.config.mode != "zk" or (
+            voters and all(self.stage_of(c) == "kraft" for c in voters)
+        ):
+            return voters
+        return tuple(n.name for n in self.nodes if n.role == "zookeeper") + voters
+
+    @property
+    def voters(self) -> list[str]:
+        """The KRaft voters now (what `quorum` targets, cut-from-quorum and the active
+        controller's lookup read): a KRaft cluster's as it formed them, which add-controller and
+        remove-controller change in place (systems.kafka.quorum); a zk cluster's, the
+        controllers its migration has started (none before)."""
+        if self.config.mode == "zk":
+            return self.migration_controllers()
+        if self._kraft_voters is None:
+            self._kraft_voters = [n.name for n in first_voters(self.config)]
+        return self._kraft_voters
+
+    @voters.setter
+    def voters(self, names: list[str]) -> None:
+        self._kraft_voters = names
+
+    def migration_controllers(self) -> list[str]:
+        """A zk cluster's controllers that a migration has started (none before; none in a
+        KRaft cluster, whose started spare controllers are add-controller's)."""
+        return [n.name for n in self.nodes if self._migrates(n) and n.name in self.started_spares]
+
+    def stage_of(self, node: str) -> NodeStage:
+        """How a Kafka node runs now (systems.kafka.config.NodeStage)."""
+        if node in self.node_stages:
+            return self.node_stages[node]
+        return initial_stage(self.config, next(n for n in self.nodes if n.name == node))
+
+    def started(self, node: str) -> bool:
+        """Whether a node has run: every node but those declared and not started yet."""
+        return any(
+            n.name == node and (not n.spare or node in self.started_spares) for n in self.nodes
+        )
+
+    @property
+    def kraft_controller(self) -> bool:
+        """Whether the active controller is a KRaft controller (read from the quorum, not from
+        a broker's metadata): in KRaft modes, and in a migration once its controllers run and
+        every broker runs with the migration's settings, which is when the controllers copy
+        ZooKeeper's metadata and take over from the ZooKeeper-mode controller."""
+        if self.config.mode != "zk":
+            return True
+        brokers = [n.name for n in self.nodes if n.role == "broker" and not n.spare]
+        return bool(self.migration_controllers()) and all(self.stage_of(b) != "zk" for b in brokers)
+
+    @property
+    def kraft_brokers(self) -> bool:
+        """Whether every broker is a KRaft broker: in KRaft modes, and once a migration has
+        restarted them all in KRaft mode (a broker's registration is then KRaft's to remove)."""
+        if self.config.mode != "zk":
+            return True
+        brokers = [n.name for n in self.nodes if n.role == "broker" and not n.spare]
+        return all(self.stage_of(b) == "kraft" for b in brokers)
 
     def render(self) -> dict[str, Any]:
         return render_compose(
@@ -537,8 +661,10 @@ class KafkaCluster(ComposeCluster):
             {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,
             ({n: self.clocks.volumes(n) for n in self.clocks.offsets} if self.clocks else None),
             self.node_images,
-            kept_data=bool(self.upgrade_images),
+            # A node an upgrade or a migration recreates keeps its log directory.
+            kept_data=bool(self.upgrade_images) or self.config.migration_controllers > 0,
             directory_ids=self.directory_ids or None,
+            node_stages=self.node_stages,
         )
 
     def up(
@@ -652,8 +778,9 @@ class KafkaCluster(ComposeCluster):
         return self.topology()
 
     def down(self, timeout: float = 180) -> None:
-        # The spares' profile named, so that a spare an add-broker started comes down too.
-        profile = ["--profile", SPARE_PROFILE] if self.spares else []
+        # The spares' profile named, so that a spare an add-broker (or a migration's controller
+        # a migrate step) started comes down too.
+        profile = ["--profile", SPARE_PROFILE] if any(n.spare for n in self.nodes) else []
         try:
             if self.compose_file.exists():
                 compose(
@@ -710,8 +837,8 @@ class KafkaCluster(ComposeCluster):
                 return None
             return state if isinstance(state, dict) else None
 
-        with ThreadPoolExecutor(max_workers=max(len(self.quorum), 1)) as pool:
-            return [s for s in pool.map(read, self.quorum) if s is not None]
+        with ThreadPoolExecutor(max_workers=max(len(self.voters), 1)) as pool:
+            return [s for s in pool.map(read, self.voters) if s is not None]
 
     def _leader_of(self, states: list[dict[str, Any]]) -> str | None:
         """The leader of the newest epoch a voter knows a leader of: an isolated old leader
@@ -724,21 +851,30 @@ class KafkaCluster(ComposeCluster):
         newest = max(led, key=lambda s: _whole(s.get("leaderEpoch")))
         epoch = _whole(newest.get("leaderEpoch"))
         electing = [s for s in states if _whole(s.get("leaderEpoch")) > epoch]
-        if len(electing) > len(self.quorum) // 2:
+        if len(electing) > len(self.voters) // 2:
             return None
         leader = _whole(newest.get("leaderId"))
         return next((n.name for n in self.nodes if n.node_id == leader), None)
 
     def _active_controller_by_tool(self, candidates: list[str]) -> str | None:
-        tool = (
-            "for t in kafka-metadata-quorum.sh /opt/kafka/bin/kafka-metadata-quorum.sh "
-            "kafka-metadata-quorum; do if command -v $t >/dev/null 2>&1; then "
-            f"exec $t --bootstrap-server localhost:{INTERNAL_PORT} describe --status; fi; done; "
-            "echo 'no kafka-metadata-quorum tool in the image' >&2; exit 127"
-        )
-        for node in candidates:
+        """Kafka's quorum tool in each candidate broker, then in each voter (bootstrapped on
+        its controller listener: a ZooKeeper-mode broker of a migration cannot answer)."""
+
+        def tool(bootstrap: str) -> str:
+            return (
+                "for t in kafka-metadata-quorum.sh /opt/kafka/bin/kafka-metadata-quorum.sh "
+                "kafka-metadata-quorum; do if command -v $t >/dev/null 2>&1; then "
+                f"exec $t {bootstrap} describe --status; fi; done; "
+                "echo 'no kafka-metadata-quorum tool in the image' >&2; exit 127"
+            )
+
+        asks = [(b, tool(f"--bootstrap-server localhost:{INTERNAL_PORT}")) for b in candidates]
+        asks += [
+            (v, tool(f"--bootstrap-controller localhost:{CONTROLLER_PORT}")) for v in self.voters
+        ]
+        for node, command in asks:
             try:
-                out = self.exec(node, tool, timeout=30)
+                out = self.exec(node, command, timeout=30)
             except ComposeError:
                 continue
             if m := re.search(r"LeaderId:\s*(-?\d+)", out):
@@ -880,6 +1016,65 @@ class KafkaCluster(ComposeCluster):
         row = replication_row(out, node_id)
         return row is not None and _whole_text(row.get("LastCaughtUpTimestamp")) >= since_ms
 
+    # ---- a ZooKeeper-to-KRaft migration (systems.kafka.migration.MigrationControl) ---------
+
+    def zookeeper_cluster_id(self, via: str) -> str:
+        """The cluster id ZooKeeper holds (/cluster/id, which the first broker wrote), read with
+        Kafka's own ZooKeeper shell inside `via` as Kafka's migration guide reads it: the
+        controllers are formatted with it. The images built from Maven Central's jars have no
+        zookeeper-shell.sh: its class, run as the script runs it, is in their Kafka jar."""
+        ensemble = ",".join(
+            f"{n.name}:{ZK_CLIENT_PORT}" for n in self.nodes if n.role == "zookeeper"
+        )
+        shell = (
+            f"if command -v zookeeper-shell.sh >/dev/null 2>&1; then zookeeper-shell.sh "
+            f"{ensemble} get /cluster/id; else kafka-run-class.sh "
+            f"org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka -server {ensemble} "
+            "get /cluster/id; fi 2>&1"
+        )
+        said = self.exec(via, shell, timeout=60)
+        found = zookeeper_cluster_id(said)
+        if found is None:
+            lines = [ln for ln in said.strip().splitlines() if ln.strip()]
+            raise ComposeError(
+                f"no cluster id in ZooKeeper's /cluster/id: {lines[-1] if lines else 'no answer'}"
+            )
+        return found
+
+    def adopt_cluster_id(self, cluster_id: str) -> None:
+        """The id the KRaft nodes are formatted with from now on (ZooKeeper's, in a migration:
+        the controllers must join the cluster the brokers already form)."""
+        self.cluster_id = cluster_id
+
+    def migrate_node(self, node: str, stage: NodeStage, timeout: float = 180) -> Topology:
+        """The node's container stopped (gracefully) and recreated to run as `stage`, its log
+        directory kept; a migration's controller, declared but never started, started. Its
+        former container's log kept for `save_logs`. The topology with its new container."""
+        self.retire_logs(node, f"{self.release_of(node)}-{self.stage_of(node)}")
+        self.node_stages[node] = stage
+        self.compose_file.write_text(yaml.safe_dump(self.render(), sort_keys=False))
+        compose(self.compose_file, ["up", "-d", "--no-deps", node], {}, timeout=timeout)
+        if any(n.name == node and n.spare for n in self.nodes):
+            self.started_spares.add(node)
+        return self.topology()
+
+    def logged_line(self, nodes: Sequence[str], text: str, since: float) -> str | None:
+        """The last line holding `text` that any of the nodes' current containers logged since
+        `since` (epoch seconds): how a migration says where it stands (the active controller's
+        log), where no tool or metric here can (ZkMigrationState is a JMX metric, and the
+        images expose no JMX)."""
+        containers = self.containers()
+        for name in nodes:
+            if name not in containers:
+                continue
+            try:
+                log = containers[name].logs(since=max(0, int(since) - 1))
+            except docker.errors.APIError:
+                continue
+            if found := last_line_with(log.decode(errors="replace"), text):
+                return found
+        return None
+
 
 def _check_formats_dynamic_quorums(image: str, client: docker.DockerClient) -> None:
     """A dynamic quorum is formatted by the local images' entrypoint (mounted from this
@@ -922,3 +1117,23 @@ def _whole_text(value: str | None) -> int:
 def _whole(value: Any) -> int:
     """A number a persisted quorum state holds; -1 for anything else (a field null or gone)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def zookeeper_cluster_id(said: str) -> str | None:
+    """The id in what `zookeeper-shell get /cluster/id` printed ({"version":"1","id":"..."}),
+    None when it printed none (no broker has registered yet, or no answer)."""
+    found = re.findall(r'"id"\s*:\s*"([^"]+)"', said)
+    return str(found[-1]) if found else None
+
+
+# A line of a node's log as an event's value carries it: long lines (a migration's manifest)
+# cut here.
+LINE_CHARS = 300
+
+
+def last_line_with(log: str, text: str) -> str | None:
+    """The last line of a log that holds `text`, cut at LINE_CHARS; None when none does."""
+    for line in reversed(log.splitlines()):
+        if text in line:
+            return line.strip()[:LINE_CHARS]
+    return None

@@ -4,6 +4,9 @@ configuration a cluster is started from (a scenario's settings plus the run's mo
   zk               3 ZooKeeper nodes + N brokers (Kafka 3.x; 4.0 removed ZooKeeper)
   kraft            N nodes, the first three broker+controller (combined)
   kraft-dedicated  3 dedicated controllers + N brokers (the quorum apart from the data path)
+
+A zk cluster on 3.9 may also declare KRaft controllers it does not start (`migration_controllers`):
+the `migrate` op's phases start them and move the cluster to KRaft (systems.kafka.migration).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from compose.releases import setup_releases
 from contract.versions import line_of, on_spec
@@ -33,6 +36,13 @@ VOTERS = 3  # the quorum a cluster forms with: three dedicated controllers, or t
 ControllerQuorum = Literal["static", "dynamic"]
 DYNAMIC_QUORUM_SINCE = (3, 9)
 NodeRole = Literal["zookeeper", "controller", "broker", "combined"]
+# How a Kafka node runs now, which its environment follows: in ZooKeeper mode, in ZooKeeper mode
+# with the migration's settings (a broker writing to ZooKeeper while registered with the KRaft
+# controllers; a controller copying ZooKeeper's metadata and writing it back), or in KRaft mode.
+NodeStage = Literal["zk", "migrating", "kraft"]
+# The line whose ZooKeeper-mode clusters migrate to KRaft here: the last with ZooKeeper, the one
+# Kafka's documentation says a cluster must run before the migration, and the one make setup builds.
+MIGRATION_LINE = "3.9"
 # A property's value as YAML gives it; a list is written comma-joined.
 PropertyValue = str | int | float | bool | list[str]
 
@@ -84,6 +94,10 @@ class KafkaSettings(Strict):
     id (systems.kafka.settings says how they meet the typed knobs above)."""
     broker_overrides: dict[int, dict[str, PropertyValue]] = Field(default_factory=dict)
     """Server properties for one node id only, over broker_config."""
+    migration_controllers: Annotated[int, Field(ge=0, le=5)] = 0
+    """ZooKeeper mode on 3.9 only: KRaft controllers declared but not started (controller1.., node
+    ids 101..), which `migrate` steps start in migration mode and move the cluster to KRaft with
+    (docs/upgrade-faults.md, "ZooKeeper to KRaft")."""
 
 
 class KafkaClusterConfig(KafkaSettings):
@@ -91,6 +105,12 @@ class KafkaClusterConfig(KafkaSettings):
 
     mode: Mode
     kafka_line: str = DEFAULT_KAFKA_LINE  # the release line ("4.4") or release ("4.4.0") to run
+
+    @model_validator(mode="after")
+    def _migrates_from_zookeeper_on_its_line(self) -> KafkaClusterConfig:
+        if refusal := migration_refusal(self.mode, self.kafka_line, self.migration_controllers):
+            raise ValueError(refusal)
+        return self
 
 
 @dataclass(frozen=True)
@@ -101,17 +121,22 @@ class Node:
     """broker / KRaft node id; ZooKeeper myid."""
     address: str
     spare: bool = False
-    """A node declared but not started with the cluster: a spare broker (add-broker starts it)
-    or a spare controller (add-controller)."""
+    """Declared but not started with the cluster: a spare broker (add-broker starts it), a
+    spare controller of a dynamic quorum (add-controller) or a zk cluster's migration
+    controller (migrate's controllers phase)."""
 
 
 def nodes_of(cfg: KafkaClusterConfig, net_prefix: str) -> list[Node]:
     """Every container of the cluster, with its fixed address on the cluster network; the
     spare brokers then the spare controllers last (a spare broker is never combined: it joins a
-    quorum it is no voter of)."""
+    quorum it is no voter of). A zk cluster's migration controllers are declared spare: none
+    runs until a migration starts it (in zk mode every controller is one)."""
     out: list[Node] = []
     if cfg.mode == "zk":
         out += [Node(f"zk{i}", "zookeeper", i, f"{net_prefix}.{30 + i}") for i in (1, 2, 3)]
+        out += [
+            _controller(i, net_prefix, spare=True) for i in range(1, cfg.migration_controllers + 1)
+        ]
     if cfg.mode == "kraft-dedicated":
         out += [_controller(i, net_prefix) for i in range(1, VOTERS + 1)]
     for i in range(1, cfg.brokers + 1):
@@ -139,7 +164,8 @@ def _controller(i: int, net_prefix: str, spare: bool = False) -> Node:
 
 def quorum_nodes(cfg: KafkaClusterConfig) -> tuple[str, ...]:
     """The control plane's quorum as the cluster forms: the ZooKeeper ensemble or the KRaft
-    voters (a spare controller is none until an add-controller adds it)."""
+    voters (a spare controller is none until an add-controller adds it; a migration's
+    controllers join it when they start: KafkaCluster.quorum)."""
     return tuple(n.name for n in nodes_of(cfg, "0.0.0") if n.role != "broker" and not n.spare)
 
 
@@ -175,5 +201,23 @@ def mode_refusal(line: str, mode: str) -> str | None:
     if not supports_mode(line, mode):  # type: ignore[arg-type]
         return (
             f"Kafka {line} has no {mode} mode (4.0 removed ZooKeeper): use kraft or kraft-dedicated"
+        )
+    return None
+
+
+def migration_refusal(mode: str, line: str, controllers: int) -> str | None:
+    """One line when a cluster cannot declare migration controllers: ZooKeeper mode on 3.9 only
+    (the migration starts from ZooKeeper; 4.0 removed it, and 3.9 is the line that migrates)."""
+    if controllers == 0:
+        return None
+    if mode != "zk":
+        return (
+            f"migration_controllers: a ZooKeeper-to-KRaft migration starts in ZooKeeper mode, "
+            f"not {mode} (modes: [zk])"
+        )
+    if not on_spec(line, MIGRATION_LINE):
+        return (
+            f"migration_controllers: ZooKeeper-to-KRaft migrations run on Kafka {MIGRATION_LINE} "
+            f"(the last line with ZooKeeper), not {line}"
         )
     return None

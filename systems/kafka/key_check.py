@@ -39,7 +39,7 @@ HARNESS_OWNED_BROKER: dict[str, str] = {
     "controller.quorum.voters": "the mode decides the quorum",
     "controller.quorum.bootstrap.servers": "the mode decides the quorum",
     "zookeeper.connect": "the harness runs the ZooKeeper ensemble",
-    "zookeeper.metadata.migration.enable": "the harness runs no ZooKeeper-to-KRaft migration",
+    "zookeeper.metadata.migration.enable": "migrate steps set it, phase by phase",
     "log.dirs": "the data directory is where faults and lazy disks act",
     "log.dir": "the data directory is where faults and lazy disks act",
     "metadata.log.dir": "the data directory is where faults and lazy disks act",

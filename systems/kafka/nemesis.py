@@ -29,8 +29,9 @@ from nemesis.containers import Nemesis, NemesisError
 from systems.client_path import CLIENT_PATH_OPS, apply_client_fault
 from systems.clock import CLOCK_OPS, apply_clock_fault
 from systems.disks import DISK_OPS, apply_disk_fault
-from systems.kafka import membership, quorum, upgrade
+from systems.kafka import membership, migration, quorum, upgrade
 from systems.kafka.membership import Membership
+from systems.kafka.migration import MigrationControl
 from systems.kafka.quorum import Quorum
 from systems.kafka.targets import (
     ALL_BUT,
@@ -160,6 +161,7 @@ class KafkaNemesis:
         membership: Membership | None = None,
         upgrades: UpgradeControl | None = None,
         quorum: Quorum | None = None,
+        migrations: MigrationControl | None = None,
     ) -> None:
         self.net = net
         self.control = control
@@ -184,6 +186,8 @@ class KafkaNemesis:
         # The KRaft voters as add-controller and remove-controller change them (a dynamic
         # quorum's; None: a static quorum, or ZooKeeper).
         self.quorum = quorum
+        # The cluster, for migrate's phases from ZooKeeper to KRaft (the run's).
+        self.migrations = migrations
 
     @property
     def history(self) -> Any:
@@ -571,6 +575,7 @@ HANDLERS: dict[str, Callable[[KafkaNemesis, Any], None]] = {
     "finalize-feature": upgrade.finalize_feature,
     "add-controller": quorum.add_controller,
     "remove-controller": quorum.remove_controller,
+    "migrate": migration.migrate,
     "elect": lambda k, s: k.elect(s.election, s.within),
     "leaders": lambda k, s: k.record_leaders(s.label, s.expect_balanced),
     "pause-client": lambda k, s: k.pause_clients([s.client]),

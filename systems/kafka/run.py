@@ -188,6 +188,7 @@ class KafkaRun(KafkaClientsRun):
             ),
             upgrades=cluster,
             quorum=self._quorum(cluster),
+            migrations=cluster,
         )
         self.watch = PartitionWatch(
             admin.admin,
@@ -293,6 +294,8 @@ class KafkaRun(KafkaClientsRun):
             if self._transactional():
                 self._find_hanging(self.cluster, out, found)
                 self._mark("hanging transactions listed")
+            # ZooKeeper's transactions even after a migration finalized: the ensemble still runs,
+            # and it holds what the ZooKeeper-mode controller and then the dual writes put there.
             zookeepers = [n.name for n in self.cluster.nodes if n.role == "zookeeper"]
             if zookeepers:
                 found += evidence.collect_zookeeper(self.cluster, zookeepers, out)

@@ -13,17 +13,20 @@ from faults.registry import op as fault
 from nemesis.network import CLIENTS
 from systems.kafka.config import (
     DEFAULT_KAFKA_LINE,
+    MIGRATION_LINE,
     KafkaClusterConfig,
     KafkaSettings,
     Mode,
     PropertyValue,
     dynamic_quorum_refusal,
+    migration_refusal,
     mode_refusal,
     nodes_of,
     quorum_nodes,
     version_tuple,
 )
 from systems.kafka.configdefs import shipped_release
+from systems.kafka.migration import PHASES, Phase, order_refusal
 from systems.kafka.releases import KafkaReleaseError, check_spec
 from systems.kafka.settings import (
     broker_to_topic,
@@ -174,6 +177,23 @@ class KafkaClusterSpec(KafkaSettings):
     def _no_fake_clock_yet(self) -> KafkaClusterSpec:
         if self.fake_clock:
             raise ValueError(KAFKA_FAKE_CLOCK_REFUSAL)
+        return self
+
+    @model_validator(mode="after")
+    def _migrates_from_zookeeper(self) -> KafkaClusterSpec:
+        """Migration controllers: ZooKeeper mode alone (on 3.9: the release is judged with the
+        line, line_refusal), and no spare broker, which would start in whatever mode the
+        cluster is in when an add-broker comes."""
+        if not self.migration_controllers:
+            return self
+        for mode in self.modes:
+            if refusal := migration_refusal(mode, MIGRATION_LINE, self.migration_controllers):
+                raise ValueError(refusal)
+        if self.spare_brokers:
+            raise ValueError(
+                "migration_controllers: a migration moves the brokers the cluster starts with; "
+                "spare_brokers must be 0"
+            )
         return self
 
     @model_validator(mode="after")
@@ -339,6 +359,9 @@ class KafkaStep(Strict):
     ) = None
     """finalize-feature: the level, quoted: metadata.version's a release ("4.4") or a level
     ("4.4-IV2"); a numbered feature's a number ("2"); all's a release ("4.4")."""
+    phase: Phase | None = None
+    """migrate: the phase of the ZooKeeper-to-KRaft migration, in this order, each once:
+    controllers, brokers, kraft, finalize (docs/upgrade-faults.md)."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
@@ -363,6 +386,10 @@ class KafkaStep(Strict):
             raise ValueError(refusal)
         if refusal := upgrade_refusal(self.op, self.release, self.feature, self.level):
             raise ValueError(refusal)
+        if self.op == "migrate" and self.phase is None:
+            raise ValueError(f"migrate needs a phase ({', '.join(PHASES)})")
+        if self.phase is not None and self.op != "migrate":
+            raise ValueError(f"phase is for migrate, not {self.op}")
         if arguments == "groups" and (len(self.groups) < 2 or any(not g for g in self.groups)):
             raise ValueError(f"{self.op} needs at least two non-empty groups")
         if arguments == "client":
@@ -472,6 +499,10 @@ class KafkaScenario(ScenarioBase):
             return f"{self.id}'s readers use the consumer group protocol (KIP-848): Kafka 4.0 on"
         if self.cluster.transaction_version is not None and version_tuple(line) < (4,):
             return f"{self.id} sets transaction_version, a feature of Kafka 4.0 on"
+        if self.cluster.migration_controllers and (
+            refusal := migration_refusal("zk", line, self.cluster.migration_controllers)
+        ):
+            return f"{self.id}: {refusal}"
         if self.cluster.controller_quorum == "dynamic":
             return dynamic_quorum_refusal(line)
         return None
@@ -583,6 +614,31 @@ class KafkaScenario(ScenarioBase):
         return self
 
     @model_validator(mode="after")
+    def _migration_in_order(self) -> KafkaScenario:
+        """migrate steps need the cluster's migration controllers and run Kafka's phases in
+        order, each once; no step names a controller before migrate controllers starts it."""
+        phases: list[str] = []
+        controllers = {f"controller{i}" for i in range(1, self.cluster.migration_controllers + 1)}
+        for i, step in enumerate(self.nemesis):
+            if step.op == "migrate" and step.phase is not None:
+                if not self.cluster.migration_controllers:
+                    raise ValueError(
+                        f"nemesis.{i}: migrate needs cluster.migration_controllers (the KRaft "
+                        "controllers the migration starts; zk mode on 3.9)"
+                    )
+                phases.append(step.phase)
+                if refusal := order_refusal(phases):
+                    raise ValueError(f"nemesis.{i}: {refusal}")
+            elif not phases:
+                early = [n for n in step.named_nodes() if n in controllers]
+                if early:
+                    raise ValueError(
+                        f"nemesis.{i}: {early[0]} is a migration controller no migrate "
+                        "controllers step has started yet"
+                    )
+        return self
+
+    @model_validator(mode="after")
     def _quorum_holds(self) -> KafkaScenario:
         """The voters each quorum step leaves, in every mode: a dynamic quorum to change, a
         spare (or a removed controller named) for each add-controller, never the last voter
@@ -602,7 +658,8 @@ class KafkaScenario(ScenarioBase):
     def _quorum_holds_in(self, mode: Mode) -> None:
         nodes = nodes_of(self.cluster.config(mode), "0.0.0")
         combined = {n.name for n in nodes if n.role == "combined"}
-        spares = [n.name for n in nodes if n.spare and n.role == "controller"]
+        # A zk cluster's controllers are the migration's (_migration_in_order), no quorum op's.
+        spares = [n.name for n in nodes if n.spare and n.role == "controller" and mode != "zk"]
         voters = len(quorum_nodes(self.cluster.config(mode)))
         removed: set[str] = set()  # names, and @labels of the steps that removed them
         for i, step in enumerate(self.nemesis):

@@ -182,10 +182,19 @@ def client_refusal(
     return None
 
 
-def broker_properties(cfg: KafkaClusterConfig, node_id: int) -> dict[str, str]:
+def broker_properties(
+    cfg: KafkaClusterConfig,
+    node_id: int,
+    zookeeper: bool | None = None,
+    kraft: bool | None = None,
+) -> dict[str, str]:
     """The tunable server properties of one Kafka node, every one explicit (never an image's
     default): the harness's, the typed knobs', then the scenario's broker_config, then its
-    overrides for this node. Derived properties follow what was finally chosen."""
+    overrides for this node. Derived properties follow what was finally chosen. `zookeeper`,
+    `kraft`: whether the node talks to ZooKeeper, to a KRaft quorum (by default as the cluster's
+    mode says; a node in a migration does both)."""
+    zookeeper = cfg.mode == "zk" if zookeeper is None else zookeeper
+    kraft = cfg.mode != "zk" if kraft is None else kraft
     rf = min(3, cfg.brokers)
     props = {
         "min.insync.replicas": str(cfg.min_insync_replicas),
@@ -198,16 +207,16 @@ def broker_properties(cfg: KafkaClusterConfig, node_id: int) -> dict[str, str]:
         "transaction.state.log.replication.factor": str(rf),
         "group.initial.rebalance.delay.ms": "0",
     }
-    if cfg.mode == "zk":
+    if zookeeper:
         props["zookeeper.session.timeout.ms"] = str(cfg.session_timeout_ms)
         # Brokers may start before the ensemble has a leader: wait rather than exit.
         props["zookeeper.connection.timeout.ms"] = "120000"
-    else:
+    if kraft:
         props["broker.session.timeout.ms"] = str(cfg.session_timeout_ms)
     if cfg.flush_messages is not None:
         props["log.flush.interval.messages"] = str(cfg.flush_messages)
     props |= properties(cfg.broker_config) | properties(cfg.broker_overrides.get(node_id, {}))
-    if cfg.mode != "zk":
+    if kraft:
         session = _int(props["broker.session.timeout.ms"], cfg.session_timeout_ms)
         props.setdefault("broker.heartbeat.interval.ms", str(max(500, session // 6)))
     min_isr = _int(props["min.insync.replicas"], cfg.min_insync_replicas)

@@ -208,7 +208,7 @@ def test_the_active_controller_is_the_leader_of_the_newest_epoch_a_voter_persist
     from systems.kafka.cluster import KafkaCluster
 
     nodes = [SimpleNamespace(name=f"controller{i}", node_id=100 + i) for i in (1, 2, 3)]
-    cluster = SimpleNamespace(nodes=nodes, quorum=("controller1", "controller2", "controller3"))
+    cluster = SimpleNamespace(nodes=nodes, voters=("controller1", "controller2", "controller3"))
 
     def leader(*states: tuple[int, int]) -> str | None:
         persisted = [{"leaderId": lid, "leaderEpoch": epoch} for lid, epoch in states]
@@ -349,7 +349,35 @@ def test_a_dynamic_quorum_needs_an_image_with_the_harnesss_entrypoint() -> None:
 
 def test_the_quorum_the_cluster_names_is_its_voters_now() -> None:
     cluster = object.__new__(KafkaCluster)
+    # A KRaft cluster's (a zk cluster's quorum is its ensemble, and a migration's controllers).
+    cluster.config = KafkaClusterConfig(mode="kraft-dedicated", controller_quorum="dynamic")
     cluster.voters = ["controller1", "controller2", "controller3"]
     cluster.voters.remove("controller1")  # as remove-controller leaves it
     cluster.voters.append("controller4")
     assert cluster.quorum == ("controller2", "controller3", "controller4")
+
+
+@pytest.mark.parametrize(
+    ("settings", "spares", "voters"),
+    [
+        # A dynamic quorum's spare controller is add-controller's to start: a spare, no voter.
+        (
+            {"mode": "kraft-dedicated", "controller_quorum": "dynamic", "spare_controllers": 1},
+            ["controller4"],
+            ["controller1", "controller2", "controller3"],
+        ),
+        ({"mode": "kraft", "spare_brokers": 1}, ["kafka4"], ["kafka1", "kafka2", "kafka3"]),
+        # A zk cluster's controllers are its migration's: never a spare, no voter until started.
+        ({"mode": "zk", "migration_controllers": 3}, [], []),
+    ],
+)
+def test_spare_controllers_of_a_dynamic_quorum_and_of_a_migration_are_apart(
+    settings: dict[str, Any], spares: list[str], voters: list[str]
+) -> None:
+    cluster = object.__new__(KafkaCluster)
+    cluster.config = KafkaClusterConfig(**settings)
+    cluster.net_prefix, cluster.started_spares, cluster.node_stages = "172.29.60", set(), {}
+    assert (cluster.spares, cluster.voters) == (spares, voters)
+    cluster.started_spares |= {"controller4", "controller1"}  # add-controller's; migrate's
+    started = {"kraft-dedicated": voters, "kraft": voters, "zk": ["controller1"]}
+    assert cluster.voters == started[settings["mode"]]
