@@ -5,12 +5,16 @@ queue's members (and of Khepri's, on 3.13 and later) as it reports them.
 
 Nodes that disagree on who is running are a cluster split at the end of the run: after a heal
 the cluster should have come back whole, and a split that outlives it is the finding itself. Two
-members that each call themselves leader are said with their terms.
+members that each call themselves leader are said with their terms. Each node's persisted
+feature flags (copied from a stopped node too) are compared: a flag some nodes have and others
+not is what a node will ask of the cluster when it boots (a release that refused to boot may
+have left its own there).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,9 @@ QUEUES = "queues"
 METADATA_STORE = "metadata-store"
 QUORUM_STATUS = "quorum-status-"
 STREAM_STATUS = "stream-status-"
+FEATURE_FLAGS = "feature-flags"
+# A flag in the persisted file, an Erlang list of atoms: bare or quoted ('rabbitmq_4.1.0').
+FLAG = re.compile(r"'([^']+)'|([a-z][A-Za-z0-9_@.]*)")
 
 
 def short(node: str) -> str:
@@ -121,10 +128,15 @@ def cluster_views(run: RunDir) -> dict[str, Any] | None:
     answers: dict[str, dict[str, Any]] = {}
     silent: dict[str, str] = {}
     unread: dict[str, list[str]] = {}
+    flags: dict[str, list[str]] = {}
     for n in nodes:
         node = str(n["node"])
         said = {}
         for question, relative in (n.get("answers") or {}).items():
+            if question == FEATURE_FLAGS:
+                if (text := _text(run.evidence, str(relative))) is not None:
+                    flags[node] = enabled_flags(text)
+                    continue
             value = _answer(run.evidence, str(relative))
             if value is None:
                 unread.setdefault(node, []).append(question)
@@ -149,6 +161,34 @@ def cluster_views(run: RunDir) -> dict[str, Any] | None:
             for node, said in answers.items()
             if METADATA_STORE in said
         },
+        "feature_flags": flags,
+        "feature_flags_differ": flags_differ(flags),
+    }
+
+
+def _text(evidence: Path, relative: str) -> str | None:
+    try:
+        raw = zstandard.ZstdDecompressor().decompress((evidence / relative).read_bytes())
+    except (OSError, zstandard.ZstdError):
+        return None
+    return raw.decode(errors="replace")
+
+
+def enabled_flags(text: str) -> list[str]:
+    """The flags a node's persisted feature flags file lists (an Erlang list of atoms)."""
+    body = text.strip().removesuffix(".").strip().removeprefix("[").removesuffix("]")
+    return sorted({quoted or bare for quoted, bare in FLAG.findall(body)})
+
+
+def flags_differ(flags: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each flag some nodes have and others not, with the nodes that have it."""
+    if len(flags) < 2:
+        return {}
+    everyone = set.intersection(*(set(f) for f in flags.values()))
+    anyone = set().union(*(set(f) for f in flags.values()))
+    return {
+        flag: sorted(node for node, f in flags.items() if flag in f)
+        for flag in sorted(anyone - everyone)
     }
 
 
@@ -172,6 +212,14 @@ def summary_lines(section: dict[str, Any] | None) -> list[str]:
     for node, peers in sorted(section["partitions"].items()):
         cut = "; ".join(f"{k} from {_listed(v)}" for k, v in sorted(peers.items()))
         lines.append(f"cluster views at the end: {node} still reports a partition: {cut}")
+    by_nodes: dict[tuple[str, ...], list[str]] = {}
+    for flag, holders in (section.get("feature_flags_differ") or {}).items():
+        by_nodes.setdefault(tuple(holders), []).append(flag)
+    for holders, named in sorted(by_nodes.items()):
+        lines.append(
+            f"cluster views at the end: feature flags {', '.join(named)} on "
+            f"{_listed(list(holders))} only"
+        )
     for name, q in sorted(section["queues"].items()):
         if len(q["leaders_claimed"]) > 1:
             claims = ", ".join(f"{m} (term {t})" for m, t in q["leaders_claimed"])

@@ -143,6 +143,44 @@ def test_a_table_answer_is_said_unread_not_guessed(tmp_path: Path) -> None:
     assert views is not None and views["unread"] == {"rabbit1": ["queues"]}
 
 
+def keep_flags(run: RunDir, node: str, text: str) -> None:
+    """The node's feature flags file in the evidence, as systems.rabbitmq.evidence keeps it."""
+    relative = f"{node}/feature-flags.txt.zst"
+    (run.evidence / node).mkdir(parents=True, exist_ok=True)
+    (run.evidence / relative).write_bytes(zstandard.ZstdCompressor().compress(text.encode()))
+    index = json.loads((run.evidence / "evidence.json").read_text())
+    for n in index["nodes"]:
+        if n["node"] == node:
+            n.setdefault("answers", {})["feature-flags"] = relative
+    (run.evidence / "evidence.json").write_text(json.dumps(index))
+
+
+def test_flags_a_node_persisted_and_the_others_not_are_named(tmp_path: Path) -> None:
+    """What a 4.3.6 node that refused to boot on 4.0.5's data left in its flags file."""
+    whole = status(["rabbit2", "rabbit3"])
+    answers = {"rabbit2": {"cluster-status": whole}, "rabbit3": {"cluster-status": whole}}
+    run = evidence(tmp_path, answers, ["rabbit1"])
+    common = "[classic_mirrored_queue_version,\n quorum_queue,\n 'rabbitmq_4.0.0',\n"
+    keep_flags(run, "rabbit2", common + " stream_queue].\n")
+    keep_flags(run, "rabbit3", common + " stream_queue].\n")
+    keep_flags(run, "rabbit1", common + " khepri_db,\n 'rabbitmq_4.1.0',\n stream_queue].\n")
+    views = cluster_views(run)
+    assert views is not None and views["unread"] == {}
+    assert views["feature_flags"]["rabbit2"] == [
+        "classic_mirrored_queue_version",
+        "quorum_queue",
+        "rabbitmq_4.0.0",
+        "stream_queue",
+    ]
+    assert views["feature_flags_differ"] == {
+        "khepri_db": ["rabbit1"],
+        "rabbitmq_4.1.0": ["rabbit1"],
+    }
+    assert "cluster views at the end: feature flags khepri_db, rabbitmq_4.1.0 on rabbit1 only" in (
+        summary_lines(views)
+    )
+
+
 def test_a_kafka_run_has_no_cluster_views(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
     run.evidence.mkdir(parents=True)
