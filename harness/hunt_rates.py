@@ -49,10 +49,13 @@ class HuntedRow:
 
 
 def digest_of(spec: AnyScenario) -> str:
-    """The scenario's every field (defaults included, so a file that spells a default out and
-    one that leaves it are the same scenario) but its release, hashed: a run's manifest holds
-    the release line it was run on (`--kafka 4.4`), and the row's release says it already."""
-    data = spec.model_dump(mode="json", by_alias=True)
+    """The scenario's every field that is not at its default, but its release, hashed: a file
+    that spells a default out and one that leaves it are the same scenario, and so are a
+    scenario before and after the harness adds a field (at its default, it changes nothing the
+    runs did: a digest of every field made every recorded hunt an "earlier version" at each new
+    field). A run's manifest holds the release line it was run on (`--kafka 4.4`), and the
+    row's release says it already."""
+    data = spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     data.get("cluster", {}).pop("release", None)
     canonical = json.dumps(data, sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]

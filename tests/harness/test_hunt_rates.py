@@ -153,3 +153,15 @@ def test_add_hunt_of_a_folder_without_hunt_json_is_one_line(tmp_path: Path) -> N
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "hunt.json" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_field_the_harness_adds_at_its_default_leaves_the_scenario_the_same() -> None:
+    shipped = load_scenario(find_scenario("T2", SCENARIOS))
+    spelled = shipped.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    # Fields spelled at their defaults (what a dump by a later harness adds): the same scenario.
+    for step in spelled["nemesis"]:
+        step |= {"release": None, "phase": None, "within": 60.0}
+    assert digest_of(parse_scenario(to_yaml(spelled), "T2 as run")) == digest_of(shipped)
+    # A value that differs from the default is another scenario.
+    spelled["nemesis"][0]["within"] = 7
+    assert digest_of(parse_scenario(to_yaml(spelled), "T2 changed")) != digest_of(shipped)
