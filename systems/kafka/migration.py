@@ -32,8 +32,9 @@ from typing import Any, Literal, Protocol, get_args
 
 from contract.topology import Topology
 from contract.wait import wait_until
-from nemesis.containers import Nemesis, NemesisError
+from nemesis.containers import NemesisError
 from systems.kafka.config import Node, NodeStage
+from systems.kafka.node_steps import NodeSteps
 
 Phase = Literal["controllers", "brokers", "kraft", "finalize"]
 PHASES: tuple[Phase, ...] = get_args(Phase)
@@ -88,28 +89,10 @@ class MigrationControl(Protocol):
     def controller_caught_up(self, controller: str, since_ms: int, via: str) -> bool: ...
 
 
-class MigrationSteps(Protocol):
+class MigrationSteps(NodeSteps, Protocol):
     """What the migration uses of the Kafka nemesis (systems.kafka.nemesis dispatches to it)."""
 
     migrations: MigrationControl | None
-    net: Nemesis
-
-    def _rejoined(self, broker: int) -> bool: ...
-
-    @property
-    def history(self) -> Any: ...
-
-    def roles_now(self) -> Any: ...
-
-    def _log_resolution(
-        self,
-        op: str,
-        roles: dict[str, str],
-        nodes: dict[str, list[str]],
-        partition: int | None,
-        also: Iterable[str] = (),
-        now: Any = None,
-    ) -> None: ...
 
 
 def phase_nodes(nodes: Iterable[Node], phase: Phase) -> list[Node]:

@@ -18,8 +18,9 @@ from typing import Any, Protocol
 
 from contract.topology import Topology
 from contract.wait import wait_until
-from nemesis.containers import Nemesis, NemesisError
+from nemesis.containers import NemesisError
 from systems.kafka.config import Node
+from systems.kafka.node_steps import NodeSteps
 
 # How often an upgraded node is asked whether it is back.
 POLL_SECONDS = 1.0
@@ -44,31 +45,13 @@ class UpgradeControl(Protocol):
     def controller_caught_up(self, controller: str, since_ms: int, via: str) -> bool: ...
 
 
-class UpgradeSteps(Protocol):
+class UpgradeSteps(NodeSteps, Protocol):
     """What the upgrade steps use of the Kafka nemesis (systems.kafka.nemesis dispatches to
     them: a protocol, so that neither module imports the other)."""
 
     upgrades: UpgradeControl | None
-    net: Nemesis
 
     def _resolved(self, step: Any, also: Iterable[str] = ()) -> dict[str, list[str]]: ...
-
-    def _rejoined(self, broker: int) -> bool: ...
-
-    @property
-    def history(self) -> Any: ...
-
-    def roles_now(self) -> Any: ...
-
-    def _log_resolution(
-        self,
-        op: str,
-        roles: dict[str, str],
-        nodes: dict[str, list[str]],
-        partition: int | None,
-        also: Iterable[str] = (),
-        now: Any = None,
-    ) -> None: ...
 
 
 def upgrade_order(nodes: Iterable[Node], named: Iterable[str] = ()) -> list[str]:
