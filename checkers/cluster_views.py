@@ -129,13 +129,18 @@ def cluster_views(run: RunDir) -> dict[str, Any] | None:
     silent: dict[str, str] = {}
     unread: dict[str, list[str]] = {}
     flags: dict[str, list[str]] = {}
+    broken: dict[str, str] = {}  # a flags file that is no whole Erlang list: what it is
     for n in nodes:
         node = str(n["node"])
         said = {}
         for question, relative in (n.get("answers") or {}).items():
             if question == FEATURE_FLAGS:
                 if (text := _text(run.evidence, str(relative))) is not None:
-                    flags[node] = enabled_flags(text)
+                    listed = enabled_flags(text)
+                    if listed is None:
+                        broken[node] = f"{len(text.encode())} bytes, not a whole list"
+                    else:
+                        flags[node] = listed
                     continue
             value = _answer(run.evidence, str(relative))
             if value is None:
@@ -163,6 +168,7 @@ def cluster_views(run: RunDir) -> dict[str, Any] | None:
         },
         "feature_flags": flags,
         "feature_flags_differ": flags_differ(flags),
+        "feature_flags_unreadable": broken,
     }
 
 
@@ -174,9 +180,13 @@ def _text(evidence: Path, relative: str) -> str | None:
     return raw.decode(errors="replace")
 
 
-def enabled_flags(text: str) -> list[str]:
-    """The flags a node's persisted feature flags file lists (an Erlang list of atoms)."""
-    body = text.strip().removesuffix(".").strip().removeprefix("[").removesuffix("]")
+def enabled_flags(text: str) -> list[str] | None:
+    """The flags a node's persisted feature flags file lists (an Erlang list of atoms); None
+    when it is no whole list (empty, or cut short: what a node cannot boot from)."""
+    whole = text.strip()
+    if not (whole.startswith("[") and whole.endswith("].")):
+        return None
+    body = whole.removesuffix(".").strip().removeprefix("[").removesuffix("]")
     return sorted({quoted or bare for quoted, bare in FLAG.findall(body)})
 
 
@@ -215,6 +225,11 @@ def summary_lines(section: dict[str, Any] | None) -> list[str]:
     by_nodes: dict[tuple[str, ...], list[str]] = {}
     for flag, holders in (section.get("feature_flags_differ") or {}).items():
         by_nodes.setdefault(tuple(holders), []).append(flag)
+    for node, what in sorted((section.get("feature_flags_unreadable") or {}).items()):
+        lines.append(
+            f"cluster views at the end: {node}'s feature flags file is unreadable ({what}): "
+            "the node cannot boot from it"
+        )
     for holders, named in sorted(by_nodes.items()):
         lines.append(
             f"cluster views at the end: feature flags {', '.join(named)} on "

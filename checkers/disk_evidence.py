@@ -74,6 +74,16 @@ SIGNS: dict[str, tuple[Sign, ...]] = {
         _sign("Ra WAL crashed", r"initial call: ra_log_wal:|supervisor: .*ra_log_wal_sup"),
         _sign("I/O error returned to the broker", r"\{error,\s*(eio|enospc)\}|\b(eio|enospc)\b"),
         _sign("corrupt data found", r"bad_crc|crc_mismatch|[Cc]hecksum (mismatch|failed)"),
+        # Its persisted feature flags unreadable at boot: cut short (a parse error) or empty
+        # (4.3's reader has no case for an empty file):
+        #   throw:{feature_flags_file_read_error,".../rabbit@rabbit2-feature_flags",{16,erl_scan,...
+        #   error:{case_clause,{ok,[]}} ... rabbit_feature_flags:try_to_read_enabled_feature_...
+        _sign(
+            "feature flags file unreadable at boot",
+            r"feature_flags_file_read_error|case_clause,\{ok,\[\]\}\}.*feature_flags"
+            r"|rabbit_feature_flags:try_to_read_enabled_feature_flags_list",
+        ),
+        _sign("boot failed", r"BOOT FAILED"),
     ),
 }
 

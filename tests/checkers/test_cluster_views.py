@@ -181,6 +181,24 @@ def test_flags_a_node_persisted_and_the_others_not_are_named(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.parametrize(("text", "said"), [("", "0 bytes"), ("[quorum_queue,\n r", "17 bytes")])
+def test_a_flags_file_cut_short_or_empty_is_said_unreadable(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    """What a torn write at a power loss left of rabbit2's file (4.3.6 no longer boots)."""
+    whole = status(["rabbit1", "rabbit3"])
+    run = evidence(tmp_path, {"rabbit1": {"cluster-status": whole}}, ["rabbit2"])
+    keep_flags(run, "rabbit1", "[quorum_queue,\n stream_queue].\n")
+    keep_flags(run, "rabbit2", text)
+    views = cluster_views(run)
+    assert views is not None and views["feature_flags_differ"] == {}
+    assert views["feature_flags_unreadable"] == {"rabbit2": f"{said}, not a whole list"}
+    assert summary_lines(views) == [
+        f"cluster views at the end: rabbit2's feature flags file is unreadable ({said}, not a "
+        "whole list): the node cannot boot from it"
+    ]
+
+
 def test_a_kafka_run_has_no_cluster_views(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
     run.evidence.mkdir(parents=True)
