@@ -89,6 +89,22 @@ def test_rabbitmqs_disk_alarm_and_the_ra_wal_crash_are_named() -> None:
     assert all("initialising" not in r["line"] for r in rows)
 
 
+# What rabbit2 (4.3.6) logged at each start after a torn write of its feature flags file.
+TORN_FLAGS = (
+    "2026-11-29T18:22:46.008Z 2026-11-29 18:22:46.008247+00:00 [error] <0.209.0> BOOT FAILED\n"
+    "2026-11-29T18:22:46.008Z 2026-11-29 18:22:46.008247+00:00 [error] <0.209.0> "
+    'throw:{feature_flags_file_read_error,"/var/lib/rabbitmq/mnesia/rabbit@rabbit2-feature_flags",'
+    '{16,erl_scan,{unterminated,atom,"r"}}}\n'
+)
+
+
+def test_a_feature_flags_file_a_node_cannot_boot_from_is_named() -> None:
+    assert names(signs_in("rabbit2", TORN_FLAGS, SIGNS["rabbitmq"])) == [
+        "boot failed",
+        "feature flags file unreadable at boot",
+    ]
+
+
 def test_only_a_run_with_a_disk_fault_gets_a_section(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "rabbit1.log").write_text(RABBIT1)
