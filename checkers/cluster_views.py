@@ -123,7 +123,9 @@ def cluster_views(run: RunDir) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     nodes = [n for n in index.get("nodes", []) if isinstance(n, dict) and "answers" in n]
-    if not any(CLUSTER_STATUS in (n.get("answers") or {}) for n in nodes):
+    # A run whose nodes answered nothing of their cluster (a metadata store too broken to say)
+    # still has what their feature flags files say.
+    if not any({CLUSTER_STATUS, FEATURE_FLAGS} & set(n.get("answers") or {}) for n in nodes):
         return None
     answers: dict[str, dict[str, Any]] = {}
     silent: dict[str, str] = {}

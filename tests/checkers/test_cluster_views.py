@@ -199,6 +199,18 @@ def test_a_flags_file_cut_short_or_empty_is_said_unreadable(
     ]
 
 
+def test_flags_are_compared_when_no_node_could_say_its_cluster(tmp_path: Path) -> None:
+    """RabbitMQ 4.0.5 after a refused 4.3.6 boot and a rollback: rabbit2 and rabbit3 answer
+    cluster_status with an aborted Mnesia read, rabbit1 does not run."""
+    run = evidence(tmp_path, {}, ["rabbit1", "rabbit2", "rabbit3"])
+    keep_flags(run, "rabbit1", "[khepri_db,\n quorum_queue].\n")
+    keep_flags(run, "rabbit2", "[quorum_queue].\n")
+    keep_flags(run, "rabbit3", "[quorum_queue].\n")
+    views = cluster_views(run)
+    assert views is not None and views["feature_flags_differ"] == {"khepri_db": ["rabbit1"]}
+    assert set(views["nodes_silent"]) == {"rabbit1", "rabbit2", "rabbit3"}
+
+
 def test_a_kafka_run_has_no_cluster_views(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
     run.evidence.mkdir(parents=True)
