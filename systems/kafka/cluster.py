@@ -1067,8 +1067,10 @@ class KafkaCluster(ComposeCluster):
         for name in nodes:
             if name not in containers:
                 continue
+            # docker-py takes a positive `since` only: 0 (the whole log) is no argument at all.
+            window = {"since": int(since) - 1} if since > 1 else {}
             try:
-                log = containers[name].logs(since=max(0, int(since) - 1))
+                log = containers[name].logs(**window)
             except docker.errors.APIError:
                 continue
             if found := last_line_with(log.decode(errors="replace"), text):

@@ -381,3 +381,22 @@ def test_spare_controllers_of_a_dynamic_quorum_and_of_a_migration_are_apart(
     cluster.started_spares |= {"controller4", "controller1"}  # add-controller's; migrate's
     started = {"kraft-dedicated": voters, "kraft": voters, "zk": ["controller1"]}
     assert cluster.voters == started[settings["mode"]]
+
+
+def test_a_logged_line_is_looked_for_in_the_whole_log_or_since_a_time() -> None:
+    """docker-py takes a positive `since` only: 0 means the whole log, asked without one."""
+    from systems.kafka.cluster import KafkaCluster
+
+    asked: list[dict[str, Any]] = []
+
+    def logs(**window: Any) -> bytes:
+        asked.append(window)
+        return b"[2026-11-29 18:14:53] INFO Controller Quorum is ready for Zk to KRaft migration\n"
+
+    cluster = object.__new__(KafkaCluster)
+    controller = SimpleNamespace(logs=logs)
+    cluster.containers = lambda: {"controller1": controller}  # type: ignore[method-assign]
+    assert cluster.logged_line(["controller1", "gone"], "is ready for Zk", 0)
+    assert cluster.logged_line(["controller1"], "is ready for Zk", 1795977293.5)
+    assert not cluster.logged_line(["controller1"], "Completed migration", 0)
+    assert asked == [{}, {"since": 1795977292}, {}]
