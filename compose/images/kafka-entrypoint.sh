@@ -32,7 +32,9 @@ if grep -q '^process.roles=' "$props"; then
     elif [ "${BROKERJEPSEN_NO_INITIAL_CONTROLLERS:-}" = 1 ]; then
       quorum=(--no-initial-controllers)
     fi
-    kafka-storage.sh format --ignore-formatted -t "$CLUSTER_ID" -c "$props" \
+    # --cluster-id=ID, not -t ID: a ZooKeeper-mode cluster's id (a migration's controllers
+    # take it) may begin with "-", which the tool would read as an option.
+    kafka-storage.sh format --ignore-formatted --cluster-id="$CLUSTER_ID" -c "$props" \
       ${quorum[@]+"${quorum[@]}"} >/dev/null
   fi
 fi

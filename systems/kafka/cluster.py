@@ -343,7 +343,10 @@ def render_compose(
         elif kept_data and node.role != "zookeeper":
             volumes[f"{node.name}-data"] = {}
             service["volumes"] = [f"{node.name}-data:{DATA_DIR}"]
-        if cfg.controller_quorum == "dynamic" and node.role != "zookeeper":
+        # The repository's entrypoint over the image's: the one that formats a dynamic quorum
+        # and takes a cluster id that begins with "-" (images built before lack both).
+        formats_anew = cfg.controller_quorum == "dynamic" or cfg.migration_controllers > 0
+        if formats_anew and node.role != "zookeeper":
             service.setdefault("volumes", []).append(f"{ENTRYPOINT}:{IMAGE_ENTRYPOINT}:ro")
         if node.spare:
             # Declared, not started by `up`: a service of a profile starts only when named
@@ -512,7 +515,7 @@ class KafkaCluster(ComposeCluster):
         # The nodes a ZooKeeper-to-KRaft migration moved: how each runs now (the others run as
         # initial_stage says).
         self.node_stages: dict[str, NodeStage] = {}
-        if config.controller_quorum == "dynamic":
+        if config.controller_quorum == "dynamic" or config.migration_controllers > 0:
             _check_formats_dynamic_quorums(self.images["kafka"], self.docker)
         if config.mode == "zk":
             self.images["zookeeper"] = choose_zookeeper_image(config.zookeeper_image, self.docker)

@@ -52,8 +52,7 @@ def test_a_static_quorums_node_is_formatted_with_the_cluster_id_alone(tmp_path: 
         "kafka-storage.sh",
         "format",
         "--ignore-formatted",
-        "-t",
-        "MkU3OEVBNTcwNTJENDM2Qg",
+        "--cluster-id=MkU3OEVBNTcwNTJENDM2Qg",
         "-c",
         str(tmp_path / "server.properties"),
     ]
@@ -87,3 +86,10 @@ def test_every_other_node_of_a_dynamic_quorum_is_formatted_without_initial_contr
 def test_a_formatted_directory_is_not_formatted_again(tmp_path: Path) -> None:
     runs, _ = run_entrypoint(tmp_path, formatted=True, BROKERJEPSEN_NO_INITIAL_CONTROLLERS="1")
     assert [run[0] for run in runs] == ["kafka-server-start.sh"]
+
+
+def test_a_cluster_id_that_begins_with_a_dash_is_no_option(tmp_path: Path) -> None:
+    """A ZooKeeper-mode cluster's id, which a migration's controllers are formatted with, may
+    begin with "-" (one did: -5gvkvvTSd-PWVeY8CM1TQ, and `-t ID` made the tool refuse)."""
+    runs, _ = run_entrypoint(tmp_path, CLUSTER_ID="-5gvkvvTSd-PWVeY8CM1TQ")
+    assert "--cluster-id=-5gvkvvTSd-PWVeY8CM1TQ" in runs[0] and "-t" not in runs[0]

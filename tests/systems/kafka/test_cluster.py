@@ -307,6 +307,14 @@ def test_a_dynamic_quorums_first_voters_are_formatted_with_their_directory_ids()
         assert f"{ENTRYPOINT}:{IMAGE_ENTRYPOINT}:ro" in service["volumes"]
     static = rendered("kraft-dedicated")["services"]
     assert not any("volumes" in svc for svc in static.values())
+    # A migration's nodes too: a ZooKeeper-mode cluster id may begin with "-", which only the
+    # repository's entrypoint passes as no option.
+    migrating = rendered("zk", migration_controllers=3)["services"]
+    assert all(
+        f"{ENTRYPOINT}:{IMAGE_ENTRYPOINT}:ro" in svc["volumes"]
+        for name, svc in migrating.items()
+        if not name.startswith("zk")
+    )
     assert not any(k.startswith("BROKERJEPSEN") for k in static["kafka1"]["environment"])
 
 
