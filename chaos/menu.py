@@ -16,6 +16,13 @@ node.
 A family of several ops with weights deals them from a bag (`Draws.deal`): each op as many times
 as its weight, shuffled, so that a schedule that draws the family as often as its bag holds draws
 every op of it, in the weights' proportions.
+
+Some ops go one way only: an upgrade, a feature finalized, a phase of a migration. Their family
+is a path (`Family.path`): its steps in their one legal order, each drawn once, every other draw
+until the path ends (the generator's turn), on a cluster no other fault is in, so that faults
+come between the steps (the cluster half upgraded, upgraded but not finalized, mid-migration). A
+probe (`Family.rides`) is no fault of its own: it is drawn inside a fault of the kind it rides
+(a declare while a partition is on).
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Kind = Literal["network", "process", "client", "clock"]
+from systems.kafka.migration import PHASES
+
+Kind = Literal["network", "process", "client", "clock", "probe"]
 Step = dict[str, Any]
 # What ends a drawn fault: one step, several in order (a disk mended, then its node restarted),
 # or none (a one-off).
@@ -58,6 +67,16 @@ class ClusterShape:
     spares: int = 0
     # Kafka: the fewest brokers a decommission must leave (the replication factor, min ISR).
     keep_brokers: int = 0
+    # The base's upgrade path (chaos.upgrade_path): upgrade and finalize-feature steps, in order.
+    upgrade_path: tuple[Step, ...] = field(default=(), hash=False)
+    # The nodes an upgrade naming none moves, in the order it takes them (Kafka: dedicated
+    # controllers first, then by id): an upgrade of the path is drawn one node at a time.
+    upgradable: tuple[str, ...] = ()
+    # Kafka, a zk cluster: the KRaft controllers its migration starts (migration_controllers).
+    migration_controllers: int = 0
+    # Kafka, a dynamic quorum (KIP-853): its dedicated voters as it forms, and its spares.
+    voters: tuple[str, ...] = ()
+    spare_controllers: int = 0
 
 
 class Draws(random.Random):
@@ -69,6 +88,9 @@ class Draws(random.Random):
         super().__init__(seed)
         self.bags: dict[str, list[str]] = {}
         self.brokers_added = 0
+        self.controllers_added = 0
+        self.path_taken: dict[str, int] = {}  # per path family: how many of its steps are drawn
+        self.rides: dict[str, int] = {}  # per probe: the faults of its kind drawn so far
 
     def deal(
         self,
@@ -92,6 +114,10 @@ class Draws(random.Random):
         raise ValueError(f"no op of {bag} can be drawn on this cluster")
 
 
+def _no_time(_shape: ClusterShape, _step: Step) -> float:
+    return 0.0
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -101,6 +127,17 @@ class Family:
     fits: Callable[[ClusterShape], bool] = field(default=lambda _shape: True)
     # Drawn when no families are named; the others only when asked for by name.
     default: bool = True
+    # A path of one-way steps (see the module's docstring): the steps, in order, for a cluster.
+    path: Callable[[ClusterShape], list[Step]] | None = None
+    # A probe drawn inside the faults of this kind, never on its own.
+    rides: Kind | None = None
+    # How long the nemesis is busy with a step (its nodes moved one by one, a probe's wait):
+    # the steps run one after another, so the next draw comes after it.
+    lasts: Callable[[ClusterShape, Step], float] = _no_time
+
+    def left(self, rng: Draws, shape: ClusterShape) -> bool:
+        """Whether it has a step left to draw (a path drawn to its end has none)."""
+        return self.path is None or rng.path_taken.get(self.name, 0) < len(self.path(shape))
 
 
 # ---- targets -----------------------------------------------------------------------------------
@@ -426,15 +463,162 @@ def _kafka_membership(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step
     return {"op": "remove-broker", **target, "label": label}, {"op": "start", "target": f"@{label}"}
 
 
-def _forget_node(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+# RabbitMQ's membership changes, by weight (a bag: see Draws.deal): a node forgotten (out of the
+# cluster, its queue members with it), or one node's members of the quorum queues removed.
+RABBITMQ_MEMBERSHIP_OPS: dict[str, int] = {"forget-node": 2, "shrink-queue": 1}
+
+
+def _rabbitmq_membership(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
     """A node taken out of the cluster (its quorum queue members go with it), then added back
-    and its members grown back, as an operator replacing a node would: the next fault meets a
-    cluster whose queues have all their members again. One node at a time (the queue's leader,
-    or a node by name), never the followers: the schema counts what a forget took out by its
-    target and what an add-node of its label puts back as one node."""
+    and its members grown back, as an operator replacing a node would; or a node's members of
+    the quorum queues removed, then grown back. Either way the next fault meets a cluster whose
+    queues have all their members again. One node at a time (the queue's leader, or a node by
+    name), never the followers: the schema counts what a forget (a shrink) took out by its
+    target and what an add-node (a grow-queue) of its label puts back as one node."""
+    op = rng.deal("rabbitmq-membership", RABBITMQ_MEMBERSHIP_OPS)
     one = "leader" if shape.roles and rng.random() >= BY_NAME else rng.choice(shape.brokers)
-    fault, again = _labelled(shape, {"op": "forget-node", "nodes": [one]}, label)
+    fault, again = _labelled(shape, {"op": op, "nodes": [one]}, label)
+    if op == "shrink-queue":
+        return fault, [{"op": "grow-queue", **again}]
     return fault, [{"op": "add-node", **again}, {"op": "grow-queue", **again}]
+
+
+# Kafka's controller quorum (KIP-853), by weight (a bag): a voter removed (the active controller,
+# or a dedicated one by name) and added back when the fault ends, or a spare controller added (a
+# one-off: at most once per spare). A removal only while the voters left are a majority of the
+# voters before it (three voters or more): one voter is out at a time, the family being a
+# process fault, so the quorum never drops below a majority of its voters.
+QUORUM_OPS: dict[str, int] = {"remove-controller": 2, "add-controller": 1}
+# How long a quorum step waits for the voters to change (the scenarios' own bounds).
+REMOVE_CONTROLLER_WITHIN = 60.0
+ADD_CONTROLLER_WITHIN = 90.0
+
+
+def _controllers(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+    """A voter removed from the KRaft quorum (and stopped), then started and added back by its
+    label; or a spare controller started and added to the voters."""
+
+    def allowed(op: str) -> bool:
+        if op == "add-controller":
+            return rng.controllers_added < shape.spare_controllers
+        voters = len(shape.voters) + rng.controllers_added
+        return voters - 1 > voters // 2
+
+    op = rng.deal("controllers", QUORUM_OPS, allowed)
+    if op == "add-controller":
+        rng.controllers_added += 1
+        return {"op": "add-controller", "within": ADD_CONTROLLER_WITHIN}, None
+    target: str | list[str] = "controller"  # the active one: its removal makes it resign
+    if rng.random() < BY_NAME:
+        target = [rng.choice(shape.voters)]
+    fault = {
+        "op": "remove-controller",
+        "target": target,
+        "label": label,
+        "within": REMOVE_CONTROLLER_WITHIN,
+    }
+    return fault, {"op": "add-controller", "target": f"@{label}", "within": ADD_CONTROLLER_WITHIN}
+
+
+def _has_dynamic_quorum(shape: ClusterShape) -> bool:
+    return len(shape.voters) + shape.spare_controllers >= 3
+
+
+# ---- one-way paths: upgrades, a migration -------------------------------------------------------
+
+# How long the nemesis is busy with a one-way step, rounded up from the first runs on this
+# machine (docs/claims-findings.md): a Kafka node upgraded and back in the ISR in 8-21 s, a
+# RabbitMQ node recreated and back in 21 s, a migrating Kafka node back in 5.5-8.7 s, a feature
+# raised or RabbitMQ's metadata store migrated in 9.3 s, a controller added in 17.6 s and one
+# removed in 4.7 s, a minority's declare refused after Khepri's own 30 s.
+NODE_UPGRADE_S: dict[str, float] = {"kafka": 20.0, "rabbitmq": 25.0}
+MIGRATE_NODE_S = 12.0
+FINALIZE_S = 10.0
+QUORUM_STEP_S: dict[str, float] = {"remove-controller": 10.0, "add-controller": 20.0}
+DECLARE_S = 30.0
+# Each node's bound of a drawn migrate step (M1's).
+MIGRATE_WITHIN = 120.0
+
+
+def upgrade_steps(shape: ClusterShape) -> list[Step]:
+    """The base's upgrade path as drawn: an upgrade that names no node is one step per node, in
+    the order the op takes them, so that faults come between the nodes (the cluster on two
+    releases at once); one that names its nodes, and a finalize, as the base wrote it."""
+    key = "nodes" if shape.system == "rabbitmq" else "target"
+    steps: list[Step] = []
+    for step in shape.upgrade_path:
+        if step["op"] == "upgrade" and not (step.get("target") or step.get("nodes")):
+            steps += [{**step, key: [node]} for node in shape.upgradable]
+        else:
+            steps.append(dict(step))
+    return steps
+
+
+def migration_steps(shape: ClusterShape) -> list[Step]:
+    """Kafka 3.9's ZooKeeper-to-KRaft migration, its phases in their one order."""
+    return [{"op": "migrate", "phase": phase, "within": MIGRATE_WITHIN} for phase in PHASES]
+
+
+def _along(
+    name: str, path: Callable[[ClusterShape], list[Step]]
+) -> Callable[..., tuple[Step, Heal]]:
+    """The next step of a path (Family.left says whether one is left): a one-off."""
+
+    def draw(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+        taken = rng.path_taken.get(name, 0)
+        rng.path_taken[name] = taken + 1
+        return dict(path(shape)[taken]), None
+
+    return draw
+
+
+def _moved(shape: ClusterShape, step: Step) -> int:
+    """How many nodes a one-way step moves, one after another."""
+    if step["op"] == "migrate":
+        moves_controllers = step["phase"] in ("controllers", "finalize")
+        return shape.migration_controllers if moves_controllers else len(shape.brokers)
+    named = step.get("target") or step.get("nodes")
+    if isinstance(named, list):
+        return len(named)
+    return 1 if named else len(shape.upgradable)
+
+
+def _one_way_lasts(shape: ClusterShape, step: Step) -> float:
+    if step["op"] == "finalize-feature":
+        return FINALIZE_S
+    if step["op"] == "migrate":
+        return MIGRATE_NODE_S * _moved(shape, step)
+    return NODE_UPGRADE_S[shape.system] * _moved(shape, step)
+
+
+def _quorum_lasts(shape: ClusterShape, step: Step) -> float:
+    return QUORUM_STEP_S[step["op"]]
+
+
+def _has_upgrade_path(shape: ClusterShape) -> bool:
+    return bool(shape.upgrade_path)
+
+
+def _migrates(shape: ClusterShape) -> bool:
+    return shape.migration_controllers > 0
+
+
+# ---- probes ------------------------------------------------------------------------------------
+
+# Each target's answer is waited for this long: more than Khepri's own 30 s, after which it
+# refuses a minority's declare (RK1's).
+DECLARE_WITHIN = 35.0
+
+
+def _declare(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
+    """A metadata probe: every node asked at once to declare a throwaway queue, so that both
+    sides of whatever the network fault cut answer (a majority accepts; a minority refuses,
+    times out or is paused), and the end of the run says where each queue is after the heal."""
+    return {"op": "declare", "nodes": list(shape.brokers), "within": DECLARE_WITHIN}, None
+
+
+def _declare_lasts(shape: ClusterShape, step: Step) -> float:
+    return DECLARE_S
 
 
 # ---- clocks --------------------------------------------------------------------------------------
@@ -493,6 +677,35 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         # Replicas moved, a broker decommissioned, a spare added (KAFKA_MEMBERSHIP_OPS); by
         # name only. No clock family: a Kafka cluster refuses fake_clock for now.
         Family("membership", "process", _kafka_membership, default=False),
+        # A dynamic quorum's voters removed and added back, a spare added (QUORUM_OPS).
+        Family(
+            "controllers",
+            "process",
+            _controllers,
+            _has_dynamic_quorum,
+            default=False,
+            lasts=_quorum_lasts,
+        ),
+        # Paths (one-way, in order): the base's upgrade path (chaos.upgrade_path), a zk
+        # cluster's migration to KRaft (cluster.migration_controllers). By name only.
+        Family(
+            "upgrade",
+            "process",
+            _along("upgrade", upgrade_steps),
+            _has_upgrade_path,
+            default=False,
+            path=upgrade_steps,
+            lasts=_one_way_lasts,
+        ),
+        Family(
+            "migrate",
+            "process",
+            _along("migrate", migration_steps),
+            _migrates,
+            default=False,
+            path=migration_steps,
+            lasts=_one_way_lasts,
+        ),
     ),
     "rabbitmq": (
         Family("partition", "network", _partition),
@@ -503,11 +716,24 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("power-loss", "process", _once("power-loss"), _has_lazy_disks),
         Family("disk", "process", _disk, _has_lazy_disks, default=False),
         Family("client-path", "network", _client_path, _has_client_paths, default=False),
-        # A node out of the cluster (forgotten) and added back; by name only.
-        Family("membership", "process", _forget_node, _has_quorum_queues, default=False),
+        # A node out of the cluster (forgotten) or its queue members removed, and put back
+        # (RABBITMQ_MEMBERSHIP_OPS); by name only.
+        Family("membership", "process", _rabbitmq_membership, _has_quorum_queues, default=False),
         # A node's clock off true time (CLOCK_OFFSETS), its own kind: it overlaps a network and
         # a process fault, never another skew. By name only, on a cluster with fake_clock.
         Family("clock", "clock", _clock, _has_fake_clock, default=False),
+        # The base's upgrade path (chaos.upgrade_path), one way and in order; by name only.
+        Family(
+            "upgrade",
+            "process",
+            _along("upgrade", upgrade_steps),
+            _has_upgrade_path,
+            default=False,
+            path=upgrade_steps,
+            lasts=_one_way_lasts,
+        ),
+        # A metadata probe inside a network fault (the generator draws it there); by name only.
+        Family("declare", "probe", _declare, default=False, rides="network", lasts=_declare_lasts),
     ),
     "kafka-mock": (
         # The mock's heal ends every fault at once: one of them at a time.
@@ -535,4 +761,7 @@ def families(shape: ClusterShape, wanted: frozenset[str] | None = None) -> tuple
     )
     if not chosen:
         raise ValueError(f"none of the fault families asked for fits this {shape.system} cluster")
+    if all(f.rides is not None for f in chosen):
+        probes = ", ".join(f"{f.name} rides a {f.rides} fault" for f in chosen)
+        raise ValueError(f"{probes}: name a family of that kind too (e.g. partition)")
     return chosen

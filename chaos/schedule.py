@@ -17,6 +17,7 @@ from chaos.menu import RABBITMQ_ROLES, ClusterShape, Step
 from systems.kafka.config import nodes_of
 from systems.kafka.scenario import KafkaScenario
 from systems.kafka.targets import COORDINATOR_TOPICS
+from systems.kafka.upgrade import upgrade_order
 from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.registry import AnyScenario, parse_scenario
 from systems.scenario import ScenarioError, scenario_data, to_yaml
@@ -32,6 +33,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
         # A spare broker is not started: no drawn fault may aim at it.
         every = nodes_of(base.cluster.config(mode), "0.0.0")  # type: ignore[arg-type]
         nodes = [n for n in every if not n.spare]
+        dynamic = base.cluster.controller_quorum == "dynamic"
         return ClusterShape(
             system="kafka",
             brokers=tuple(n.name for n in nodes if n.role in ("broker", "combined")),
@@ -44,6 +46,12 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             spares=base.cluster.spare_brokers,
             # What the schema's membership check holds a decommission to.
             keep_brokers=max(base.cluster.replication_factor, base.cluster.min_insync_replicas),
+            upgrade_path=upgrade_path_of(base),
+            upgradable=tuple(upgrade_order(nodes)),
+            migration_controllers=base.cluster.migration_controllers if mode == "zk" else 0,
+            # A removed voter is stopped: a combined node (a broker too) is never one to remove.
+            voters=tuple(n.name for n in nodes if n.role == "controller") if dynamic else (),
+            spare_controllers=base.cluster.spare_controllers if dynamic else 0,
         )
     if isinstance(base, RabbitMQScenario):
         names = base.cluster.node_names()
@@ -57,9 +65,17 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             load_balancer=base.cluster.load_balancer,
             quorum_queues=base.cluster.queue_type == "quorum",
             fake_clock=base.cluster.fake_clock,
+            upgrade_path=upgrade_path_of(base),
+            upgradable=names,
         )
     brokers = tuple(str(i) for i in range(1, base.cluster.brokers + 1))
     return ClusterShape("kafka-mock", brokers, brokers, partitions=base.cluster.partitions)
+
+
+def upgrade_path_of(base: AnyScenario) -> tuple[Step, ...]:
+    """The base's upgrade path (chaos.upgrade_path), its steps as the base wrote them."""
+    path = base.chaos.upgrade_path if base.chaos is not None else None
+    return tuple(dict(step) for step in path or ())
 
 
 def coordinators_of(base: KafkaScenario) -> tuple[str, ...]:
@@ -142,8 +158,10 @@ def chaos_scenario(
 
 def options_for(base: AnyScenario, opts: ChaosOptions) -> ChaosOptions:
     """The options a schedule for this base is drawn with: a base that needs traffic before
-    its first fault (`chaos: {warmup: S}`) gets at least that much, and one made for families
-    drawn only by name (`chaos: {faults: [disk]}`) draws those when `--faults` names none."""
+    its first fault (`chaos: {warmup: S}`) gets at least that much, one whose schedule needs
+    longer than the night's traffic (`chaos: {traffic: S}`: an upgrade path, a migration) gets
+    that much traffic at least, and one made for families drawn only by name (`chaos: {faults:
+    [disk]}`) draws those when `--faults` names none."""
     own = base.chaos
     if own is None:
         return opts
@@ -151,6 +169,8 @@ def options_for(base: AnyScenario, opts: ChaosOptions) -> ChaosOptions:
         opts = replace(opts, faults=frozenset(own.faults))
     if own.warmup > opts.warmup:
         opts = replace(opts, warmup=own.warmup)
+    if own.traffic > opts.seconds:
+        opts = replace(opts, seconds=own.traffic)
     return opts
 
 

@@ -12,7 +12,10 @@ soon as it reproduces, so every later one starts from a smaller schedule:
   5. each target narrowed: one node instead of several, one follower instead of all
   6. the load cut to what the shortened schedule needs
 A shrink never grows the schedule, and it stops when its time budget is spent with the smallest
-schedule found so far. Running a candidate is the caller's (`Attempt` in, nothing else): a fake
+schedule found so far. One-way steps (an upgrade, a finalize, a migration's phase: `PATHS`) stay
+a prefix of their path: a step dropped takes the path's later steps with it (an upgrade its
+finalize, a phase the phases after it), a step kept keeps the ones before it, and none is
+narrowed. Running a candidate is the caller's (`Attempt` in, nothing else): a fake
 runner tests this module, a real one runs clusters.
 """
 
@@ -160,15 +163,23 @@ class Shrinker:
     # ---- candidates ----------------------------------------------------------------------------
 
     def _candidates(self, data: Data, hot: set[int]) -> Iterator[tuple[str, Data]]:
-        units = fault_units(data["nemesis"])
+        steps = data["nemesis"]
+        units = fault_units(steps)
         hot_units = [u for u in units if set(u) & hot]
         if hot_units and len(hot_units) < len(units):
-            keep = sorted(i for u in hot_units for i in u)
-            yield "only the faults the anomalies were tied to", _keeping(data, keep)
+            kept = {i for u in hot_units for i in u}
+            # A one-way step keeps the steps of its path before it (a finalize its upgrades).
+            kept |= _whole_units(units, {j for i in kept for j in path_neighbours(steps, i, False)})
+            if len(kept) < len(steps):
+                yield "only the faults the anomalies were tied to", _keeping(data, sorted(kept))
         # Later faults and cold ones first: they are the least likely cause.
         for unit in sorted(units, key=lambda u: (bool(set(u) & hot), -u[0])):
-            keep = [i for i in range(len(data["nemesis"])) if i not in unit]
-            yield f"without step {unit[0]} ({_op_of(data, unit[0])})", _keeping(data, keep)
+            dropped = _whole_units(
+                units, set(unit) | {j for i in unit for j in path_neighbours(steps, i, True)}
+            )
+            keep = [i for i in range(len(steps)) if i not in dropped]
+            also = " and its path's later steps" if len(dropped) > len(unit) else ""
+            yield f"without step {unit[0]} ({_op_of(data, unit[0])}){also}", _keeping(data, keep)
         for unit in units:
             if len(unit) > 1 and (halved := _halved(data, unit)) is not None:
                 yield f"step {unit[0]}'s window halved", halved
@@ -181,6 +192,30 @@ class Shrinker:
                 yield f"step {i}'s target narrowed", out
         if (lighter := _lighter(data)) is not None:
             yield "the load cut to the schedule", lighter
+
+
+# The one-way steps that follow one another in a schedule, each path in its one order: a
+# finalize needs the upgrades before it, a migration's phase the phases before it.
+PATHS: tuple[frozenset[str], ...] = (
+    frozenset({"upgrade", "finalize-feature"}),
+    frozenset({"migrate"}),
+)
+
+
+def _path_of(step: Data) -> frozenset[str] | None:
+    return next((p for p in PATHS if step.get("op") in p), None)
+
+
+def path_neighbours(steps: list[Data], i: int, later: bool) -> list[int]:
+    """The steps of step i's path after it (`later`) or before it; none for a step on no path."""
+    path = _path_of(steps[i])
+    span = range(i + 1, len(steps)) if later else range(i)
+    return [j for j in span if path is not None and steps[j].get("op") in path]
+
+
+def _whole_units(units: list[list[int]], some: set[int]) -> set[int]:
+    """Every step of the units that hold any of `some`."""
+    return {i for u in units if set(u) & some for i in u}
 
 
 def fault_units(steps: list[Data]) -> list[list[int]]:
@@ -288,6 +323,8 @@ NARROWER_ROLE = {
 
 
 def _narrowed(step: Data) -> Iterator[Data]:
+    if _path_of(step) is not None:
+        return  # an upgrade of fewer nodes would leave its finalize on a cluster not upgraded
     for key in ("target", "nodes", "from", "to", "brokers"):
         value = step.get(key)
         if isinstance(value, list) and len(value) > 1:

@@ -46,11 +46,14 @@ class Base:
 
 
 # The night's order. After the first base come the bases made for the families drawn only by
-# name (chaos.faults: clock, membership, disk), each run drawing its family alone: a run of
-# NIGHT_MINUTES draws a family at least 7 times, a whole bag of its ops (chaos.menu.Draws), so
-# the first hour draws every op of those families. They come before the first unsafe base,
-# whose expected violation is shrunk in up to half of what is left of the night, and the disk
-# bases last of them (a corruption is the fault a safe configuration is likeliest to lose to).
+# name (chaos.faults): clock, membership, disk, each run drawing its family alone (a run of
+# NIGHT_MINUTES draws a family at least 7 times, a whole bag of its ops: chaos.menu.Draws), then
+# controllers alone, and the paths (upgrade, migrate), each drawing its path to its end with
+# partitions and kills between the steps (and RabbitMQ's declare probes in its partitions) in
+# the longer traffic its base asks for (chaos.traffic). So the first hour draws every op of those
+# families (`planned_runs`). They come before the first unsafe base, whose expected violation
+# is shrunk in up to half of what is left of the night, and the disk bases last of the families
+# alone (a corruption is the fault a safe configuration is likeliest to lose to).
 MATRIX: tuple[Base, ...] = (
     Base("chaos/kafka-safe", "kraft"),
     Base("chaos/rabbitmq4-clock"),
@@ -58,6 +61,10 @@ MATRIX: tuple[Base, ...] = (
     Base("chaos/rabbitmq4-membership"),
     Base("chaos/kafka-disk", "kraft"),
     Base("chaos/rabbitmq4-disk"),
+    Base("chaos/kafka-controllers", "kraft-dedicated"),
+    Base("chaos/kafka-upgrade", "kraft"),
+    Base("chaos/rabbitmq-upgrade"),
+    Base("chaos/kafka-migration", "zk"),
     Base("chaos/kafka-acks1", "kraft", unsafe=True),
     Base("chaos/kafka-txn-isolation", "kraft"),
     Base("chaos/kafka-txn-eos", "kraft"),
@@ -69,12 +76,41 @@ MATRIX: tuple[Base, ...] = (
     Base("chaos/kafka-safe", "kraft-dedicated"),
 )
 NIGHT_MINUTES = 2.0  # traffic per run (harness nightly --minutes)
-# Runs a night makes in an hour on the 2-core machine, none shrunk: 3 in 16.1 min
-# (`make test-nightly HOURS=0.25`, 2026-11-26, docs/claims-findings.md), 5.4 min a run.
-RUNS_PER_HOUR = 11
+# What a run takes besides its traffic (its cluster up and torn down, the recovery, the checks),
+# on the 2-core machine, none shrunk: 3 runs of 2 minutes in 16.1 min (`make test-nightly
+# HOURS=0.25`, 2026-11-26, docs/claims-findings.md), 5.4 min a run.
+RUN_OVERHEAD_MINUTES = 16.1 / 3 - NIGHT_MINUTES
+# Runs of the night's traffic an hour holds: 11.
+RUNS_PER_HOUR = int(60 // (NIGHT_MINUTES + RUN_OVERHEAD_MINUTES))
 SHRINK_SHARE = 0.5  # a shrink may take at most this share of what is left of the budget
 SHRINK_RUN_SECONDS = 180.0  # below this much left, no shrink starts
 HUNT_SHARE = 0.5  # of the night, what the hunts get when there are scenarios to hunt
+
+
+def run_minutes(spec: AnyScenario, minutes: float) -> float:
+    """How long a run of the base takes, by the measured cost of a run: its traffic (the
+    night's, or the longer traffic the base asks for) and the rest of a run."""
+    own = spec.chaos.traffic / 60 if spec.chaos is not None else 0.0
+    return max(minutes, own) + RUN_OVERHEAD_MINUTES
+
+
+def planned_runs(
+    bases: tuple[Base, ...],
+    specs: dict[str, AnyScenario],
+    first_seed: int,
+    hours: float,
+    minutes: float = NIGHT_MINUTES,
+) -> list[tuple[Base, int]]:
+    """The runs a night of `hours` ends within its budget, none shrunk, by `run_minutes`: the
+    bases in turn, each with the next seed, as `run_night` takes them."""
+    runs: list[tuple[Base, int]] = []
+    spent = 0.0
+    while True:
+        base = bases[len(runs) % len(bases)]
+        spent += run_minutes(specs[base.scenario], minutes)
+        if spent > hours * 60:
+            return runs
+        runs.append((base, first_seed + len(runs)))
 
 
 @dataclass

@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    ValidationError,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
@@ -202,6 +203,10 @@ class Generated(Strict):
     """harness shrink: the run it shrank, its steps, and how often this schedule reproduced."""
 
 
+# What a chaos base's upgrade path holds: the one-way steps of an upgrade.
+UPGRADE_PATH_OPS = ("upgrade", "finalize-feature")
+
+
 class ChaosSettings(Strict):
     """What a chaos base says of the schedules drawn for it (harness chaos, the nightly)."""
 
@@ -216,14 +221,32 @@ class ChaosSettings(Strict):
     `--faults` would: e.g. [disk]); none: every default family the cluster fits. A base made for
     families drawn only by name (disk, membership, clock) says so here, so that its seed alone
     replays its schedule."""
+    traffic: Annotated[float, Field(ge=0, le=3600)] = 0.0
+    """Seconds of traffic a schedule drawn for this base gets at least (its producers send that
+    long): a base whose one-way steps take longer than the night's two minutes (an upgrade path
+    node by node, a migration's four phases) says so here; `--minutes` applies when longer."""
+    upgrade_path: Annotated[list[dict[str, Any]], Field(min_length=1)] | None = None
+    """The upgrade family's steps, in their order (each drawn once): `upgrade` and
+    `finalize-feature` steps as a nemesis writes them, without `at`, e.g. [{op: upgrade, release:
+    "4.4", within: 90}, {op: finalize-feature, feature: metadata.version, level: "4.4"}]. An
+    upgrade naming no node is drawn one node at a time. The path, as a schedule of its own, must
+    be one the system's schema takes (RabbitMQ: a supported path)."""
 
     @model_validator(mode="after")
     def _says_something(self) -> ChaosSettings:
         if not self.model_fields_set:
             raise ValueError(
-                "an empty chaos block: give warmup (seconds before the first fault) or faults "
-                "(the families its schedules draw)"
+                "an empty chaos block: give warmup (seconds before the first fault), faults "
+                "(the families its schedules draw), traffic or upgrade_path"
             )
+        for i, step in enumerate(self.upgrade_path or []):
+            if step.get("op") not in UPGRADE_PATH_OPS:
+                raise ValueError(
+                    f"upgrade_path.{i}: op {step.get('op')!r}: the path holds "
+                    f"{' and '.join(UPGRADE_PATH_OPS)} steps"
+                )
+            if "at" in step:
+                raise ValueError(f"upgrade_path.{i}: no at: the generator draws when it runs")
         return self
 
 
@@ -273,6 +296,30 @@ class ScenarioBase(Strict):
         times = [step.at for step in self.nemesis]
         if times != sorted(times):
             raise ValueError("nemesis steps must be in time order")
+        return self
+
+    @model_validator(mode="after")
+    def _upgrade_path_is_a_schedule(self) -> ScenarioBase:
+        """A base's upgrade path, run as the whole schedule of the base, is one the system's
+        schema takes: a drawn schedule holds a prefix of it (node by node), faults between."""
+        path = self.chaos.upgrade_path if self.chaos is not None else None
+        if not path:
+            return self
+        data = scenario_data(self)
+        data.pop("chaos")
+        data["nemesis"] = [{"at": float(i), **step} for i, step in enumerate(path)]
+        try:
+            type(self).model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(map(str, first["loc"])).replace("nemesis", "upgrade_path", 1)
+            said = str(first["msg"]).removeprefix("Value error, ")
+            said = said.replace("nemesis.", "upgrade_path.", 1)
+            if where.startswith("upgrade_path"):
+                said = f"{where}: {said}"
+            elif not said.startswith("upgrade_path."):  # the cluster's word on the path
+                said = f"upgrade_path: {where + ': ' if where else ''}{said}"
+            raise ValueError(f"chaos.{said}") from None
         return self
 
 

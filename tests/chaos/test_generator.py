@@ -4,6 +4,7 @@ overlapping, and every step one the system's own schema takes."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 from dataclasses import replace
@@ -14,9 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaos.generator import ChaosError, ChaosOptions, draw_schedule
-from chaos.menu import CLOCK_OFFSETS, RABBITMQ_ROLES, ClusterShape, Draws
+from chaos.menu import (
+    CLOCK_OFFSETS,
+    RABBITMQ_ROLES,
+    ClusterShape,
+    Draws,
+    migration_steps,
+    upgrade_steps,
+)
 from chaos.schedule import chaos_scenario, coordinators_of, shape_of, steps_yaml
 from checkers.coverage import COORDINATOR_ROLES
+from systems.kafka.migration import PHASES
 from systems.kafka.scenario import KafkaScenario
 from systems.registry import AnyScenario, load_scenario, parse_scenario
 from systems.scenario import scenario_data, to_yaml
@@ -470,14 +479,21 @@ def test_the_membership_family_is_drawn_only_when_asked_and_puts_back_what_it_to
     scenario, steps = chaos_scenario(quorum, opts)
     assert scenario.nemesis
     forgets = [s for s in steps if s["op"] == "forget-node"]
+    shrinks = [s for s in steps if s["op"] == "shrink-queue"]
     adds = [s for s in steps if s["op"] == "add-node"]
     grows = [s for s in steps if s["op"] == "grow-queue"]
-    assert forgets and len(adds) == len(forgets) == len(grows)
+    assert forgets and shrinks and len(adds) == len(forgets)
+    assert len(grows) == len(forgets) + len(shrinks)  # every member taken out grown back
     kafka_steps = chaos_scenario(kafka_base(CHAOS / "kafka-safe.yaml"), opts)[1]
     assert kafka_steps and {s["op"] for s in kafka_steps} == {"reassign"}
     # Not drawn by default, and not on a stream's cluster (no members to grow back).
     default = chaos_scenario(quorum, ChaosOptions(seed=3, seconds=120))[1]
-    assert not {s["op"] for s in default} & {"forget-node", "add-node", "grow-queue"}
+    assert not {s["op"] for s in default} & {
+        "forget-node",
+        "shrink-queue",
+        "add-node",
+        "grow-queue",
+    }
     with pytest.raises(ChaosError, match="none of the fault families"):
         chaos_scenario(load_scenario(CHAOS / "rabbitmq4-stream.yaml"), opts)
 
@@ -601,3 +617,212 @@ def test_a_base_names_the_families_it_draws_and_faults_asked_for_override_them()
     typo = parse_scenario(to_yaml(data), "typo.yaml")
     with pytest.raises(ChaosError, match=r"no fault family 'disks'.*chaos-rabbitmq4-disk's chaos"):
         chaos_scenario(typo, ChaosOptions(seed=4, seconds=120))
+
+
+# ---- paths (upgrades, a migration), the controller quorum, probes ------------------------------
+
+PATH_BASES = {
+    "kafka-upgrade": "kraft",
+    "rabbitmq-upgrade": None,
+    "kafka-migration": "zk",
+}
+ONE_WAY = {"upgrade", "finalize-feature", "migrate"}
+
+
+def base_steps(name: str, seed: int, seconds: float = 120, **kw: object) -> list[dict]:
+    spec = load_scenario(CHAOS / f"{name}.yaml")
+    mode = getattr(spec.cluster, "modes", [None])[0]
+    return chaos_scenario(spec, ChaosOptions(seed=seed, seconds=seconds, **kw), mode)[1]  # type: ignore[arg-type]
+
+
+def path_of(name: str) -> list[dict]:
+    """Every step of the base's path, in order, as the generator draws them."""
+    spec = load_scenario(CHAOS / f"{name}.yaml")
+    mode = getattr(spec.cluster, "modes", [None])[0]
+    shape = shape_of(spec, mode)
+    return upgrade_steps(shape) if shape.upgrade_path else migration_steps(shape)
+
+
+def test_a_path_is_the_bases_own_upgrade_node_by_node_or_kafkas_migration_phases() -> None:
+    assert [s.get("target") for s in path_of("kafka-upgrade")] == [
+        ["kafka1"], ["kafka2"], ["kafka3"], None
+    ]  # fmt: skip
+    assert [s.get("nodes") or s["feature"] for s in path_of("rabbitmq-upgrade")] == [
+        ["rabbit1"], ["rabbit2"], ["rabbit3"], "khepri_db"
+    ]  # fmt: skip
+    assert [s["phase"] for s in path_of("kafka-migration")] == list(PHASES)
+    # Dedicated controllers first, as the upgrade op itself takes them.
+    dedicated = load_scenario(CHAOS / "kafka-safe.yaml")
+    assert shape_of(dedicated, "kraft-dedicated").upgradable[:3] == (
+        "controller1", "controller2", "controller3"
+    )  # fmt: skip
+    named = replace(
+        shape_of(load_scenario(CHAOS / "kafka-upgrade.yaml"), "kraft"),
+        upgrade_path=({"op": "upgrade", "release": "4.4", "target": "leader"},),
+    )
+    assert upgrade_steps(named) == [{"op": "upgrade", "release": "4.4", "target": "leader"}]
+
+
+@pytest.mark.parametrize("base", sorted(PATH_BASES))
+@pytest.mark.parametrize("seed", range(30))
+def test_a_path_is_drawn_in_order_each_step_once_on_a_calm_cluster_a_fault_between(
+    base: str, seed: int
+) -> None:
+    steps = base_steps(base, seed)
+    drawn = [s for s in steps if s["op"] in ONE_WAY]
+    path = path_of(base)
+    assert [{k: v for k, v in s.items() if k != "at"} for s in drawn] == path[: len(drawn)]
+    assert len(drawn) == len(path), "the base's traffic holds its whole path"
+    where = [i for i, s in enumerate(steps) if s["op"] in ONE_WAY]
+    for i, j in itertools.pairwise(where):
+        between = {s["op"] for s in steps[i + 1 : j]}
+        assert between - ONE_WAY - {"heal", "start", "declare"}, (seed, steps[i:j])
+    for i in where:  # no fault in effect when a path's step begins
+        assert replay(steps[:i]) == [], (seed, steps[i])
+
+
+def test_a_path_drawn_to_its_end_is_never_drawn_again() -> None:
+    steps = base_steps("kafka-upgrade", 7, seconds=900)
+    drawn = [s for s in steps if s["op"] in ONE_WAY]
+    assert len(drawn) == len(path_of("kafka-upgrade"))
+    last = max(i for i, s in enumerate(steps) if s["op"] in ONE_WAY)
+    assert len(steps) - last > 10  # the other families go on drawing
+
+
+def test_the_first_step_of_a_path_comes_first_and_the_one_way_steps_push_the_next_back() -> None:
+    steps = base_steps("kafka-migration", 3)
+    assert steps[0]["op"] == "migrate" and steps[0]["at"] == 5.0
+    # The controllers' phase keeps the nemesis busy about 3 x 12 s: nothing is drawn meanwhile.
+    assert steps[1]["at"] >= 5.0 + 3 * 12
+
+
+@pytest.mark.parametrize(
+    ("base", "mode", "family"),
+    [
+        ("kafka-safe", "kraft", "upgrade"),
+        ("kafka-safe", "zk", "migrate"),
+        ("kafka-safe", "kraft-dedicated", "controllers"),
+        ("rabbitmq4-quorum", None, "upgrade"),
+    ],
+)
+def test_a_path_or_quorum_family_is_drawn_only_on_a_cluster_that_has_one(
+    base: str, mode: str | None, family: str
+) -> None:
+    spec = load_scenario(CHAOS / f"{base}.yaml")
+    opts = ChaosOptions(seed=1, seconds=120, faults=frozenset({family}))
+    with pytest.raises(ChaosError, match="none of the fault families"):
+        chaos_scenario(spec, opts, mode)
+    default = chaos_scenario(spec, replace(opts, faults=None), mode)[1]
+    assert not {s["op"] for s in default} & (ONE_WAY | {"add-controller", "remove-controller"})
+
+
+CONTROLLERS_BASE = CHAOS / "kafka-controllers.yaml"
+
+
+@pytest.mark.parametrize("spares", [1, 0])
+def test_the_controllers_family_takes_one_voter_out_at_a_time_and_adds_each_spare_once(
+    spares: int,
+) -> None:
+    data = scenario_data(kafka_base(CONTROLLERS_BASE))
+    data["cluster"]["spare_controllers"] = spares
+    spec = parse_scenario(to_yaml(data), "controllers.yaml")
+    shape = shape_of(spec, "kraft-dedicated")
+    assert shape.voters == ("controller1", "controller2", "controller3")
+    for seed in range(30):
+        scenario, steps = chaos_scenario(spec, ChaosOptions(seed=seed, seconds=120))
+        assert scenario.nemesis  # the schema's quorum check took it
+        voters, out, added = 3, None, 0
+        for s in steps:
+            assert s["op"] in ("remove-controller", "add-controller"), s
+            if s["op"] == "remove-controller":
+                assert out is None, f"seed {seed}: a second voter out"
+                assert voters - 1 > voters // 2  # the voters left are a majority
+                assert s["target"] == "controller" or s["target"][0] in shape.voters
+                out, voters = f"@{s['label']}", voters - 1
+            elif "target" in s:
+                assert s["target"] == out
+                out, voters = None, voters + 1
+            else:
+                added, voters = added + 1, voters + 1
+        assert out is None and added == spares
+        assert any(s["op"] == "remove-controller" for s in steps)
+
+
+def test_a_quorum_of_two_voters_takes_its_spare_before_any_removal() -> None:
+    shape = ClusterShape(
+        "kafka", ("kafka1",), ("controller1", "controller2", "kafka1"),
+        voters=("controller1", "controller2"), spare_controllers=1,
+    )  # fmt: skip
+    for seed in range(20):
+        ops = [
+            s["op"]
+            for s in draw_schedule(shape, ChaosOptions(seed, 120, frozenset({"controllers"})))
+        ]
+        assert ops[0] == "add-controller"  # three voters before the first removal
+    lone = replace(shape, spare_controllers=0)
+    with pytest.raises(ChaosError, match="none of the fault families"):
+        draw_schedule(lone, ChaosOptions(1, 120, frozenset({"controllers"})))
+
+
+def network_windows(steps: list[dict]) -> list[tuple[float, float]]:
+    """The (start, heal) of each network fault of a schedule."""
+    windows, start = [], None
+    for s in steps:
+        if s["op"] in NETWORK:
+            start = s["at"]
+        elif s["op"] == "heal" and start is not None:
+            windows.append((start, s["at"]))
+            start = None
+    return windows
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_declare_rides_every_other_network_fault_inside_its_window_on_every_node(
+    seed: int,
+) -> None:
+    steps = base_steps("rabbitmq-upgrade", seed)
+    windows = network_windows(steps)
+    declares = [s for s in steps if s["op"] == "declare"]
+    assert declares and len(declares) == len(windows[::2])
+    for d, (start, heal) in zip(declares, windows[::2], strict=True):
+        assert start < d["at"] < heal
+        assert d["nodes"] == ["rabbit1", "rabbit2", "rabbit3"] and d["within"] > 30
+
+
+def test_a_probe_alone_is_refused_naming_what_it_rides() -> None:
+    spec = load_scenario(CHAOS / "rabbitmq-upgrade.yaml")
+    opts = ChaosOptions(seed=1, seconds=120, faults=frozenset({"declare"}))
+    with pytest.raises(ChaosError, match="declare rides a network fault: name a family"):
+        chaos_scenario(spec, opts)
+
+
+def drawn_by_name(base: str, mode: str | None) -> tuple[ClusterShape, frozenset[str]]:
+    """A base's shape and the families it names (chaos.faults)."""
+    spec = load_scenario(CHAOS / f"{base}.yaml")
+    assert spec.chaos is not None and spec.chaos.faults is not None
+    return shape_of(spec, mode), frozenset(spec.chaos.faults)
+
+
+PATH_SHAPES = st.sampled_from(
+    [
+        drawn_by_name(b, m)
+        for b, m in [*PATH_BASES.items(), ("kafka-controllers", "kraft-dedicated")]
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=seeds, seconds=lengths, chosen=PATH_SHAPES)
+def test_a_schedule_with_paths_is_deterministic_ordered_healed_and_keeps_its_paths_order(
+    seed: int, seconds: float, chosen: tuple[ClusterShape, frozenset[str]]
+) -> None:
+    shape, faults = chosen
+    opts = ChaosOptions(seed=seed, seconds=seconds, faults=faults)
+    steps = draw_schedule(shape, opts)
+    assert steps == draw_schedule(shape, opts)
+    times = [s["at"] for s in steps]
+    assert times == sorted(times) and times[0] >= opts.warmup
+    assert replay(steps) == []
+    path = upgrade_steps(shape) if shape.upgrade_path else migration_steps(shape)
+    drawn = [{k: v for k, v in s.items() if k != "at"} for s in steps if s["op"] in ONE_WAY]
+    assert drawn == path[: len(drawn)]

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from chaos.generator import ChaosOptions, draw_schedule
 from chaos.menu import ClusterShape
-from chaos.schedule import options_for, shape_of
+from chaos.schedule import chaos_scenario, options_for, shape_of
 from chaos.shrink import Data, Shrinker, ShrinkOptions, fault_units, warmup_of
-from systems.registry import load_scenario
+from systems.registry import load_scenario, parse_scenario
+from systems.scenario import scenario_data, to_yaml
 from tests.helpers import ROOT
 
 KAFKA = ClusterShape(
@@ -297,6 +298,7 @@ HEALS = {
     "add-broker": [],
     "reassign": [],
     "forget-node": ["add-node", "grow-queue"],
+    "shrink-queue": ["grow-queue"],
     "torn-write": ["power-loss", "disk-ok"],
     "disk-error": ["disk-ok", "restart"],
     "disk-full": ["disk-ok", "restart"],
@@ -331,6 +333,7 @@ def test_each_drawn_fault_is_one_unit_with_all_its_heals(base: str) -> None:
         ("kafka-membership", "remove-broker"),
         ("kafka-membership", "add-broker"),
         ("rabbitmq4-membership", "forget-node"),
+        ("rabbitmq4-membership", "shrink-queue"),
         ("kafka-disk", "torn-write"),
         ("rabbitmq4-disk", "torn-write"),
     ],
@@ -354,3 +357,133 @@ def test_a_drawn_fault_that_breaks_the_run_is_all_that_is_left_with_its_heals(
     for heal in minimal[1:]:
         named = heal.get("target", heal.get("nodes"))
         assert (named if isinstance(named, list) else [named]) == again
+
+
+# ---- one-way paths: a shrunk schedule keeps each path a prefix of itself ------------------------
+
+UPGRADED = [
+    {"at": 5.0, "op": "upgrade", "release": "4.4", "within": 90, "target": ["kafka1"]},
+    {"at": 30.0, "op": "kill", "target": "leader", "label": "f2"},
+    {"at": 40.0, "op": "start", "target": "@f2"},
+    {"at": 45.0, "op": "upgrade", "release": "4.4", "within": 90, "target": ["kafka2"]},
+    {"at": 70.0, "op": "isolate", "target": "controller", "label": "f4"},
+    {"at": 80.0, "op": "heal"},
+    {"at": 85.0, "op": "upgrade", "release": "4.4", "within": 90, "target": ["kafka3"]},
+    {"at": 110.0, "op": "finalize-feature", "feature": "metadata.version", "level": "4.4"},
+]
+MIGRATED = [
+    {"at": 5.0, "op": "migrate", "phase": "controllers"},
+    {"at": 45.0, "op": "migrate", "phase": "brokers"},
+    {"at": 85.0, "op": "kill", "target": "leader", "label": "f3"},
+    {"at": 95.0, "op": "start", "target": "@f3"},
+    {"at": 100.0, "op": "migrate", "phase": "kraft"},
+    {"at": 140.0, "op": "migrate", "phase": "finalize"},
+]
+PATH_OPS = ("upgrade", "finalize-feature", "migrate")
+
+
+def path_steps(data: Data) -> list[dict[str, Any]]:
+    return [
+        {k: v for k, v in s.items() if k != "at"} for s in data["nemesis"] if s["op"] in PATH_OPS
+    ]
+
+
+def is_path_prefix(candidate: Data, original: list[dict[str, Any]]) -> bool:
+    """Whether the candidate's one-way steps are the first of the original's, in order."""
+    mine = path_steps(candidate)
+    return mine == path_steps({"nemesis": original})[: len(mine)]
+
+
+def recording(tried: list[Data]) -> Any:
+    def valid(data: Data) -> bool:
+        tried.append(data)
+        return True
+
+    return valid
+
+
+def test_a_one_way_step_dropped_takes_its_paths_later_steps_with_it() -> None:
+    tried: list[Data] = []
+    s = Shrinker(loses_when_the_leader_is_killed, recording(tried), ONCE)
+    result = s.shrink(scenario(copy.deepcopy(UPGRADED)), set(), (1, 1))
+    assert [x["op"] for x in result.minimal["nemesis"]] == ["kill", "start"]
+    assert tried and all(is_path_prefix(d, UPGRADED) for d in tried)
+    # Nothing kept: each candidate of the first round. Dropping the second upgrade drops the
+    # third and the finalize with it, in one candidate.
+    tried.clear()
+    s = Shrinker(lambda _d: False, recording(tried), ONCE)
+    whats = [c.what for c in s.shrink(scenario(copy.deepcopy(UPGRADED)), set(), (1, 1)).candidates]
+    assert "without step 3 (upgrade) and its path's later steps" in whats
+    ops = [[x["op"] for x in d["nemesis"]] for d in tried]
+    assert ["upgrade", "kill", "start", "isolate", "heal"] in ops
+    assert "without step 7 (finalize-feature)" in whats  # the last: nothing after it
+
+
+def test_a_finalize_the_anomalies_were_tied_to_keeps_the_upgrades_before_it() -> None:
+    def loses_when_finalized(data: Data) -> bool:
+        return any(s["op"] == "finalize-feature" for s in data["nemesis"])
+
+    tried: list[Data] = []
+    s = Shrinker(loses_when_finalized, recording(tried), ONCE)
+    result = s.shrink(scenario(copy.deepcopy(UPGRADED)), {7}, (1, 1))
+    assert [x["op"] for x in tried[0]["nemesis"]] == ["upgrade"] * 3 + ["finalize-feature"]
+    assert path_steps(result.minimal) == path_steps({"nemesis": UPGRADED})
+    assert all(is_path_prefix(d, UPGRADED) for d in tried)
+
+
+def test_a_migrations_phase_that_breaks_the_run_keeps_the_phases_before_it_and_drops_the_rest() -> (
+    None
+):
+    def loses_in_kraft(data: Data) -> bool:
+        return any(s.get("phase") == "kraft" for s in data["nemesis"])
+
+    tried: list[Data] = []
+    result = Shrinker(loses_in_kraft, recording(tried), ONCE).shrink(
+        scenario(copy.deepcopy(MIGRATED)), set(), (1, 1)
+    )
+    assert [s["phase"] for s in result.minimal["nemesis"]] == ["controllers", "brokers", "kraft"]
+    assert all(is_path_prefix(d, MIGRATED) for d in tried)
+
+
+def test_a_one_way_step_is_never_narrowed() -> None:
+    steps = [{"at": 5.0, "op": "upgrade", "release": "4.4", "target": ["kafka1", "kafka2"]}]
+    tried: list[Data] = []
+    upgraded = Shrinker(lambda d: bool(d["nemesis"]), recording(tried), ONCE)
+    result = upgraded.shrink(scenario(steps), set(), (1, 1))
+    assert result.minimal["nemesis"][0]["target"] == ["kafka1", "kafka2"]
+    assert all(d["nemesis"][0]["target"] == ["kafka1", "kafka2"] for d in tried if d["nemesis"])
+
+
+PATH_BASES = {"kafka-upgrade": "kraft", "rabbitmq-upgrade": None, "kafka-migration": "zk"}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    base=st.sampled_from(sorted(PATH_BASES)),
+    seed=st.integers(0, 10_000),
+    planted=st.integers(0, 1000),
+    tied=st.booleans(),
+)
+def test_every_candidate_of_a_drawn_path_schedule_keeps_its_path_a_prefix_and_is_valid(
+    base: str, seed: int, planted: int, tied: bool
+) -> None:
+    """A drawn schedule, any step of it the cause (tied to the anomalies or not): every
+    candidate the shrinker makes holds the first steps of the schedule's path, in order, and is
+    one the system's own schema takes."""
+    spec = load_scenario(ROOT / "scenarios" / "chaos" / f"{base}.yaml")
+    generated, steps = chaos_scenario(spec, ChaosOptions(seed, 120.0), PATH_BASES[base])
+    original = scenario_data(generated)
+    i = planted % len(steps)
+    cause = {k: v for k, v in steps[i].items() if k != "at"}
+
+    def attempt(data: Data) -> bool:
+        return any({k: v for k, v in s.items() if k != "at"} == cause for s in data["nemesis"])
+
+    tried: list[Data] = []
+    result = Shrinker(attempt, recording(tried), ONCE).shrink(
+        original, {i} if tied else set(), (1, 1)
+    )
+    assert attempt(result.minimal)
+    for candidate in tried:
+        assert is_path_prefix(candidate, steps)
+        parse_scenario(to_yaml(candidate), "<candidate>")  # raises if the schema refuses it

@@ -13,7 +13,10 @@ import pytest
 import yaml
 
 from chaos.generator import ChaosError, ChaosOptions, draw_schedule
+from chaos.menu import FAMILIES
 from chaos.schedule import chaos_scenario, options_for, shape_of
+from faults.registry import op as fault_op
+from faults.registry import ops_of
 from harness import nightly
 from harness.chaos import ChaosResult
 from harness.commands import campaigns
@@ -24,11 +27,14 @@ from harness.nightly import (
     Base,
     Night,
     first_seed_of,
+    planned_runs,
+    run_minutes,
     run_night,
     write_night,
 )
 from harness.sequence import Job, Trial
-from systems.registry import AnyScenario, find_scenario, load_scenario
+from systems.registry import AnyScenario, find_scenario, load_scenario, parse_scenario
+from systems.scenario import ScenarioError, scenario_data, to_yaml
 from tests.helpers import ROOT
 
 SAFE = Base("chaos/kafka-safe", "kraft")
@@ -119,19 +125,45 @@ def test_a_night_too_short_for_a_bases_warmup_stops_before_its_first_run(
 
 # ---- what an hour of the night draws ------------------------------------------------------------
 
-# The ops of the families drawn only by name that the nightly must draw in its first hour, per
-# system (issue 70): the faults and what heals them.
-NEW_OPS = {
-    "kafka": {
+# The ops issue 70 added to the nemesis (disks, clocks, membership, the controller quorum, rolling
+# upgrades, the ZooKeeper-to-KRaft migration, RabbitMQ's metadata probe), the faults and what
+# heals them: "the chaos run of the nightly tier draws every new op at least once in an hour".
+ISSUE_70_OPS = frozenset(
+    {
         "disk-error", "disk-full", "torn-write", "corrupt", "disk-ok",
-        "reassign", "remove-broker", "add-broker",
-    },
-    "rabbitmq": {
-        "disk-error", "disk-full", "torn-write", "corrupt", "disk-ok",
-        "forget-node", "add-node", "grow-queue",
         "clock", "clock-ok",
-    },
-}  # fmt: skip
+        "reassign", "remove-broker", "add-broker", "add-controller", "remove-controller",
+        "forget-node", "add-node", "shrink-queue", "grow-queue",
+        "upgrade", "finalize-feature", "migrate",
+        "declare",
+    }
+)  # fmt: skip
+
+
+def refuses_a_fake_clock(spec: AnyScenario) -> bool:
+    """Whether the base's system refuses cluster.fake_clock (Kafka's does, for now)."""
+    data = scenario_data(spec)
+    data["cluster"]["fake_clock"] = True
+    try:
+        parse_scenario(to_yaml(data), "fake-clock.yaml")
+    except ScenarioError:
+        return True
+    return False
+
+
+def new_ops(specs: dict[str, AnyScenario]) -> dict[str, set[str]]:
+    """Per real system, the issue's ops it has, but those a cluster of it cannot take (a clock
+    where the system refuses a fake clock): what the nightly's first hour must draw."""
+    wanted: dict[str, set[str]] = {}
+    for spec in specs.values():
+        system = spec.cluster.system
+        if system in wanted or system == "kafka-mock":
+            continue
+        ops = set(ISSUE_70_OPS & set(ops_of(system)))
+        if refuses_a_fake_clock(spec):
+            ops = {o for o in ops if not fault_op(o).needs_fake_clock}
+        wanted[system] = ops
+    return wanted
 
 
 def loaded_matrix() -> dict[str, AnyScenario]:
@@ -141,26 +173,57 @@ def loaded_matrix() -> dict[str, AnyScenario]:
 
 
 def drawn_in_an_hour(first_seed: int, specs: dict[str, AnyScenario]) -> dict[str, set[str]]:
-    """The ops of the night's first RUNS_PER_HOUR runs, by system: turn t runs MATRIX[t] (in
-    turn) with seed first_seed + t, as harness.nightly does, drawn as harness chaos draws."""
+    """The ops of the runs of the night's first hour (planned_runs: the matrix in turn, seed
+    after seed, each run as long as its traffic and the measured rest of a run), by system,
+    drawn as harness chaos draws them."""
     drawn: dict[str, set[str]] = {"kafka": set(), "rabbitmq": set()}
-    for turn in range(RUNS_PER_HOUR):
-        base = MATRIX[turn % len(MATRIX)]
+    for base, seed in planned_runs(MATRIX, specs, first_seed, 1.0):
         spec = specs[base.scenario]
-        opts = ChaosOptions(seed=first_seed + turn, seconds=NIGHT_MINUTES * 60)
+        opts = ChaosOptions(seed=seed, seconds=NIGHT_MINUTES * 60)
         steps = draw_schedule(shape_of(spec, base.mode), options_for(spec, opts))
         drawn[spec.cluster.system] |= {s["op"] for s in steps}
     return drawn
 
 
-def test_every_night_of_a_year_draws_each_disk_membership_and_clock_op_in_its_first_hour() -> None:
+def test_the_issues_ops_are_each_systems_but_a_clock_kafka_refuses() -> None:
+    wanted = new_ops(loaded_matrix())
+    assert wanted["kafka"] >= {"upgrade", "finalize-feature", "migrate", "add-controller"}
+    assert not wanted["kafka"] & {"clock", "clock-ok", "declare", "forget-node", "shrink-queue"}
+    assert wanted["rabbitmq"] >= {"clock", "clock-ok", "declare", "shrink-queue", "upgrade"}
+    assert not wanted["rabbitmq"] & {"migrate", "add-controller", "reassign"}
+
+
+def test_every_night_of_a_year_draws_each_of_the_issues_new_ops_in_its_first_hour() -> None:
     specs = loaded_matrix()
+    wanted = new_ops(specs)
     day = datetime.date(2027, 1, 1)
     while day.year == 2027:
         drawn = drawn_in_an_hour(first_seed_of(day.isoformat()), specs)
-        for system, ops in NEW_OPS.items():
+        for system, ops in wanted.items():
             assert ops <= drawn[system], f"{day}: {system} drew no {sorted(ops - drawn[system])}"
         day += datetime.timedelta(days=1)
+
+
+def own_traffic(spec: AnyScenario) -> float:
+    return spec.chaos.traffic if spec.chaos is not None else 0.0
+
+
+def test_an_hour_holds_as_many_runs_of_the_nights_traffic_as_ever_and_fewer_longer_ones() -> None:
+    specs = loaded_matrix()
+    plain = tuple(b for b in MATRIX if not own_traffic(specs[b.scenario]))
+    assert len(planned_runs(plain, specs, 1, 1.0)) == RUNS_PER_HOUR == 11
+    hour = planned_runs(MATRIX, specs, 1, 1.0)
+    assert [seed for _b, seed in hour] == list(range(1, len(hour) + 1))
+    assert sum(run_minutes(specs[b.scenario], NIGHT_MINUTES) for b, _ in hour) <= 60
+    # A base that asks for more traffic takes as much longer.
+    longer = {b.key for b, _ in hour if own_traffic(specs[b.scenario]) > NIGHT_MINUTES * 60}
+    assert longer == {
+        "chaos/kafka-upgrade (kraft)", "chaos/rabbitmq-upgrade", "chaos/kafka-migration (zk)"
+    }  # fmt: skip
+    upgrade = specs["chaos/kafka-upgrade"]
+    assert run_minutes(upgrade, NIGHT_MINUTES) == pytest.approx(
+        run_minutes(specs["chaos/kafka-safe"], NIGHT_MINUTES) + 1.0
+    )
 
 
 def test_a_nights_own_runs_draw_every_new_op_in_the_runs_of_an_hour(
@@ -168,29 +231,31 @@ def test_a_nights_own_runs_draw_every_new_op_in_the_runs_of_an_hour(
 ) -> None:
     """Through run_night itself (its turns, seeds and schedule files; no cluster): the
     schedules of its first hour's runs, as their scenario files hold them."""
+    specs = loaded_matrix()
+    first = first_seed_of("2026-11-24")
+    hour = planned_runs(MATRIX, specs, first, 1.0)
     ran: list[tuple[Base, dict[str, Any]]] = []
 
     def fake_runs(jobs: Iterable[Job], judge: Callable[[Job, Trial], bool], **_k: Any) -> None:
         for job in jobs:
             ran.append((job.tag[0], yaml.safe_load(Path(job.scenario).read_text())))
             held = {"outcome": "safe", "matched": True, "reason": "held", "coverage": {}}
-            if not judge(job, Trial(tmp_path, 1.0, None, held)) or len(ran) == RUNS_PER_HOUR:
+            if not judge(job, Trial(tmp_path, 1.0, None, held)) or len(ran) == len(hour):
                 return
 
     monkeypatch.setattr(nightly, "run_jobs", fake_runs)
-    first = first_seed_of("2026-11-24")
     run_night(MATRIX, 24, NIGHT_MINUTES, first, tmp_path, ROOT / "scenarios", lambda _s: None)
-    assert [b for b, _ in ran] == [MATRIX[t % len(MATRIX)] for t in range(RUNS_PER_HOUR)]
+    assert [(b, data["generated"]["seed"]) for b, data in ran] == hour
     drawn: dict[str, set[str]] = {"kafka": set(), "rabbitmq": set()}
     for _base, data in ran:
         drawn[data["cluster"]["system"]] |= {s["op"] for s in data["nemesis"]}
-    for system, ops in NEW_OPS.items():
+    for system, ops in new_ops(specs).items():
         assert ops <= drawn[system], sorted(ops - drawn[system])
     # The same as the year's test draws for that night: it follows the night's own turns.
-    assert drawn == drawn_in_an_hour(first, loaded_matrix())
+    assert drawn == drawn_in_an_hour(first, specs)
 
 
-def test_the_bases_of_families_drawn_by_name_run_before_any_unsafe_base() -> None:
+def test_the_bases_of_families_drawn_by_name_run_in_the_first_hour_before_any_unsafe_base() -> None:
     """An unsafe base's expected violation is shrunk in up to half of what is left of the
     night: the bases the hour's guarantee rests on come before it, within the hour."""
     specs = loaded_matrix()
@@ -200,8 +265,16 @@ def test_the_bases_of_families_drawn_by_name_run_before_any_unsafe_base() -> Non
         if (own := specs[b.scenario].chaos) is not None and own.faults
     }
     first_unsafe = next(i for i, b in enumerate(MATRIX) if b.unsafe)
-    assert named and max(named) < first_unsafe < RUNS_PER_HOUR
-    assert {f for faults in named.values() for f in faults} == {"disk", "membership", "clock"}
+    assert named and max(named) < first_unsafe
+    assert max(named) < len(planned_runs(MATRIX, specs, 1, 1.0))
+    by_name = {
+        f.name for system in ("kafka", "rabbitmq") for f in FAMILIES[system] if not f.default
+    }
+    # Every family drawn only by name has a base in the hour, but the clients' ones (the
+    # client path and client bounces: the transactional bases') and a preferred election.
+    assert by_name - {f for faults in named.values() for f in faults} == {
+        "client-path", "clients", "elect"
+    }  # fmt: skip
 
 
 def test_the_nights_traffic_per_run_is_the_commands_default() -> None:
