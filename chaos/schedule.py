@@ -44,6 +44,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             spares=base.cluster.spare_brokers,
             # What the schema's membership check holds a decommission to.
             keep_brokers=max(base.cluster.replication_factor, base.cluster.min_insync_replicas),
+            fake_clock=base.cluster.fake_clock,
         )
     if isinstance(base, RabbitMQScenario):
         names = base.cluster.node_names()

@@ -54,6 +54,7 @@ class Base:
 MATRIX: tuple[Base, ...] = (
     Base("chaos/kafka-safe", "kraft"),
     Base("chaos/rabbitmq4-clock"),
+    Base("chaos/kafka-clock", "kraft"),
     Base("chaos/kafka-membership", "kraft"),
     Base("chaos/rabbitmq4-membership"),
     Base("chaos/kafka-disk", "kraft"),
