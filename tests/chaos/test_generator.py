@@ -541,12 +541,23 @@ def test_a_clock_fault_overlaps_other_kinds_of_fault() -> None:
     assert skewed_while_down
 
 
-def test_the_clock_family_is_not_kafkas_nor_a_clusters_without_a_fake_clock() -> None:
+def test_the_clock_family_is_no_clusters_without_a_fake_clock() -> None:
     opts = ChaosOptions(seed=3, seconds=120, faults=frozenset({"clock"}))
-    with pytest.raises(ChaosError, match="no fault family 'clock' for kafka"):
+    with pytest.raises(ChaosError, match="none of the fault families"):
         draw_schedule(KAFKA, opts)
     with pytest.raises(ChaosError, match="none of the fault families"):
         chaos_scenario(load_scenario(CHAOS / "rabbitmq4-quorum.yaml"), opts)
+
+
+def test_kafkas_clock_family_labels_each_skew_and_sets_the_same_nodes_true() -> None:
+    spec = kafka_base(CHAOS / "kafka-clock.yaml")
+    assert shape_of(spec).fake_clock
+    for seed in range(20):
+        scenario, steps = chaos_scenario(spec, ChaosOptions(seed=seed, seconds=120))
+        assert scenario.nemesis and {s["op"] for s in steps} == {"clock", "clock-ok"}
+        skews = [s for s in steps if s["op"] == "clock"]
+        oks = [s for s in steps if s["op"] == "clock-ok"]
+        assert [f"@{s['label']}" for s in skews] == [s["target"] for s in oks], seed
 
 
 MEMBERSHIP_BASE = CHAOS / "kafka-membership.yaml"
