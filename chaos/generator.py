@@ -67,6 +67,12 @@ def draw_schedule(shape: ClusterShape, opts: ChaosOptions) -> list[Step]:
     last_heal = opts.seconds - opts.quiet
     busy_until: dict[Kind, float] = {k: 0.0 for k in get_args(Kind)}
     ordinary = [f for f in menu if f.path is None and f.rides is None]
+    # Families drawn only by name are each drawn once before any is drawn again (when free): a
+    # base that names two (the controller quorum's changes and a clock) tests both in every
+    # run. The families drawn by default keep the schedules their seeds always drew.
+    first_round = {f.name for f in ordinary if not f.default}
+    if len(first_round) < 2:
+        first_round.clear()  # one family: nothing to take turns with
     timed: list[tuple[float, int, Step]] = []  # (at, order, step): heals sort before faults
     t = opts.warmup
     n = 0
@@ -88,7 +94,9 @@ def draw_schedule(shape: ClusterShape, opts: ChaosOptions) -> list[Step]:
                     break
                 t = min(later)
                 continue
-            family = rng.choice(free)
+            unseen = [f for f in free if f.name in first_round]
+            family = rng.choice(unseen or free)
+            first_round.discard(family.name)
         path_turn = family.path is None or not ordinary
         n += 1
         fault, heal = family.draw(rng, shape, f"f{n}")

@@ -61,7 +61,7 @@ class ClusterShape:
     load_balancer: bool = False
     # RabbitMQ: the workload's queues are quorum queues (their members can be grown back).
     quorum_queues: bool = False
-    # The nodes run under libfaketime (cluster.fake_clock: RabbitMQ's alone for now).
+    # The nodes' clocks can be set off true time (cluster.fake_clock).
     fake_clock: bool = False
     # Kafka: brokers declared but not started (cluster.spare_brokers), for add-broker.
     spares: int = 0
@@ -635,7 +635,7 @@ def _clock(rng: Draws, shape: ClusterShape, label: str) -> tuple[Step, Heal]:
     magnitude = rng.choices(list(CLOCK_OFFSETS), list(CLOCK_OFFSETS.values()))[0]
     fault: Step = {"op": "clock", **_target(rng, shape)}
     fault["offset"] = magnitude if rng.random() < 0.5 else -magnitude
-    if _aims_at_a_role(shape, fault):
+    if shape.system == "kafka" or _aims_at_a_role(shape, fault):
         fault["label"] = label
     return fault, {"op": "clock-ok", **_again(shape, fault, label)}
 
@@ -675,7 +675,7 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("client-path", "network", _client_path, default=False),
         Family("clients", "client", _client_bounce, _has_restartable_clients, default=False),
         # Replicas moved, a broker decommissioned, a spare added (KAFKA_MEMBERSHIP_OPS); by
-        # name only. No clock family: a Kafka cluster refuses fake_clock for now.
+        # name only.
         Family("membership", "process", _kafka_membership, default=False),
         # A dynamic quorum's voters removed and added back, a spare added (QUORUM_OPS).
         Family(
@@ -706,6 +706,8 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
             path=migration_steps,
             lasts=_one_way_lasts,
         ),
+        # A node's clock off true time (the clock agent): by name, on a cluster with fake_clock.
+        Family("clock", "clock", _clock, _has_fake_clock, default=False),
     ),
     "rabbitmq": (
         Family("partition", "network", _partition),

@@ -52,6 +52,7 @@ def shape_of(base: AnyScenario, kafka_mode: str | None = None) -> ClusterShape:
             # A removed voter is stopped: a combined node (a broker too) is never one to remove.
             voters=tuple(n.name for n in nodes if n.role == "controller") if dynamic else (),
             spare_controllers=base.cluster.spare_controllers if dynamic else 0,
+            fake_clock=base.cluster.fake_clock,
         )
     if isinstance(base, RabbitMQScenario):
         names = base.cluster.node_names()

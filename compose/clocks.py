@@ -1,8 +1,9 @@
 """Each node's fake clock: the file libfaketime reads the node's offset from true time in.
 
-A cluster started with `fake_clock` runs every process of a node's container under libfaketime
-(LD_PRELOAD, `environment()`), which reads the time's offset from one file, `faketime`, in a
-directory of the host's bind-mounted into the container (`<workdir>/clocks/<node>/`). The
+A cluster started with `fake_clock` reads each node's offset from true time from one file,
+`faketime`, in a directory of the host's bind-mounted into the node's container
+(`<workdir>/clocks/<node>/`): a RabbitMQ node's processes under libfaketime (LD_PRELOAD,
+`environment()`), a Kafka or ZooKeeper node's JVM through a Java agent (compose.clock_agent). The
 harness replaces that file, atomically, to move the node's clock; the host's own clock is never
 set (the containers share the host's kernel, and with it its clock).
 
@@ -67,11 +68,17 @@ def write_offset(directory: Path, offset: float) -> None:
         raise
 
 
+def clock_file() -> str:
+    """The node's clock file, as its processes see it."""
+    return f"{CONTAINER_DIR}/{FILE}"
+
+
 def environment() -> dict[str, str]:
-    """The container's variables that put its processes under the fake clock."""
+    """The container's variables that put its processes under libfaketime (RabbitMQ's nodes; a
+    JVM node's clock is compose.clock_agent's)."""
     return {
         "LD_PRELOAD": LIBRARY,
-        "FAKETIME_TIMESTAMP_FILE": f"{CONTAINER_DIR}/{FILE}",
+        "FAKETIME_TIMESTAMP_FILE": clock_file(),
         # Read the file once a second (the default caches it 10 s).
         "FAKETIME_CACHE_DURATION": "0",
         # The monotonic clock stays true: faked, it would jump back with a negative offset and
@@ -101,12 +108,14 @@ class FakeClocks:
         """An empty directory of the host's, mounted read-only as every node's /dev/shm."""
         return self.base / ".no-shm"
 
+    def clock_volume(self, node: str) -> str:
+        """The mount of the node's clock directory, read-only, at CONTAINER_DIR."""
+        return f"{self.directory(node).resolve()}:{CONTAINER_DIR}:ro"
+
     def volumes(self, node: str) -> list[str]:
-        """The node's mounts: its clock's directory, and a /dev/shm libfaketime cannot write."""
-        return [
-            f"{self.directory(node).resolve()}:{CONTAINER_DIR}:ro",
-            f"{self.no_shm.resolve()}:{SHM_DIR}:ro",
-        ]
+        """The node's mounts under libfaketime: its clock's directory, and a /dev/shm the library
+        cannot write."""
+        return [self.clock_volume(node), f"{self.no_shm.resolve()}:{SHM_DIR}:ro"]
 
     def prepare(self) -> None:
         """Every node's clock true (before the containers start: each reads it at once)."""

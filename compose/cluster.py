@@ -111,18 +111,23 @@ class ComposeCluster:
             raise ComposeError(f"{what} on {node}: {lines[line] if lines else '?'}")
         return result.stdout
 
+    # What a fake clock needs in a node's container, and how to get it when it is missing: the
+    # loader only warns of a library it cannot preload, and the node would then run on true
+    # time through every clock step.
+    fake_clock_needs: tuple[str, str] = (
+        LIBRARY,
+        "images built before clock faults lack it: "
+        "FORCE=1 bash compose/images/build_local_images.sh",
+    )
+
     def check_fake_clocks(self, nodes: Iterable[str]) -> None:
-        """That each node's image carries libfaketime where the fake clock preloads it from: the
-        loader only warns of a library it cannot preload, and the node would then run on true
-        time through every clock step."""
+        """That each node's container has what its fake clock runs on (fake_clock_needs)."""
+        path, remedy = self.fake_clock_needs
         for node in nodes:
             try:
-                self.run_in(node, ["test", "-e", LIBRARY], "libfaketime", timeout=30)
+                self.run_in(node, ["test", "-e", path], "fake clock", timeout=30)
             except ComposeError:
-                raise ComposeError(
-                    f"cluster.fake_clock: {node}'s image has no {LIBRARY} (images built before "
-                    "clock faults lack it: FORCE=1 bash compose/images/build_local_images.sh)"
-                ) from None
+                raise ComposeError(f"cluster.fake_clock: {node} has no {path} ({remedy})") from None
 
     def topology_of(self, names: Iterable[str]) -> Topology:
         """Where the named nodes are on the cluster network, and where clients come from."""

@@ -70,6 +70,8 @@ bash compose/images/build_local_images.sh
 .venv/bin/python -m systems.kafka.configdefs --ensure
 # Kafka's Java client for the transactional workload, per local Kafka release (kept once built).
 .venv/bin/python -m workloads.kafka.java_client
+# The Kafka and ZooKeeper nodes' fake clock (a Java agent, compose.clock_agent; kept once built).
+.venv/bin/python -m compose.clock_agent
 # Toxiproxy, built once with the machine's Go (a minute), for the proxy ops (compose.proxy).
 .venv/bin/python -m compose.proxy --ensure
 echo "setup: done"

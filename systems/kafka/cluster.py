@@ -35,7 +35,7 @@ import docker
 import docker.errors
 import yaml
 
-from compose import clocks
+from compose import clock_agent, clocks
 from compose.cli import ComposeError, compose
 from compose.clocks import FakeClocks
 from compose.cluster import STOP_GRACE, ComposeCluster, free_ports
@@ -297,6 +297,14 @@ def initial_controllers(voters: list[Node], directory_ids: dict[str, str]) -> st
     )
 
 
+def with_clock_agent(environment: dict[str, str]) -> dict[str, str]:
+    """A node's environment with its JVM (and every Kafka tool run in its container) under the
+    clock agent, after whatever JVM options it had."""
+    agent = clock_agent.java_option(clocks.clock_file())
+    options = f"{environment.get('KAFKA_OPTS', '')} {agent}".strip()
+    return {**environment, "KAFKA_OPTS": options}
+
+
 def render_compose(
     cfg: KafkaClusterConfig,
     project: str,
@@ -313,7 +321,7 @@ def render_compose(
 ) -> dict[str, Any]:
     """The compose file (as data) for one cluster; `data_mounts`: host directories (lazy disks)
     to mount as the named nodes' log directories; `clock_mounts`: the mounts of the
-    named nodes' fake clocks (compose.clocks), whose processes then run under libfaketime;
+    named nodes' fake clocks (compose.clocks), whose JVMs then run the clock agent;
     `node_images`: the image of a node an upgrade moved; `kept_data`: every Kafka node's log
     directory in a volume of its own, which outlives its container (an upgrade recreates it);
     `directory_ids`: a dynamic quorum's first voters' directory ids; `node_stages`: how a node
@@ -353,7 +361,7 @@ def render_compose(
             # (KafkaCluster.start_spare).
             service["profiles"] = [SPARE_PROFILE]
         if clock_mounts and node.name in clock_mounts:
-            service["environment"] = {**service["environment"], **clocks.environment()}
+            service["environment"] = with_clock_agent(service["environment"])
             service.setdefault("volumes", []).extend(clock_mounts[node.name])
         if node.role in ("broker", "combined"):
             mine = ports[node.node_id]
@@ -484,6 +492,11 @@ def choose_zookeeper_image(requested: str | None, client: docker.DockerClient) -
 
 class KafkaCluster(ComposeCluster):
     """Brings a Kafka cluster up and down and tells where its nodes are."""
+
+    fake_clock_needs = (
+        f"{clock_agent.CONTAINER_DIR}/{clock_agent.JAR}",
+        "the clock agent's directory was not mounted: make setup builds it",
+    )
 
     # A KRaft cluster's voters as the quorum ops left them (`voters`); None until first read,
     # when they are the ones it formed with.
@@ -653,6 +666,13 @@ class KafkaCluster(ComposeCluster):
         brokers = [n.name for n in self.nodes if n.role == "broker" and not n.spare]
         return all(self.stage_of(b) == "kraft" for b in brokers)
 
+    def clock_volumes(self, node: str) -> list[str]:
+        """A fake-clock node's mounts: its clock's directory and the agent's (built if it is not:
+        ClockAgentError says why it cannot be)."""
+        assert self.clocks is not None
+        agent = clock_agent.ensure().resolve()
+        return [self.clocks.clock_volume(node), f"{agent}:{clock_agent.CONTAINER_DIR}:ro"]
+
     def render(self) -> dict[str, Any]:
         return render_compose(
             self.config,
@@ -662,7 +682,7 @@ class KafkaCluster(ComposeCluster):
             self.net_prefix,
             self.cluster_id,
             {n: self.disks.mountpoint(n) for n in self.disks.disks} if self.disks else None,
-            ({n: self.clocks.volumes(n) for n in self.clocks.offsets} if self.clocks else None),
+            ({n: self.clock_volumes(n) for n in self.clocks.offsets} if self.clocks else None),
             self.node_images,
             # A node an upgrade or a migration recreates keeps its log directory.
             kept_data=bool(self.upgrade_images) or self.config.migration_controllers > 0,

@@ -136,14 +136,6 @@ def upgrade_refusal(
     return None
 
 
-# A Kafka cluster under libfaketime 0.9.10 did not form on this machine (docs/clock-faults.md):
-# the mechanism is RabbitMQ's alone until it does.
-KAFKA_FAKE_CLOCK_REFUSAL = (
-    "fake_clock: not for Kafka yet: under libfaketime 0.9.10 a Kafka 4.4 KRaft quorum never "
-    "elected a leader within two minutes (docs/clock-faults.md); RabbitMQ's nodes run under it"
-)
-
-
 class KafkaClusterSpec(KafkaSettings):
     # A key of another system's cluster, and what a Kafka scenario says instead.
     moved_keys: ClassVar[dict[str, str]] = {"version": "use cluster.release (or --kafka)"}
@@ -172,12 +164,6 @@ class KafkaClusterSpec(KafkaSettings):
     """Kafka 4.x: the transaction.version feature set once the cluster is up (0 and 1: the original
     protocol; 2: KIP-890's epoch bump per transaction, 4.x's default). Unset: the release's
     default."""
-
-    @model_validator(mode="after")
-    def _no_fake_clock_yet(self) -> KafkaClusterSpec:
-        if self.fake_clock:
-            raise ValueError(KAFKA_FAKE_CLOCK_REFUSAL)
-        return self
 
     @model_validator(mode="after")
     def _migrates_from_zookeeper(self) -> KafkaClusterSpec:

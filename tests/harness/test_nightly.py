@@ -15,7 +15,6 @@ import yaml
 from chaos.generator import ChaosError, ChaosOptions, draw_schedule
 from chaos.menu import FAMILIES
 from chaos.schedule import chaos_scenario, options_for, shape_of
-from faults.registry import op as fault_op
 from faults.registry import ops_of
 from harness import nightly
 from harness.chaos import ChaosResult
@@ -33,8 +32,7 @@ from harness.nightly import (
     write_night,
 )
 from harness.sequence import Job, Trial
-from systems.registry import AnyScenario, find_scenario, load_scenario, parse_scenario
-from systems.scenario import ScenarioError, scenario_data, to_yaml
+from systems.registry import AnyScenario, find_scenario, load_scenario
 from tests.helpers import ROOT
 
 SAFE = Base("chaos/kafka-safe", "kraft")
@@ -140,30 +138,12 @@ ISSUE_70_OPS = frozenset(
 )  # fmt: skip
 
 
-def refuses_a_fake_clock(spec: AnyScenario) -> bool:
-    """Whether the base's system refuses cluster.fake_clock (Kafka's does, for now)."""
-    data = scenario_data(spec)
-    data["cluster"]["fake_clock"] = True
-    try:
-        parse_scenario(to_yaml(data), "fake-clock.yaml")
-    except ScenarioError:
-        return True
-    return False
-
-
 def new_ops(specs: dict[str, AnyScenario]) -> dict[str, set[str]]:
-    """Per real system, the issue's ops it has, but those a cluster of it cannot take (a clock
-    where the system refuses a fake clock): what the nightly's first hour must draw."""
-    wanted: dict[str, set[str]] = {}
-    for spec in specs.values():
-        system = spec.cluster.system
-        if system in wanted or system == "kafka-mock":
-            continue
-        ops = set(ISSUE_70_OPS & set(ops_of(system)))
-        if refuses_a_fake_clock(spec):
-            ops = {o for o in ops if not fault_op(o).needs_fake_clock}
-        wanted[system] = ops
-    return wanted
+    """Per real system, the issue's ops it has: what the nightly's first hour must draw."""
+    return {
+        system: set(ISSUE_70_OPS & set(ops_of(system)))
+        for system in {spec.cluster.system for spec in specs.values()} - {"kafka-mock"}
+    }
 
 
 def loaded_matrix() -> dict[str, AnyScenario]:
@@ -185,10 +165,10 @@ def drawn_in_an_hour(first_seed: int, specs: dict[str, AnyScenario]) -> dict[str
     return drawn
 
 
-def test_the_issues_ops_are_each_systems_but_a_clock_kafka_refuses() -> None:
+def test_the_issues_ops_are_each_systems_own() -> None:
     wanted = new_ops(loaded_matrix())
-    assert wanted["kafka"] >= {"upgrade", "finalize-feature", "migrate", "add-controller"}
-    assert not wanted["kafka"] & {"clock", "clock-ok", "declare", "forget-node", "shrink-queue"}
+    assert wanted["kafka"] >= {"upgrade", "finalize-feature", "migrate", "add-controller", "clock"}
+    assert not wanted["kafka"] & {"declare", "forget-node", "shrink-queue"}
     assert wanted["rabbitmq"] >= {"clock", "clock-ok", "declare", "shrink-queue", "upgrade"}
     assert not wanted["rabbitmq"] & {"migrate", "add-controller", "reassign"}
 

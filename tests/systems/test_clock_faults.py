@@ -42,11 +42,10 @@ def nemesis(base: str, *steps: str) -> str:
     return "nemesis:\n" + "\n".join(lines) + "\n"
 
 
-def test_a_kafka_cluster_is_refused_the_fake_clock_in_one_line() -> None:
-    with pytest.raises(ScenarioError) as e:
-        parse_scenario(KAFKA, "x.yaml")
-    said = str(e.value)
-    assert "fake_clock: not for Kafka yet" in said and "\n" not in said, said
+def test_a_kafka_cluster_takes_the_fake_clock_and_its_clock_steps() -> None:
+    text = KAFKA + nemesis(KAFKA, "op: clock, target: NODE, offset: -7200", "op: clock-ok")
+    skew, ok = cast(list[Any], parse_scenario(text, "x.yaml").nemesis)
+    assert (skew.op, skew.offset, ok.op) == ("clock", -7200, "clock-ok")
 
 
 @pytest.mark.parametrize(
@@ -134,27 +133,41 @@ def test_rabbitmqs_clock_steps_reach_the_common_nemesis() -> None:
     ]
 
 
-def kafka_compose(fake_clock: bool, tmp_path: Path) -> dict[str, Any]:
-    cfg = KafkaClusterConfig(mode="kraft-dedicated", fake_clock=fake_clock)
+def kafka_compose(
+    fake_clock: bool, tmp_path: Path, mode: str = "kraft-dedicated"
+) -> dict[str, Any]:
+    cfg = KafkaClusterConfig(mode=mode, fake_clock=fake_clock)  # type: ignore[arg-type]
     ports = {i: BrokerPorts(19000 + i, 19000 + i) for i in (1, 2, 3)}
-    fake = clocks.FakeClocks(tmp_path, ["controller1", "kafka1"])
-    mounts = {n: fake.volumes(n) for n in fake.offsets} if fake_clock else None
-    return render_compose(cfg, "p", {"kafka": "img"}, ports, "10.9.0", "id", None, mounts)
+    fake = clocks.FakeClocks(tmp_path, ["controller1", "kafka1", "zk1"])
+    mounts = {n: [fake.clock_volume(n), "agent:/opt/agent:ro"] for n in fake.offsets}
+    return render_compose(
+        cfg, "p", {"kafka": "img", "zookeeper": "zk"}, ports, "10.9.0", "id", None,
+        mounts if fake_clock else None,
+    )  # fmt: skip
 
 
-def test_kafka_nodes_run_under_libfaketime_only_when_asked(tmp_path: Path) -> None:
+def test_kafka_nodes_run_the_clock_agent_only_when_asked(tmp_path: Path) -> None:
     plain = kafka_compose(False, tmp_path)["services"]
-    assert not any("LD_PRELOAD" in s["environment"] or "volumes" in s for s in plain.values())
+    assert not any("javaagent" in s["environment"].get("KAFKA_OPTS", "") for s in plain.values())
     faked = kafka_compose(True, tmp_path)["services"]
     for node in ("controller1", "kafka1"):
-        assert faked[node]["environment"].items() >= clocks.environment().items()
+        env = faked[node]["environment"]
+        assert (
+            env["KAFKA_OPTS"]
+            == f"-javaagent:/opt/brokerjepsen-clock-agent/clock-agent.jar={clocks.clock_file()}"
+        )
+        assert "LD_PRELOAD" not in env  # a JVM under libfaketime is too slow to keep its quorum
         assert faked[node]["volumes"] == [
             f"{(tmp_path / 'clocks' / node).resolve()}:{clocks.CONTAINER_DIR}:ro",
-            # libfaketime cannot share a state its first process would take with it
-            f"{(tmp_path / 'clocks' / '.no-shm').resolve()}:/dev/shm:ro",
+            "agent:/opt/agent:ro",
         ]
-        assert faked[node]["environment"]["KAFKA_NODE_ID"]  # its own variables kept
-    assert "LD_PRELOAD" not in faked["kafka2"]["environment"]  # a node given no clock
+        assert env["KAFKA_NODE_ID"]  # its own variables kept
+    assert "KAFKA_OPTS" not in faked["kafka2"]["environment"]  # a node given no clock
+
+
+def test_a_zookeeper_node_keeps_its_own_jvm_options_beside_the_agent(tmp_path: Path) -> None:
+    options = kafka_compose(True, tmp_path, "zk")["services"]["zk1"]["environment"]["KAFKA_OPTS"]
+    assert options.startswith("-Dzookeeper.4lw.commands.whitelist=* -javaagent:"), options
 
 
 def test_rabbitmqs_clock_override_puts_each_node_on_its_own_clock_file(tmp_path: Path) -> None:
