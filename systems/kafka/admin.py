@@ -84,6 +84,12 @@ def new_topic(
 METADATA_TIMEOUT = 5.0  # seconds for one metadata request
 
 
+def _said(e: BaseException, timeout: float) -> str:
+    """An admin request's failure in words: its error, or (a future's wait, which says nothing)
+    that no answer came."""
+    return str(e) or f"no answer within {timeout:g} s ({type(e).__name__})"
+
+
 class _AppendingHandler(logging.Handler):
     """Each record appended to a file opened for it alone: nothing held open between the
     rare lines of an admin client, however many runs one process makes."""
@@ -239,7 +245,7 @@ class KafkaAdmin:
             future = self.admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)
             uuid = future[topic].result(timeout=timeout).topic_id
         except Exception as e:  # noqa: BLE001 - KafkaException, a timeout: one line
-            raise ComposeError(f"cannot describe topic {topic}: {e}") from None
+            raise ComposeError(f"cannot describe topic {topic}: {_said(e, timeout)}") from None
         return kafka_uuid(uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
 
     def set_group_configs(
@@ -270,7 +276,7 @@ class KafkaAdmin:
             ).values()
             said = described.result(timeout=timeout)
         except Exception as e:  # noqa: BLE001 - KafkaException, a timeout: one line
-            raise ComposeError(f"cannot set group {group}'s configs: {e}") from None
+            raise ComposeError(f"cannot set group {group}'s configs: {_said(e, timeout)}") from None
         return {k: str(said[k].value) for k in sorted(configs) if k in said}
 
     # ---- membership (systems.kafka.membership.MembershipControl) ----------------------------
