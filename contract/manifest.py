@@ -55,6 +55,10 @@ class Manifest(BaseModel):
     cluster_network: str | None = None
     kafka_features: dict[str, Any] | None = None
     topic_config: dict[str, str] | None = None
+    # Kafka share consumers (KIP-932): the share group's settings the checker judges by (its
+    # delivery count limit, lock duration, acknowledgement mode and outcome shares), its
+    # topic's id, and the group configs as the brokers said them once set.
+    share_group: dict[str, Any] | None = None
     # Every setting of the run by scope ("broker", "broker 2", "topic", "producer A", ...): what
     # a verdict is read next to, and what `harness diff` compares.
     settings: dict[str, dict[str, str]] = {}

@@ -20,6 +20,7 @@ from contract.expectations import AFTER_HEAL, COMBINABLE, DECLARE_MEANINGS, MEAN
 from contract.situations import SITUATIONS
 from faults.registry import HISTORY_NAMES, OPS, FaultOp
 from systems.kafka.settings import TYPED_BROKER, TYPED_PRODUCER, TYPED_READER, TYPED_TOPIC
+from systems.kafka.workload_spec import TYPED_SHARE
 from systems.schema import REPOSITORY, scenario_schema
 
 REFERENCE_DIR = REPOSITORY / "docs" / "reference"
@@ -37,6 +38,8 @@ SECTIONS: dict[str, list[tuple[str, str]]] = {
         ("KafkaTransactionSpec", "workload.producers[].transaction"),
         ("KafkaReaderSpec", "workload.readers: each reader"),
         ("KafkaCopierSpec", "workload.copiers: each exactly-once copier"),
+        ("KafkaShareSpec", "workload.share_consumers"),
+        ("KafkaShareOutcomes", "workload.share_consumers.outcomes"),
         ("KafkaStep", "nemesis: each step"),
     ],
     "RabbitMQ": [
@@ -61,6 +64,7 @@ SETS: dict[str, Mapping[str, tuple[str, ...]]] = {
     },
     "KafkaProducerSpec": TYPED_PRODUCER,
     "KafkaReaderSpec": TYPED_READER,
+    "KafkaShareSpec": TYPED_SHARE,
 }
 # Each system's nemesis step: its fields that only some ops read say which, before a colon
 # ("cut, degrade: the side whose traffic is cut"), and the faults page lists them by op.

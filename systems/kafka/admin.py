@@ -84,6 +84,12 @@ def new_topic(
 METADATA_TIMEOUT = 5.0  # seconds for one metadata request
 
 
+def _said(e: BaseException, timeout: float) -> str:
+    """An admin request's failure in words: its error, or (a future's wait, which says nothing)
+    that no answer came."""
+    return str(e) or f"no answer within {timeout:g} s ({type(e).__name__})"
+
+
 class _AppendingHandler(logging.Handler):
     """Each record appended to a file opened for it alone: nothing held open between the
     rare lines of an admin client, however many runs one process makes."""
@@ -226,6 +232,52 @@ class KafkaAdmin:
         except Exception:  # noqa: BLE001 - a broker still starting
             return False
         return True
+
+    # ---- share groups (KIP-932) -------------------------------------------------------------
+
+    def topic_id(self, topic: str, timeout: float = 30) -> str:
+        """The topic's id as Kafka writes it: what a share-partition's state is keyed by."""
+        from confluent_kafka import TopicCollection
+
+        from systems.kafka.targets import kafka_uuid
+
+        try:
+            future = self.admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)
+            uuid = future[topic].result(timeout=timeout).topic_id
+        except Exception as e:  # noqa: BLE001 - KafkaException, a timeout: one line
+            raise ComposeError(f"cannot describe topic {topic}: {_said(e, timeout)}") from None
+        return kafka_uuid(uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
+
+    def set_group_configs(
+        self, group: str, configs: dict[str, str], timeout: float = 30
+    ) -> dict[str, str]:
+        """Sets a group's configs (incrementalAlterConfigs on its GROUP resource, which a group
+        may have before it exists), then reads them back: each key's value as the brokers now
+        say it (a key they do not say is left out)."""
+        from confluent_kafka.admin import (
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        entries = [
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in sorted(configs.items())
+        ]
+        try:
+            resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+            (future,) = self.admin.incremental_alter_configs(
+                [resource], request_timeout=timeout
+            ).values()
+            future.result(timeout=timeout)
+            (described,) = self.admin.describe_configs(
+                [ConfigResource(ResourceType.GROUP, group)], request_timeout=timeout
+            ).values()
+            said = described.result(timeout=timeout)
+        except Exception as e:  # noqa: BLE001 - KafkaException, a timeout: one line
+            raise ComposeError(f"cannot set group {group}'s configs: {_said(e, timeout)}") from None
+        return {k: str(said[k].value) for k in sorted(configs) if k in said}
 
     # ---- membership (systems.kafka.membership.MembershipControl) ----------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 from contract.history import last_seq_sent
 from nemesis.containers import NemesisError
 from systems.kafka.config import version_tuple
-from systems.kafka.workload_spec import FINAL_READER, output_topic
+from systems.kafka.workload_spec import FINAL_READER, KafkaShareSpec, output_topic
 from systems.run import ScenarioRun
 from systems.scenario import ScenarioError
 from workloads.kafka.base import ProducerConfig, producer_settings
@@ -25,6 +25,7 @@ from workloads.kafka.copier import (
     copier_producer_settings,
 )
 from workloads.kafka.properties import to_property
+from workloads.kafka.share import ShareConfig, share_java_properties, share_settings
 from workloads.kafka.transactions import (
     TransactionConfig,
     java_properties,
@@ -112,6 +113,8 @@ class KafkaClientsRun(ScenarioRun):
                 config=r.config,
             )
             out[f"reader {r.id}"] = _shown(reader_settings(rcfg, ""))
+        if w.share_consumers is not None:
+            out |= self._share_settings(w.share_consumers)
         for c in w.copiers:
             ccfg = self._copier_config(0, c)
             if c.client == "java":
@@ -127,12 +130,34 @@ class KafkaClientsRun(ScenarioRun):
             out[f"copier {c.id} consumer"] = _shown(copier_consumer_settings(ccfg, ""))
         return out
 
+    def _share_settings(self, share: KafkaShareSpec) -> dict[str, dict[str, str]]:
+        """Each share consumer's client settings as it is given them, and the share group's
+        configs as the harness sets them on the group."""
+        out = {f"share group {share.group}": share.group_configs()}
+        for process in share.processes():
+            cfg = ShareConfig(
+                process,
+                self.scenario.cluster.topic,
+                share.group,
+                deadline=0.0,
+                acknowledgement=share.acknowledgement,
+                max_poll_records=share.max_poll_records,
+            )
+            if share.client == "java":
+                out[f"share consumer {process}"] = _shown(share_java_properties(cfg, ""))
+            else:
+                out[f"share consumer {process}"] = _shown(share_settings(cfg, ""))
+        return out
+
     def _start_clients(self, start: float) -> list[str]:
         w, t = self.scenario.workload, self.scenario.timeouts
         self.read_deadline = start + t.workload + t.recovery + w.drain_timeout + 30
         self.write_deadline = start + t.workload
         for r in w.readers:
             self._spawn("reader", r.id, self._reader_config(r))
+        if w.share_consumers is not None:
+            for process in w.share_consumers.processes():
+                self._spawn("share", process, self._share_process_config(w.share_consumers))
         for c in w.copiers:
             self._spawn("copier", c.id, self._copier_process_config(c))
         for p in w.producers:
@@ -151,6 +176,23 @@ class KafkaClientsRun(ScenarioRun):
             config=spec.config,
         )
         config["topic"] = self.topic_of_reader(spec.topic)
+        return config
+
+    def _share_process_config(self, share: KafkaShareSpec) -> dict[str, object]:
+        """What a share consumer process is told (workloads.kafka.share.ShareConfig)."""
+        outcomes = share.outcome_shares()
+        config = self._client_config(
+            self.read_deadline,
+            group=share.group,
+            client=share.client,
+            acknowledgement=share.acknowledgement,
+            delay=share.delay,
+            max_poll_records=share.max_poll_records,
+            idle_s=share.drain_idle_s(),
+            **outcomes,
+        )
+        if share.client == "java":
+            config["java_version"] = self.kafka_release()
         return config
 
     def _copier_process_config(self, spec: Any) -> dict[str, object]:
@@ -195,6 +237,10 @@ class KafkaClientsRun(ScenarioRun):
             role = "producer"
         elif reader := next((r for r in w.readers if r.id == client), None):
             config, role = self._reader_config(reader), "reader"
+        elif (share := w.share_consumers) is not None and client in share.processes():
+            # A new member of the same share group: the records its first instance held come
+            # back to the group as their locks expire.
+            config, role = self._share_process_config(share), "share"
         else:
             raise NemesisError(f"restart-client: no client {client!r} to restart")
         self._spawn(role, process, config)
@@ -204,11 +250,13 @@ class KafkaClientsRun(ScenarioRun):
     def _drain(self) -> None:
         """Copiers copy what is left of the input, then exit 0; then readers read every
         partition up to its high-water mark, then exit 0 (a reader of the copy's output drained
-        before the copiers would read less than they copy); then the final read, a fresh reader
-        from the first offset to the high-water marks."""
+        before the copiers would read less than they copy), and share consumers leave once
+        their group is idle; then the final read, a fresh reader from the first offset to the
+        high-water marks."""
         w = self.scenario.workload
         codes: dict[str, int] = {}
-        for stage in ([c.id for c in w.copiers], [r.id for r in w.readers]):
+        shares = w.share_consumers.processes() if w.share_consumers is not None else []
+        for stage in ([c.id for c in w.copiers], [r.id for r in w.readers] + shares):
             for name in stage:
                 self.clients[self.current(name)].send_signal(signal.SIGUSR1)
             deadline = time.time() + w.drain_timeout + 30

@@ -36,12 +36,14 @@ from systems.kafka.quorum import Quorum
 from systems.kafka.targets import (
     ALL_BUT,
     COORDINATOR_TOPICS,
+    SHARE_COORDINATOR,
     Metadata,
     TargetError,
     coordinator_of,
     is_selector,
     resolve,
     roles_held,
+    share_key_partition,
 )
 from systems.kafka.upgrade import UpgradeControl
 
@@ -261,7 +263,7 @@ class KafkaNemesis:
         if selector == "stopped":
             return sorted(self.net.down)
         if selector in COORDINATOR_TOPICS:
-            return self._coordinator(selector)
+            return self._coordinator(selector, partition)
         if selector in ALL_BUT:
             return self._all_but(ALL_BUT[selector])
         md = self.now.metadata if self.now is not None else None
@@ -275,8 +277,8 @@ class KafkaNemesis:
             raise NemesisError(f"{selector} of {self.topic}/{partition} names no node right now")
         return names
 
-    def _coordinator(self, role: str) -> list[str]:
-        key = self.coordinated.get(role)
+    def _coordinator(self, role: str, partition: int = 0) -> list[str]:
+        key = self._coordinated_key(role, partition)
         if key is None:
             raise NemesisError(f"cannot aim at {role}: the workload has no client it coordinates")
         if self.now is not None and (role, key) in self.now.coordinators:
@@ -285,6 +287,14 @@ class KafkaNemesis:
             return coordinator_of(self.control.metadata(topic=COORDINATOR_TOPICS[role]), role, key)
         except TargetError as e:
             raise NemesisError(f"cannot aim at {role}: {e}") from None
+
+    def _coordinated_key(self, role: str, partition: int) -> str | None:
+        """The id whose coordinator a role names: the workload's first of it; for the share
+        coordinator, the share group's state of the step's partition."""
+        if role != SHARE_COORDINATOR:
+            return self.coordinated.get(role)
+        keys = (k for r, k in self.coordinator_keys if r == role)
+        return next((k for k in keys if share_key_partition(k) == partition), None)
 
     def _all_but(self, role: str) -> list[str]:
         coordinator = set(self._coordinator(role))

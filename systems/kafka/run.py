@@ -38,7 +38,7 @@ from systems.kafka.settings import (
     release_refusals,
 )
 from systems.kafka.watch import PartitionWatch
-from systems.kafka.workload_spec import output_topic
+from systems.kafka.workload_spec import TYPED_SHARE, output_topic
 from systems.run import PhaseProgress, RunOptions
 from systems.scenario import ScenarioError
 
@@ -163,6 +163,10 @@ class KafkaRun(KafkaClientsRun):
             raise ScenarioError(f"topic {c.topic} never had a leader and full ISR everywhere")
         self._mark("leaders and ISR settled")
         self.manifest.topic_config = topic_config
+        topic_id = self._share_group(admin)
+        w = self.scenario.workload
+        coordinated = w.coordinated(topic_id, c.partitions)
+        coordinator_keys = w.coordinator_keys(topic_id, c.partitions)
         net = Nemesis(
             cluster.topology(),
             self.opts.tools_image,
@@ -177,9 +181,9 @@ class KafkaRun(KafkaClientsRun):
             admin,
             c.topic,
             c.partitions,
-            self.scenario.workload.coordinated(),
+            coordinated,
             ClientGroups(self.running_clients, restart=self.restart_client),
-            coordinator_keys=self.scenario.workload.coordinator_keys(),
+            coordinator_keys=coordinator_keys,
             membership=Membership(
                 admin,
                 members={cluster.node_of[b]: b for b in self._first_brokers()},
@@ -195,7 +199,7 @@ class KafkaRun(KafkaClientsRun):
             c.topic,
             cluster.node_of,
             HistoryWriter(self.history_dir, WATCH_PROCESS, "kafka"),
-            self.scenario.workload.coordinator_keys(),
+            coordinator_keys,
         )
         self.manifest.topology = {
             "nodes": [n.__dict__ for n in cluster.nodes],
@@ -205,6 +209,39 @@ class KafkaRun(KafkaClientsRun):
         if cluster.directory_ids:  # a dynamic quorum's first voters, as formatted
             self.manifest.topology["directory_ids"] = dict(cluster.directory_ids)
         self._mark("nemesis and watch ready")
+
+    def _share_group(self, admin: KafkaAdmin) -> str:
+        """Share consumers' group configured before they start (its configs set on the group,
+        as the brokers then say them: the manifest's share_group); the topic's id, which keys
+        the group's state of each partition ("" without share consumers)."""
+        share = self.scenario.workload.share_consumers
+        if share is None:
+            return ""
+        features = self.manifest.kafka_features or {}
+        if features.get("share.version", "1") in ("0", "UNKNOWN"):
+            raise ScenarioError(
+                f"share.version is {features['share.version']} on this cluster: its share groups "
+                "are off (a cluster formatted on Kafka 4.2 or later has them on)"
+            )
+        topic = self.scenario.cluster.topic
+        wanted = share.group_configs()
+        try:
+            topic_id = admin.topic_id(topic)
+            said = admin.set_group_configs(share.group, wanted)
+        except ComposeError as e:
+            raise ScenarioError(str(e)) from None
+        if differ := sorted(k for k in wanted if said.get(k) != wanted[k]):
+            log.warning(
+                "share group %s: the brokers say %s",
+                share.group,
+                ", ".join(f"{k}={said.get(k)} (not {wanted[k]})" for k in differ),
+            )
+        self.manifest.share_group = share.settings(topic) | {
+            "topic_id": topic_id,
+            "group_configs": said,
+        }
+        self._mark("share group configured")
+        return topic_id
 
     @staticmethod
     def _quorum(cluster: KafkaCluster) -> Quorum | None:
@@ -258,6 +295,13 @@ class KafkaRun(KafkaClientsRun):
         for r in w.readers:
             scope = f"reader {r.id}"
             chosen[scope] = chosen_keys(TYPED_READER, r.model_fields_set, r.config, settings[scope])
+        if (share := w.share_consumers) is not None:
+            scopes = [f"share group {share.group}"]
+            scopes += [f"share consumer {p}" for p in share.processes()]
+            for scope in scopes:
+                chosen[scope] = chosen_keys(
+                    TYPED_SHARE, share.model_fields_set, share.group_config, settings[scope]
+                )
         return chosen
 
     def _workload(self) -> None:

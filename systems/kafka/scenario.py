@@ -34,7 +34,13 @@ from systems.kafka.settings import (
     passthrough_refusals,
     topic_properties,
 )
-from systems.kafka.targets import ALL_BUT, COORDINATOR_TOPICS, SELECTOR_ROLES, is_selector
+from systems.kafka.targets import (
+    ALL_BUT,
+    COORDINATOR_TOPICS,
+    SELECTOR_ROLES,
+    SHARE_COORDINATOR,
+    is_selector,
+)
 from systems.kafka.workload_spec import (
     KafkaWorkload,
 )
@@ -79,6 +85,33 @@ MANY_BROKER_ROLES = frozenset(
 QUORUM_OPS = ("add-controller", "remove-controller")
 # The ops whose step names one of the workload's clients (`client: P1`) rather than nodes.
 CLIENT_OPS = tuple(o.name for o in OPS if o.arguments == "client")
+# Who a coordinator role needs in the workload before a step may aim at it.
+COORDINATED_BY = {
+    "transaction-coordinator": "a transactional producer",
+    "group-coordinator": "a reader in mode group",
+    SHARE_COORDINATOR: "share consumers (workload.share_consumers)",
+}
+# Share groups (KIP-932) are production-ready from 4.2, where share.version is on for a new
+# cluster; on 4.1 they are a preview, enabled by hand, without the group's delivery count limit.
+SHARE_GROUPS_SINCE = (4, 2)
+SHARE_GROUPS_REFUSAL = "Kafka 4.2 or later (share groups, KIP-932; 4.1's are a preview)"
+# The broker keys that bound a share group's configs (Kafka 4.4's defaults), by typed knob.
+SHARE_BOUNDS = {
+    "record_lock_duration_ms": (
+        "group.share.min.record.lock.duration.ms",
+        "group.share.max.record.lock.duration.ms",
+    ),
+    "delivery_count_limit": (
+        "group.share.min.delivery.count.limit",
+        "group.share.max.delivery.count.limit",
+    ),
+}
+SHARE_BOUND_DEFAULTS = {
+    "group.share.min.record.lock.duration.ms": 15000,
+    "group.share.max.record.lock.duration.ms": 60000,
+    "group.share.min.delivery.count.limit": 2,
+    "group.share.max.delivery.count.limit": 10,
+}
 
 
 def _quoted_release(value: object) -> object:
@@ -290,7 +323,8 @@ class KafkaStep(Strict):
     expect_balanced: bool | None = None
     """leaders: every partition led by its preferred replica."""
     client: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")] | None = None
-    """pause-client, resume-client: the workload client (a producer's, reader's or copier's id)."""
+    """pause-client, resume-client: the workload client (a producer's, reader's or copier's id,
+    or a share consumer's name)."""
     fail_on: DiskCall | None = None
     """disk-error: the calls that fail with EIO, write, fsync or read (a read the page cache
     answers never reaches the disk)."""
@@ -381,7 +415,8 @@ class KafkaStep(Strict):
         if arguments == "client":
             if self.client is None:
                 raise ValueError(
-                    f"{self.op} needs a client (a producer's, reader's or copier's id)"
+                    f"{self.op} needs a client (a producer's, reader's or copier's id, or a "
+                    "share consumer's name)"
                 )
             if self.target is not None or self.from_ is not None or self.to is not None:
                 raise ValueError(f"{self.op} names a client, not nodes")
@@ -485,6 +520,8 @@ class KafkaScenario(ScenarioBase):
             return f"{self.id}'s readers use the consumer group protocol (KIP-848): Kafka 4.0 on"
         if self.cluster.transaction_version is not None and version_tuple(line) < (4,):
             return f"{self.id} sets transaction_version, a feature of Kafka 4.0 on"
+        if self.workload.share_consumers is not None and version_tuple(line) < SHARE_GROUPS_SINCE:
+            return f"{self.id}'s share consumers need {SHARE_GROUPS_REFUSAL}, not {line}"
         if self.cluster.migration_controllers and (
             refusal := migration_refusal("zk", line, self.cluster.migration_controllers)
         ):
@@ -506,6 +543,38 @@ class KafkaScenario(ScenarioBase):
         if all(refusals):
             raise ValueError(f"cluster.modes: {refusals[0]}")
         return self
+
+    @model_validator(mode="after")
+    def _share_group_within_the_brokers_bounds(self) -> KafkaScenario:
+        """The share group's lock duration and delivery count limit within the bounds the
+        brokers set on every group's (their group.share.min/max.* keys, Kafka's defaults
+        unless broker_config sets them): a group config outside them is refused by the
+        broker as the run begins."""
+        share = self.workload.share_consumers
+        if share is None:
+            return self
+        for knob, (low_key, high_key) in SHARE_BOUNDS.items():
+            value: int = getattr(share, knob)
+            low, high = (self._broker_int(k) for k in (low_key, high_key))
+            if value < low:
+                raise ValueError(
+                    f"workload.share_consumers.{knob} {value} is below the brokers' {low_key} "
+                    f"({low}): lower it in cluster.broker_config"
+                )
+            if value > high:
+                raise ValueError(
+                    f"workload.share_consumers.{knob} {value} is above the brokers' {high_key} "
+                    f"({high}): raise it in cluster.broker_config"
+                )
+        return self
+
+    def _broker_int(self, key: str) -> int:
+        """A broker key's value on every broker: broker_config's, else Kafka's default."""
+        value = self.cluster.broker_config.get(key, SHARE_BOUND_DEFAULTS[key])
+        try:
+            return int(str(value))
+        except ValueError:
+            raise ValueError(f"cluster.broker_config.{key}: {value!r} is no number") from None
 
     @model_validator(mode="after")
     def _clients_exist(self) -> KafkaScenario:
@@ -705,12 +774,12 @@ class KafkaScenario(ScenarioBase):
             for sel in step.selectors():
                 role = ALL_BUT.get(sel, sel)
                 if role in COORDINATOR_TOPICS and role not in coordinated:
-                    client = (
-                        "a transactional producer"
-                        if "transaction" in role
-                        else "a reader in mode group"
+                    raise ValueError(f"nemesis.{i}: {sel} needs {COORDINATED_BY[role]}")
+                if role == SHARE_COORDINATOR and step.partition >= self.cluster.partitions:
+                    raise ValueError(
+                        f"nemesis.{i}: share-coordinator of partition {step.partition}: the topic "
+                        f"has {self.cluster.partitions} (0..{self.cluster.partitions - 1})"
                     )
-                    raise ValueError(f"nemesis.{i}: {sel} needs {client}")
             for sel in step.selectors():
                 if sel.startswith("@") and sel[1:] not in labels:
                     raise ValueError(f"nemesis.{i}: {sel} names no earlier step's label")

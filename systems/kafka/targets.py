@@ -6,6 +6,7 @@ controller, the control-plane quorum), never a fixed broker: leadership moves du
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -28,6 +29,10 @@ Role = Literal[
     # group's (the leader of the __consumer_offsets partition of the group id).
     "transaction-coordinator",
     "group-coordinator",
+    # The broker holding the share group's state of one partition of the workload's topic (the
+    # leader of the __share_group_state partition its "group:topic-id:partition" key hashes to,
+    # KIP-932): the step's `partition` says which (0 by default).
+    "share-coordinator",
     # Every broker but that transaction coordinator: where the producer's records go and its
     # EndTxn does not (a hold there outlasts a transaction its client can still abort).
     "non-transaction-coordinators",
@@ -44,9 +49,11 @@ def is_selector(name: str) -> bool:
 
 
 # The internal topic whose partition leader coordinates each coordinator role's key.
+SHARE_COORDINATOR = "share-coordinator"
 COORDINATOR_TOPICS = {
     "transaction-coordinator": "__transaction_state",
     "group-coordinator": "__consumer_offsets",
+    SHARE_COORDINATOR: "__share_group_state",
 }
 # A role resolved as every broker but the one playing another (a coordinator) role.
 ALL_BUT = {"non-transaction-coordinators": "transaction-coordinator"}
@@ -71,6 +78,26 @@ def coordinator_partition(key: str, partitions: int) -> int:
     absolute value (0 for the one int without one) modulo the partition count."""
     h = java_string_hash(key)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def kafka_uuid(most: int, least: int) -> str:
+    """A Kafka Uuid as Kafka writes it (Uuid.toString: its 16 bytes in URL-safe base64, no
+    padding), from its two signed 64-bit halves; librdkafka's own text uses the standard
+    alphabet, which would name another key."""
+    raw = (most & (2**64 - 1)).to_bytes(8, "big") + (least & (2**64 - 1)).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def share_partition_key(group: str, topic_id: str, partition: int) -> str:
+    """The share coordinator's key of a share group's state of one topic partition
+    (SharePartitionKey.asCoordinatorKey: group, topic id and partition, colon-separated); a
+    group id has no colon here (its pattern), so the partition is what follows the last."""
+    return f"{group}:{topic_id}:{partition}"
+
+
+def share_key_partition(key: str) -> int:
+    """The topic partition a share-partition key names."""
+    return int(key.rsplit(":", 1)[1])
 
 
 class TargetError(Exception):
@@ -157,8 +184,8 @@ def from_cluster_metadata(
 
 
 def coordinator_of(md: Metadata, role: str, key: str) -> list[str]:
-    """The node coordinating `key` (a transactional or group id) in `md`, which holds the
-    role's internal topic (COORDINATOR_TOPICS)."""
+    """The node coordinating `key` (a transactional or group id, a share-partition key) in
+    `md`, which holds the role's internal topic (COORDINATOR_TOPICS)."""
     topic = COORDINATOR_TOPICS[role]
     count = sum(1 for p in md.partitions if p.topic == topic)
     if not count:

@@ -8,7 +8,9 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from systems.kafka.config import PropertyValue
+from systems.kafka.targets import SHARE_COORDINATOR, share_partition_key
 from systems.scenario import MessageCount, NumberWord, Strict
+from workloads.kafka.properties import properties
 
 
 class KafkaTransactionSpec(Strict):
@@ -180,6 +182,129 @@ class KafkaReaderSpec(Strict):
         return self
 
 
+class KafkaShareOutcomes(Strict):
+    """How an explicitly acknowledging share consumer ends each record it processed, as shares
+    drawn per record (by a seed of the consumer's name): they add up to 1."""
+
+    accept: Annotated[float, Field(ge=0, le=1)] = 1.0
+    """Processed: the record is done, never delivered again."""
+    release: Annotated[float, Field(ge=0, le=1)] = 0.0
+    """Not processed: the record goes back for another delivery (its delivery count grows)."""
+    reject: Annotated[float, Field(ge=0, le=1)] = 0.0
+    """Unprocessable: the record is archived, never delivered again."""
+
+    @model_validator(mode="after")
+    def _whole(self) -> KafkaShareOutcomes:
+        total = self.accept + self.release + self.reject
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(f"outcomes accept, release and reject add up to {total:g}, not 1")
+        return self
+
+
+# The share group configs (Kafka 4.2 on, ConfigResource GROUP) the typed knobs set.
+SHARE_GROUP_KNOBS = {
+    "delivery_count_limit": "share.delivery.count.limit",
+    "record_lock_duration_ms": "share.record.lock.duration.ms",
+    "auto_offset_reset": "share.auto.offset.reset",
+}
+# The client and group keys each typed knob of the share consumers sets.
+TYPED_SHARE: dict[str, tuple[str, ...]] = {
+    "acknowledgement": ("share.acknowledgement.mode",),
+    "max_poll_records": ("max.poll.records",),
+    **{knob: (key,) for knob, key in SHARE_GROUP_KNOBS.items()},
+}
+# Seconds a draining share consumer waits past its group's lock duration for a record before it
+# calls the group idle: a record whose lock expired in another consumer comes back within it.
+SHARE_IDLE_MARGIN = 5.0
+
+
+class KafkaShareSpec(Strict):
+    """Share consumers (KIP-932, Kafka 4.2 on): `consumers` members of one share group read the
+    workload's topic cooperatively, each record acquired by one of them for the group's lock
+    duration and acknowledged one by one. Every acquisition and acknowledgement goes to the
+    history (f: share-acquire, share-ack)."""
+
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")] = "share-consumer"
+    """The consumers' names in the history: `<id>-0`, `<id>-1`, ..."""
+    group: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] = "share"
+    """The share group they are members of."""
+    consumers: Annotated[int, Field(ge=1, le=16)] = 3
+    """How many share consumers, each a process of its own."""
+    client: Literal["python", "java"] = "python"
+    """python: confluent-kafka's ShareConsumer (librdkafka); java: Kafka's own KafkaShareConsumer
+    of the release under test (workloads/kafka/java/ShareConsumer.java)."""
+    acknowledgement: Literal["implicit", "explicit"] = "implicit"
+    """implicit: a poll's records are accepted by the next poll (share.acknowledgement.mode);
+    explicit: each record acknowledged with an outcome drawn from `outcomes`."""
+    outcomes: KafkaShareOutcomes | None = None
+    """explicit: the shares of accept, release and reject (none: every record accepted)."""
+    delay: Annotated[float, Field(ge=0, le=600)] = 0.0
+    """Seconds spent on each record before it is acknowledged: longer than the lock duration,
+    its lock expires first (its acknowledgement then fails, and the record comes back)."""
+    max_poll_records: Annotated[int, Field(ge=1, le=10_000)] = 100
+    """max.poll.records: the most records one poll acquires (the Java client in record_limit
+    acquire mode, so that it is a bound)."""
+    delivery_count_limit: Annotated[int, Field(ge=2, le=25)] = 5
+    """share.delivery.count.limit of the group: deliveries after which a record is archived
+    (Kafka's default 5; the brokers bound it by group.share.min/max.delivery.count.limit)."""
+    record_lock_duration_ms: Annotated[int, Field(ge=1000, le=3_600_000)] = 30000
+    """share.record.lock.duration.ms of the group: how long an acquired record stays locked to
+    its consumer (Kafka's default 30000; the brokers bound it by
+    group.share.min/max.record.lock.duration.ms, 15000..60000 unless broker_config says)."""
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    """share.auto.offset.reset of the group: where a new share group starts reading (Kafka's
+    default is latest, which would skip what was written before the group began)."""
+    group_config: dict[str, PropertyValue] = Field(default_factory=dict)
+    """Any other share group config (share.*), set on the group before its consumers start."""
+
+    @model_validator(mode="after")
+    def _knobs_fit(self) -> KafkaShareSpec:
+        if self.outcomes is not None and self.acknowledgement != "explicit":
+            raise ValueError(
+                "outcomes are for acknowledgement: explicit (implicit accepts every record)"
+            )
+        typed = {v: k for k, v in SHARE_GROUP_KNOBS.items()}
+        for key in self.group_config:
+            if key in typed:
+                raise ValueError(f"group_config: {key} is the typed knob {typed[key]}'s")
+            if not key.startswith("share."):
+                raise ValueError(f"group_config: {key} is no share group config (share.*)")
+        return self
+
+    def processes(self) -> list[str]:
+        """Each consumer's process name, in order."""
+        return [f"{self.id}-{i}" for i in range(self.consumers)]
+
+    def outcome_shares(self) -> dict[str, float]:
+        """The shares of accept, release and reject (implicit: accept alone)."""
+        return (self.outcomes or KafkaShareOutcomes()).model_dump()
+
+    def drain_idle_s(self) -> float:
+        """How long a draining consumer waits for another record before it calls the group
+        idle: a lock duration and a margin."""
+        return self.record_lock_duration_ms / 1000 + SHARE_IDLE_MARGIN
+
+    def group_configs(self) -> dict[str, str]:
+        """Every share group config the run sets on the group, as Kafka reads them."""
+        typed = {SHARE_GROUP_KNOBS[k]: str(getattr(self, k)) for k in SHARE_GROUP_KNOBS}
+        return typed | properties(self.group_config)
+
+    def settings(self, topic: str) -> dict[str, object]:
+        """What the checker needs of the share group, resolved (the manifest's share_group)."""
+        return {
+            "group": self.group,
+            "topic": topic,
+            "consumers": self.processes(),
+            "client": self.client,
+            "acknowledgement": self.acknowledgement,
+            "outcomes": self.outcome_shares(),
+            "delay": self.delay,
+            "delivery_count_limit": self.delivery_count_limit,
+            "record_lock_duration_ms": self.record_lock_duration_ms,
+            "auto_offset_reset": self.auto_offset_reset,
+        }
+
+
 FINAL_READER = "final"  # the group of the final read (a reader id no scenario may take)
 
 
@@ -196,13 +321,17 @@ class KafkaWorkload(Strict):
     final_read: bool = True
     """After the drain, a fresh reader reads the whole log from its first offset: what a reader saw
     during a fault (a stale leader's writes, truncated later) is no proof the log kept it."""
+    share_consumers: KafkaShareSpec | None = None
+    """Consumers of one share group (KIP-932, Kafka 4.2 on) reading the workload's topic."""
 
     def client_ids(self) -> list[str]:
         """Every client process the run starts for this workload, by its id."""
+        shares = self.share_consumers.processes() if self.share_consumers else []
         return (
             [p.id for p in self.producers]
             + [r.id for r in self.readers]
             + [c.id for c in self.copiers]
+            + shares
         )
 
     def late_start_refusal(self, workload_seconds: float) -> str | None:
@@ -215,18 +344,20 @@ class KafkaWorkload(Strict):
                 )
         return None
 
-    def coordinated(self) -> dict[str, str]:
+    def coordinated(self, topic_id: str = "", partitions: int = 1) -> dict[str, str]:
         """Per coordinator role, the id whose coordinator it names: the first transactional
-        producer's transactional id, the first group-mode reader's group."""
+        producer's transactional id, the first group-mode reader's group, the share group's
+        state of the topic's partition 0."""
         out: dict[str, str] = {}
-        for role, key in self.coordinator_keys():
+        for role, key in self.coordinator_keys(topic_id, partitions):
             out.setdefault(role, key)
         return out
 
-    def coordinator_keys(self) -> list[tuple[str, str]]:
+    def coordinator_keys(self, topic_id: str = "", partitions: int = 1) -> list[tuple[str, str]]:
         """(role, id) of every id a coordinator serves in this workload, once each: the
-        transactional producers' and copiers' transactional ids, then the group-mode readers'
-        and the copiers' groups."""
+        transactional producers' and copiers' transactional ids, then the group-mode readers',
+        the copiers' and the share consumers' groups, then the share group's state of each
+        partition of the topic (`topic_id`, Kafka's: known once the topic exists)."""
         keys: list[tuple[str, str]] = []
         for p in self.producers:
             if p.transaction is not None:
@@ -238,6 +369,12 @@ class KafkaWorkload(Strict):
                 keys.append(("group-coordinator", r.id))
         for c in self.copiers:
             keys.append(("group-coordinator", c.group))
+        if (share := self.share_consumers) is not None:
+            keys.append(("group-coordinator", share.group))
+            keys += [
+                (SHARE_COORDINATOR, share_partition_key(share.group, topic_id, p))
+                for p in range(partitions)
+            ]
         return list(dict.fromkeys(keys))
 
     @model_validator(mode="after")
@@ -250,6 +387,23 @@ class KafkaWorkload(Strict):
         reader_groups = {r.id for r in self.readers if r.mode == "group"}
         if clash := reader_groups & {c.group for c in self.copiers}:
             raise ValueError(f"group {sorted(clash)[0]} is both a reader's and the copiers'")
+        share = self.share_consumers
+        if share is not None and share.group in reader_groups | {c.group for c in self.copiers}:
+            # One group id is one group: a share group cannot be a consumer group too.
+            raise ValueError(
+                f"group {share.group} is both the share consumers' and a consumer group"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _drain_outlasts_a_lock(self) -> KafkaWorkload:
+        share = self.share_consumers
+        if share is not None and self.drain_timeout < share.drain_idle_s():
+            raise ValueError(
+                f"drain_timeout {self.drain_timeout:g} is shorter than the share consumers' idle "
+                f"wait ({share.drain_idle_s():g} s: a lock duration and {SHARE_IDLE_MARGIN:g} s, "
+                "for records whose locks expire to come back): raise it"
+            )
         return self
 
     @model_validator(mode="after")

@@ -92,4 +92,8 @@ class KafkaMockScenario(ScenarioBase):
                     f"copier {c.id}: the java client needs a real cluster (the mock serves "
                     "librdkafka's protocol versions, not the Java client's)"
                 )
+        if self.workload.share_consumers is not None:
+            raise ValueError(
+                "share_consumers need a real cluster (Kafka 4.2 on): the mock tier runs none"
+            )
         return self

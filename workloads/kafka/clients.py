@@ -45,6 +45,7 @@ from workloads.kafka.base import (
 )
 from workloads.kafka.copier import Copier, CopierConfig, run_java_copier
 from workloads.kafka.properties import properties
+from workloads.kafka.share import PythonShareConsumer, ShareConfig, run_java_share_consumer
 from workloads.kafka.transactions import TransactionalProducer, TransactionConfig, run_java_producer
 from workloads.lifeline import tie_to_harness
 
@@ -332,11 +333,25 @@ def _copier(data: dict[str, Any], bootstrap: str, history_dir: Path, work: Path)
     return 0 if drained else READER_NOT_CAUGHT_UP
 
 
+def _share(data: dict[str, Any], bootstrap: str, history_dir: Path, work: Path) -> int:
+    """A share consumer (KIP-932), on the client its scenario chose: it drains when signalled
+    (SIGUSR1), as a reader does; a Java one is passed the signal on."""
+    cfg = ShareConfig(**data)
+    drain = {"now": False}
+    signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))
+    if cfg.client == "java":
+        history_path = history_dir / f"{cfg.process}.jsonl"
+        return run_java_share_consumer(cfg, bootstrap, history_path, work, lambda: drain["now"])
+    with HistoryWriter(history_dir, cfg.process, "kafka") as history:
+        drained = PythonShareConsumer(cfg, bootstrap, history, lambda: drain["now"]).run()
+    return 0 if drained else READER_NOT_CAUGHT_UP
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m workloads.kafka.clients producer|reader|copier CONFIG`: one client process of a
-    run."""
+    """`python -m workloads.kafka.clients producer|reader|copier|share CONFIG`: one client
+    process of a run."""
     parser = argparse.ArgumentParser(prog="python -m workloads.kafka.clients")
-    parser.add_argument("role", choices=["producer", "reader", "copier"])
+    parser.add_argument("role", choices=["producer", "reader", "copier", "share"])
     parser.add_argument("config", type=Path)
     args = parser.parse_args(argv)
     tie_to_harness()
@@ -353,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.role == "copier":
         return _copier(data, bootstrap, history_dir, args.config.parent)
+    if args.role == "share":
+        return _share(data, bootstrap, history_dir, args.config.parent)
     rcfg = ReaderConfig(**data)
     drain = {"now": rcfg.final}
     signal.signal(signal.SIGUSR1, lambda *_: drain.update(now=True))

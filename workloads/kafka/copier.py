@@ -27,8 +27,6 @@ from __future__ import annotations
 import functools
 import logging
 import random
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -344,16 +342,6 @@ class Copier(OneInstance):
 
 
 JAVA_CANNOT_START = 2  # exit code: the Java client could not be built or started
-DRAIN_RESEND = 5.0  # seconds between two SIGUSR1 to a Java copier asked to drain, until it ends
-
-
-def _java_child() -> None:
-    """The Java copier's preexec: it ends with this process, and a SIGUSR1 that comes before the
-    JVM has installed its handler is ignored rather than fatal (it is sent again)."""
-    from workloads.lifeline import die_with_parent
-
-    die_with_parent()
-    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
 
 def run_java_copier(
@@ -366,7 +354,13 @@ def run_java_copier(
     """Kafka's Java client as this copier: it writes `history_path` itself; its exit code (0
     drained, 3 the deadline first, as the librdkafka copier's). Once `draining()` says so it is
     sent SIGUSR1 (the drain), again every DRAIN_RESEND seconds until it ends."""
-    from workloads.kafka.java_client import COPIER_CLASS, JavaClientError, classpath, ensure
+    from workloads.kafka.java_client import (
+        COPIER_CLASS,
+        JavaClientError,
+        classpath,
+        ensure,
+        supervise,
+    )
 
     if not cfg.java_version:
         log.error("the java copier needs its kafka-clients release (java_version)")
@@ -396,23 +390,4 @@ def run_java_copier(
         str(cfg.abort_ratio),
         cfg.java_version,
     ]
-    give_up = time.monotonic() + max(1.0, cfg.deadline - time.time()) + JAVA_SLACK
-    proc = subprocess.Popen(argv, preexec_fn=_java_child)
-    signalled = float("-inf")
-    try:
-        while True:
-            try:
-                return proc.wait(timeout=0.2)
-            except subprocess.TimeoutExpired:
-                pass
-            now = time.monotonic()
-            if draining() and now - signalled >= DRAIN_RESEND:
-                proc.send_signal(signal.SIGUSR1)
-                signalled = now
-            if now >= give_up:
-                log.error("the java copier did not end %.0f s after its deadline", JAVA_SLACK)
-                return 1
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    return supervise(argv, cfg.deadline, JAVA_SLACK, draining, "the java copier")

@@ -10,20 +10,28 @@ for every local Kafka image's release, and a run builds a missing one before its
 from __future__ import annotations
 
 import argparse
+import logging
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from compose.releases import setup_releases
 from contract.cache import cache_root
 
+log = logging.getLogger("workloads.kafka.java_client")
+
 SOURCES = tuple(sorted((Path(__file__).parent / "java").glob("*.java")))
 POM = Path(__file__).parent / "java" / "pom.xml"
 MAIN_CLASS = "TransactionalProducer"  # the transactional producer's main class
 COPIER_CLASS = "TransactionalCopier"  # the exactly-once copier's
+SHARE_CLASS = "ShareConsumer"  # the share consumer's (KIP-932)
 BUILD_TIMEOUT = 600.0  # seconds: Maven's first download of a release's jars
+DRAIN_RESEND = 5.0  # seconds between two SIGUSR1 to a Java client asked to drain, until it ends
 
 
 class JavaClientError(Exception):
@@ -117,6 +125,43 @@ def _run(argv: list[str], failure: str) -> None:
     if proc.returncode != 0:
         said = (proc.stdout + proc.stderr).strip().splitlines()
         raise JavaClientError(f"{failure}: {said[-1] if said else f'exit {proc.returncode}'}")
+
+
+def _java_child() -> None:
+    """A Java client's preexec: it ends with its Python parent, and a SIGUSR1 that comes before
+    the JVM has installed its handler is ignored rather than fatal (it is sent again)."""
+    from workloads.lifeline import die_with_parent
+
+    die_with_parent()
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
+def supervise(
+    argv: list[str], deadline: float, slack: float, draining: Callable[[], bool], what: str
+) -> int:
+    """Runs a Java client to its end and returns its exit code. Once `draining()` says so it is
+    sent SIGUSR1 (the drain), again every DRAIN_RESEND seconds until it ends; `slack` seconds
+    after its `deadline` (Unix time) it is killed (exit 1)."""
+    give_up = time.monotonic() + max(1.0, deadline - time.time()) + slack
+    proc = subprocess.Popen(argv, preexec_fn=_java_child)
+    signalled = float("-inf")
+    try:
+        while True:
+            try:
+                return proc.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if draining() and now - signalled >= DRAIN_RESEND:
+                proc.send_signal(signal.SIGUSR1)
+                signalled = now
+            if now >= give_up:
+                log.error("%s did not end %.0f s after its deadline", what, slack)
+                return 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -139,3 +139,62 @@ def test_election_outcomes_as_the_client_reports_them() -> None:
     assert election_outcome(KafkaError(KafkaError.ELECTION_NOT_NEEDED)) == "ELECTION_NOT_NEEDED"
     wrapped = KafkaException(KafkaError(KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE))
     assert election_outcome(wrapped) == "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+
+
+class _ConfigAdmin:
+    """An admin client whose group configs are what it was last asked to set."""
+
+    def __init__(self) -> None:
+        self.altered: list[Any] = []
+
+    def incremental_alter_configs(self, resources: list[Any], request_timeout: float) -> Any:
+        from concurrent.futures import Future
+
+        self.altered += resources
+        done: Future[None] = Future()
+        done.set_result(None)
+        return {resources[0]: done}
+
+    def describe_configs(self, resources: list[Any], request_timeout: float) -> Any:
+        from concurrent.futures import Future
+
+        said = {
+            e.name: SimpleNamespace(value=e.value) for e in self.altered[-1].incremental_configs
+        }
+        said["share.isolation.level"] = SimpleNamespace(value="read_uncommitted")  # a default
+        done: Future[dict[str, Any]] = Future()
+        done.set_result(said)
+        return {resources[0]: done}
+
+
+def test_a_share_groups_configs_are_set_on_its_group_resource_and_read_back() -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ResourceType
+
+    admin = KafkaAdmin.__new__(KafkaAdmin)
+    fake = _ConfigAdmin()
+    admin.admin = fake  # type: ignore[assignment]
+    wanted = {"share.record.lock.duration.ms": "15000", "share.auto.offset.reset": "earliest"}
+    assert admin.set_group_configs("share", wanted) == wanted
+    (resource,) = fake.altered
+    assert (resource.restype, resource.name) == (ResourceType.GROUP, "share")
+    assert {e.name: e.value for e in resource.incremental_configs} == wanted
+    ops = {e.incremental_operation for e in resource.incremental_configs}
+    assert ops == {AlterConfigOpType.SET}
+
+
+def test_a_group_config_request_passes_the_clients_own_checks() -> None:
+    """confluent-kafka takes a GROUP resource (KIP-848's, mapped to the config API's own type):
+    with no broker it is sent and times out, in one line."""
+    from confluent_kafka.admin import AdminClient
+
+    from compose.cli import ComposeError
+
+    admin = KafkaAdmin.__new__(KafkaAdmin)
+    admin.topic = "t"
+    admin.admin = AdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    with pytest.raises(
+        ComposeError, match="cannot set group share's configs: no answer within 1 s"
+    ):
+        admin.set_group_configs("share", {"share.auto.offset.reset": "earliest"}, timeout=1)
+    with pytest.raises(ComposeError, match="cannot describe topic t: no answer within 1 s"):
+        admin.topic_id("t", timeout=1)

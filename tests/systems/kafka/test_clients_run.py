@@ -43,7 +43,11 @@ def recorded_drain(final_exit: int) -> tuple[Any, list[Any]]:
     log: list[Any] = []
     run = object.__new__(Recorded)
     workload = SimpleNamespace(
-        readers=[SimpleNamespace(id="r")], copiers=[], drain_timeout=5.0, final_read=True
+        readers=[SimpleNamespace(id="r")],
+        copiers=[],
+        drain_timeout=5.0,
+        final_read=True,
+        share_consumers=None,
     )
     run.scenario = SimpleNamespace(workload=workload, cluster=SimpleNamespace(topic="t"))
     run.manifest = Manifest()
@@ -142,3 +146,76 @@ def test_a_transactional_producer_restarted_keeps_its_transactional_id(tmp_path:
     assert (role, process) == ("producer", "P1.2")
     assert config["transaction"]["transactional_id"] == "P1"
     assert "producer_id" not in config  # its own id space: its transactions are its own
+
+
+def test_share_consumers_start_with_the_readers_drain_with_them_and_restart_in_their_group(
+    tmp_path: Path,
+) -> None:
+    run, spawned = recorded_run((ROOT / "scenarios" / "S4-java.yaml").read_text(), tmp_path)
+    run.manifest = Manifest(images={"kafka": {"version": "4.4.0"}})
+    run._start_clients(1000.0)
+    roles = [(role, process) for role, process, _ in spawned]
+    assert roles[:4] == [
+        ("reader", "R"),
+        ("share", "share-consumer-0"),
+        ("share", "share-consumer-1"),
+        ("share", "share-consumer-2"),
+    ]
+    assert roles[4] == ("producer", "P1")  # the consumers are members before the first send
+    config = spawned[1][2]
+    assert (config["group"], config["topic"], config["client"]) == ("share", "jepsen", "java")
+    assert (config["acknowledgement"], config["delay"], config["max_poll_records"]) == (
+        "explicit",
+        0.05,
+        20,
+    )
+    assert (config["accept"], config["release"], config["reject"]) == (1.0, 0.0, 0.0)
+    assert config["idle_s"] == 15 + 5 and config["java_version"] == "4.4.0"
+    assert config["deadline"] == run.read_deadline
+    spawned.clear()
+    run.clients["share-consumer-1"] = SimpleNamespace(pid=1, poll=lambda: -9)  # type: ignore[assignment]
+    run.restart_client("share-consumer-1")
+    ((role, process, again),) = spawned
+    assert (role, process) == ("share", "share-consumer-1.2")
+    assert again["group"] == "share" and again["deadline"] == run.read_deadline
+
+
+def test_the_drain_signals_share_consumers_with_the_readers() -> None:
+    run, log = recorded_drain(0)
+    share = SimpleNamespace(processes=lambda: ["s-0", "s-1"])
+    run.scenario.workload.share_consumers = share
+    for name in ("s-0", "s-1"):
+        run.clients[name] = SimpleNamespace(send_signal=lambda s: log.append("signal"))
+    exits = {"r": 0, "s-0": 0, "s-1": 3, "final": 0}
+
+    def wait(name: str, deadline: float) -> int:
+        log.append(name)
+        return exits[name]
+
+    run._wait_client = wait
+    run._drain()
+    assert log[:6] == ["signal", "signal", "signal", "r", "s-0", "s-1"]
+    assert run.manifest.consumer_exit_codes == {"r": 0, "s-0": 0, "s-1": 3, "final": 0}
+    assert run.manifest.drain_complete is False  # a consumer that did not drain
+
+
+@pytest.mark.parametrize(("scenario", "client"), [("S1", "python"), ("S1-java", "java")])
+def test_the_settings_shown_for_share_consumers_are_their_clients_and_their_groups(
+    scenario: str, client: str
+) -> None:
+    from systems.kafka.clients_run import KafkaClientsRun
+
+    run = object.__new__(KafkaClientsRun)
+    spec = parse_scenario((ROOT / "scenarios" / f"{scenario}.yaml").read_text(), "x.yaml")
+    run.scenario = spec  # client_settings reads the scenario alone
+    shown = run.client_settings()
+    assert shown["share group share"] == {
+        "share.auto.offset.reset": "earliest",
+        "share.delivery.count.limit": "5",
+        "share.record.lock.duration.ms": "15000",
+    }
+    consumer = shown["share consumer share-consumer-2"]
+    assert consumer["group.id"] == "share" and consumer["client.id"] == "share-consumer-2"
+    assert consumer["share.acknowledgement.mode"] == "explicit"
+    assert ("share.acquire.mode" in consumer) is (client == "java")
+    assert "bootstrap.servers" not in consumer

@@ -237,3 +237,30 @@ def test_every_restart_of_a_rolling_restart_records_what_its_node_held_then() ->
     held = [r["held"] for r in net.history.resolved()]
     assert held == [{"kafka1": ["controller", "follower p0"]}, {"kafka2": ["leader p0"]}]
     assert [c[0] for c in net.calls] == ["restart", "restart"]
+
+
+def test_the_share_coordinator_is_the_one_of_the_steps_partition() -> None:
+    """A share group's state is kept per topic partition: `partition` picks whose
+    coordinator, and each step records the share-partitions its nodes coordinated."""
+    from systems.kafka.targets import share_partition_key
+
+    net, control = FakeNet(), FakeControl()
+    keys = [share_partition_key("share", "AAAAAAAAAAAAAAAAAAAAAQ", p) for p in (0, 1)]
+    leaders = {coordinator_partition(keys[0], 50): 2, coordinator_partition(keys[1], 50): 3}
+    assert len(leaders) == 2  # two state partitions, on two brokers
+    control.internal["__share_group_state"] = internal_topic("__share_group_state", leaders)
+    followed = [("share-coordinator", k) for k in keys]
+    n = KafkaNemesis(
+        net,  # type: ignore[arg-type]
+        control,
+        "t",
+        2,
+        {"share-coordinator": keys[0]},
+        coordinator_keys=followed,
+    )
+    n.apply(step(op="kill", target="share-coordinator", partition=1))
+    n.apply(step(op="kill", target="share-coordinator"))
+    assert net.calls == [("kill", ["kafka3"]), ("kill", ["kafka2"])]
+    first = net.history.resolved()[0]
+    assert f"share-coordinator {keys[1]}" in first["held"]["kafka3"]
+    assert not any(keys[0] in role for role in first["held"]["kafka3"])

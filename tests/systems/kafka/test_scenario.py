@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from systems.kafka.scenario import KafkaScenario
+from systems.kafka.scenario import KafkaScenario, KafkaStep
 from systems.registry import load_scenario, parse_scenario
 from systems.scenario import ScenarioError
 from tests.helpers import ROOT
@@ -253,3 +253,106 @@ def test_quorum_steps_need_a_dynamic_quorum_and_never_stop_a_combined_node() -> 
     )
     s = parse_scenario(QUORUM + steps, "x.yaml")
     assert s.cluster.node_names("kraft") >= {"controller4"}  # named alike in both KRaft modes
+
+
+SHARE_SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("S[0-9]*.yaml"))
+
+
+def test_every_share_group_claim_row_has_a_scenario_on_each_client() -> None:
+    clients: dict[str, set[str]] = {}
+    for path in SHARE_SCENARIOS:
+        s = load_scenario(path)
+        assert isinstance(s, KafkaScenario) and s.claim and s.id == path.stem
+        assert s.workload.share_consumers is not None and s.cluster.release == "4.4"
+        clients.setdefault(s.claim, set()).add(s.workload.share_consumers.client)
+    assert clients == {f"S{i}": {"python", "java"} for i in range(1, 5)}
+
+
+def test_the_share_rows_fault_what_their_claims_name() -> None:
+    steps: dict[str, list[KafkaStep]] = {}
+    for p in SHARE_SCENARIOS:
+        s = load_scenario(p)
+        assert isinstance(s, KafkaScenario)
+        steps[p.stem] = s.nemesis
+    assert steps["S1"] == steps["S1-java"] == []
+    assert {s.target for s in steps["S2"] if s.op in ("kill", "restart")} == {"leader"}
+    assert {s.target for s in steps["S3"] if s.op == "kill"} == {"share-coordinator"}
+    s4 = load_scenario(ROOT / "scenarios" / "S4.yaml")
+    assert isinstance(s4, KafkaScenario) and s4.workload.share_consumers is not None
+    lock = s4.workload.share_consumers.record_lock_duration_ms / 1000
+    paused = [s for s in s4.nemesis if s.op == "pause-client"]
+    resumed = [s for s in s4.nemesis if s.op == "resume-client"]
+    assert paused and all(r.at - p.at > lock for p, r in zip(paused, resumed, strict=True))
+
+
+SHARE = """
+id: x
+expect: safe
+cluster: {system: kafka, release: "4.4", modes: [kraft], partitions: 2}
+workload:
+  producers: [{id: P, count: 1}]
+  readers: [{id: r}]
+  share_consumers: {consumers: 2}
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('release: "4.4"', 'release: "4.1"', "need Kafka 4.2 or later .* not 4.1"),
+        ('release: "4.4"', 'release: "3.9"', "need Kafka 4.2 or later .* not 3.9"),
+        (
+            "{consumers: 2}",
+            "{consumers: 2, record_lock_duration_ms: 5000}",
+            "below the brokers' group.share.min.record.lock.duration.ms \\(15000\\)",
+        ),
+        (
+            "{consumers: 2}",
+            "{consumers: 2, delivery_count_limit: 12}",
+            "above the brokers' group.share.max.delivery.count.limit \\(10\\)",
+        ),
+        (
+            "partitions: 2}",
+            "partitions: 2, broker_config: {group.share.min.record.lock.duration.ms: x}}",
+            "no number",
+        ),
+    ],
+)
+def test_share_consumers_out_of_their_release_or_the_brokers_bounds_are_one_line(
+    old: str, new: str, message: str
+) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(SHARE.replace(old, new))
+
+
+def test_a_lock_below_the_default_bound_runs_where_the_brokers_allow_it() -> None:
+    text = SHARE.replace(
+        "partitions: 2}",
+        "partitions: 2, broker_config: {group.share.min.record.lock.duration.ms: 1000}}",
+    ).replace("{consumers: 2}", "{consumers: 2, record_lock_duration_ms: 5000}")
+    assert isinstance(parse_scenario(text), KafkaScenario)
+
+
+@pytest.mark.parametrize(
+    ("nemesis", "message"),
+    [
+        ("[{at: 1, op: kill, target: share-coordinator, partition: 2}]", "the topic has 2"),
+        ("[{at: 1, op: pause-client, client: share-consumer-2}]", "no client 'share-consumer-2'"),
+    ],
+)
+def test_bad_share_steps_are_one_line(nemesis: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(SHARE + f"nemesis: {nemesis}\n")
+
+
+def test_the_share_coordinator_needs_share_consumers() -> None:
+    steps = "nemesis: [{at: 1, op: kill, target: share-coordinator}]\n"
+    assert isinstance(parse_scenario(SHARE + steps), KafkaScenario)
+    with pytest.raises(ScenarioError, match="share-coordinator needs share consumers"):
+        parse_scenario(SHARE.replace("  share_consumers: {consumers: 2}\n", "") + steps)
+
+
+def test_the_mock_tier_runs_no_share_consumers() -> None:
+    text = SHARE.replace('system: kafka, release: "4.4", modes: [kraft]', "system: kafka-mock")
+    with pytest.raises(ScenarioError, match="share_consumers need a real cluster"):
+        parse_scenario(text)

@@ -82,3 +82,51 @@ def test_leader_is_read_live_from_the_mock_cluster() -> None:
             assert resolve(md, "leader", "t", 0) == [f"broker{broker}"]
             assert f"broker{broker}" not in resolve(md, "followers", "t", 0)
             assert len(resolve(md, "replicas", "t", 0)) == 3
+
+
+@pytest.mark.parametrize(
+    ("most", "least", "text", "partition"),
+    [
+        # Each from Kafka 4.4.0's own Uuid.toString and ShareCoordinatorService.partitionFor
+        # (Utils.abs(SharePartitionKey.asCoordinatorKey("share", id, 2).hashCode()) % 50).
+        (-1, -1, "_____________________w", 9),
+        (0x0FBFFFBF00000000, 1, "D7__vwAAAAAAAAAAAAAAAQ", 43),
+        (-5764607523034234880, 4611686018427387904, "sAAAAAAAAABAAAAAAAAAAA", 26),
+    ],
+)
+def test_a_share_partitions_coordinator_key_is_kafkas(
+    most: int, least: int, text: str, partition: int
+) -> None:
+    from confluent_kafka import Uuid
+
+    from systems.kafka.targets import (
+        coordinator_partition,
+        kafka_uuid,
+        share_key_partition,
+        share_partition_key,
+    )
+
+    assert kafka_uuid(most, least) == text
+    if "_" in text or "-" in text:  # librdkafka's own text is standard base64: another key
+        assert str(Uuid(most, least)) != text
+    key = share_partition_key("share", text, 2)
+    assert key == f"share:{text}:2" and share_key_partition(key) == 2
+    assert coordinator_partition(key, 50) == partition
+
+
+def test_the_share_coordinator_is_the_leader_of_its_keys_state_partition() -> None:
+    from systems.kafka.targets import coordinator_of, coordinator_partition, share_partition_key
+
+    key = share_partition_key("share", "AAAAAAAAAAAAAAAAAAAAAQ", 0)
+    leaders = {coordinator_partition(key, 50): 3}
+    md = Metadata(
+        brokers={1: "kafka1", 2: "kafka2", 3: "kafka3"},
+        controller=1,
+        partitions=tuple(
+            PartitionState("__share_group_state", p, leaders.get(p, 1), (1, 2, 3), (1, 2, 3))
+            for p in range(50)
+        ),
+    )
+    assert coordinator_of(md, "share-coordinator", key) == ["kafka3"]
+    with pytest.raises(TargetError, match="__share_group_state does not exist yet"):
+        coordinator_of(MD, "share-coordinator", key)

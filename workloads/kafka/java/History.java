@@ -1,6 +1,6 @@
-// The history writer of the harness's Java clients (TransactionalProducer, TransactionalCopier):
-// one JSON line per event with contract/history.py's fields in its order, each line written
-// whole with one write to a file opened for appending, as contract/history.py does.
+// The history writer of the harness's Java clients (TransactionalProducer, TransactionalCopier,
+// ShareConsumer): one JSON line per event with contract/history.py's fields in its order, each
+// line written whole with one write to a file opened for appending, as contract/history.py does.
 
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -20,8 +20,15 @@ final class History {
 
     /** One event. `value` is JSON text already (or null); `msg_id` is `producer:seq` when both
      *  are known, as HistoryWriter.write makes it. */
-    synchronized void write(String type, String f, String stream, String producer, Number seq,
-                            Number partition, Number offset, String error, String value) {
+    void write(String type, String f, String stream, String producer, Number seq,
+               Number partition, Number offset, String error, String value) {
+        write(type, f, stream, null, producer, seq, partition, offset, error, value);
+    }
+
+    /** One event of a consumer of a group (`group`: the reader group the history records). */
+    synchronized void write(String type, String f, String stream, String group, String producer,
+                            Number seq, Number partition, Number offset, String error,
+                            String value) {
         StringBuilder b = new StringBuilder(256);
         Instant at = Instant.now();
         b.append("{\"time\":").append(String.format(Locale.ROOT, "%d.%06d", at.getEpochSecond(),
@@ -30,7 +37,8 @@ final class History {
             .append(",\"type\":").append(quote(type))
             .append(",\"f\":").append(quote(f))
             .append(",\"system\":\"kafka\",\"stream\":").append(quoteOrNull(stream))
-            .append(",\"group\":null,\"producer\":").append(quoteOrNull(producer))
+            .append(",\"group\":").append(quoteOrNull(group))
+            .append(",\"producer\":").append(quoteOrNull(producer))
             .append(",\"seq\":").append(seq)
             .append(",\"msg_id\":").append(
                 producer == null || seq == null ? "null" : quote(producer + ":" + seq))
