@@ -223,9 +223,10 @@ def _window(*keys: str, before: bool = False) -> Any:
 
 def deliveries(marks: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(deliveries, unmatched): one row per acquisition (RECORD, msg_id, process, time, file,
-    line, dc, client) with its acknowledgement: outcome (of its first), status (ok, fail, info;
-    null when none was asked), and accepted, rejected, released (confirmed), refused and unknown
-    flags; and the acknowledgements no acquisition of their consumer came before, by consumer.
+    line, dc, client) with its acknowledgement: outcome and status (ok, fail, info; null when
+    none was asked) of its last, and accepted, rejected, released (confirmed), refused and
+    unknown flags over all of them; and the acknowledgements no acquisition of their consumer
+    came before, by consumer.
 
     An acknowledgement belongs to its consumer's latest acquisition of the record before it, and
     an end to the latest invoke before it: counted per record and consumer as they were seen, so
@@ -261,9 +262,9 @@ def deliveries(marks: DataFrame) -> tuple[DataFrame, DataFrame]:
         acks.filter(col("k") > 0)
         .groupBy(*keys, "k")
         .agg(
-            F.min_by("outcome", "j").alias("outcome"),
-            F.min_by("status", "j").alias("status"),
-            F.min_by("error", "j").alias("ack_error"),
+            F.max_by("outcome", "j").alias("outcome"),
+            F.max_by("status", "j").alias("status"),
+            F.max_by("error", "j").alias("ack_error"),
             confirmed("accept").alias("accepted"),
             confirmed("reject").alias("rejected"),
             confirmed("release").alias("released"),
