@@ -662,7 +662,7 @@ def _samples(anomalies: DataFrame, ordered: DataFrame) -> DataFrame:
         .select("group", "anomaly", "id", "rank", "at", "stream", "partition")
     )
     story = ordered.select(
-        "group",
+        col("group").alias("story_group"),
         col("msg_id").alias("story_msg"),
         record_id().alias("record"),
         col("process").alias("by"),
@@ -675,11 +675,12 @@ def _samples(anomalies: DataFrame, ordered: DataFrame) -> DataFrame:
         "redelivery",
     )
     lost = col("anomaly") == "lost"
-    matches = (picked["group"] == story["group"]) & (
+    # Joined by names of their own: both sides come of the same frames.
+    matches = (col("group") == col("story_group")) & (
         (lost & (col("id") == col("story_msg"))) | (~lost & (col("id") == col("record")))
     )
     return picked.join(story, matches, "left").select(
-        picked["group"],
+        "group",
         "anomaly",
         "id",
         "rank",
