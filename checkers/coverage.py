@@ -25,8 +25,9 @@ PARTITION_ROLES = ("leader", "follower", "followers", "isr", "in-sync-followers"
 CONTROL_ROLES = ("controller", "quorum")
 # The history names of the steps that change the KRaft controller quorum's voters.
 QUORUM_CHANGES = ("add-controller", "remove-controller")
-# Roles naming the broker that coordinates a client's transactions or consumer group.
-COORDINATOR_ROLES = ("transaction-coordinator", "group-coordinator")
+# Roles naming the broker that coordinates a client's transactions, consumer group or share
+# group's state (the share coordinator, KIP-932).
+COORDINATOR_ROLES = ("transaction-coordinator", "group-coordinator", "share-coordinator")
 # Outcomes that say something did not happen: only a run that tested something may say so.
 NEGATIVE_OUTCOMES = frozenset({"safe", "unavailable", "no-duplicates"})
 
@@ -85,11 +86,14 @@ def coverage_of(
     expect: str | None,
     run_start: float,
     transactions: dict[str, Any] | None = None,
+    share_groups: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The coverage section of verdict.json (see the module's docstring). With transactional
     clients, `transactions` is the verdict's transactions section: what a transactional claim
     tests is a fault meeting open transactions, whose records are acknowledged only at their
-    commit; it also says whose commit was in flight in a fault or as a coordinator moved."""
+    commit; it also says whose commit was in flight in a fault or as a coordinator moved. With
+    share consumers, `share_groups` is the verdict's share groups section: the records it saw
+    redelivered after a release or a lock's expiry are situations too."""
     situations: Counter[str] = Counter(_watched_situations(states, facts))
     ops = _ops_applied(nemesis)
     steps = _fault_steps(nemesis, states, facts, run_start, situations)
@@ -97,6 +101,9 @@ def coverage_of(
     open_transactions = None if transactions is None else transactions.get("open_in_faults", 0)
     for situation, count in _transaction_situations(transactions or {}).items():
         situations[situation] += count
+    for key, situation in SHARE_SITUATIONS.items():
+        if count := int((share_groups or {}).get(key) or 0):
+            situations[situation] += count
     totals = {key: sum(w[key] for w in traffic) for key in ("acked", "sends", "delivered")}
     # A message undelivered through several windows was exposed at each: counted once, at the
     # first (older verdicts' windows lack first_exposed).
@@ -162,6 +169,13 @@ TRANSACTION_SITUATIONS = {
     "fenced_while_paused": "zombie-fenced-while-paused",
     "held_past_end": "request-held-past-end-txn",
     "commits_delayed": "commit-delayed",
+}
+
+
+# The share groups section's counts that are situations a share-group claim may require.
+SHARE_SITUATIONS = {
+    "lock_expired_redelivered": "share-lock-expired-redelivered",
+    "released_redelivered": "share-released-redelivered",
 }
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.messages import DELIVERY_ORDER, planned_abort
+from contract.history import SHARE_ACK
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
 Column = Any  # pyspark.sql.Column
@@ -40,13 +41,14 @@ def _F() -> Any:
 
 
 def client_errors(events: DataFrame) -> DataFrame:
-    """(f, name, count) of not-ok sends and commits, by the error text before its first ":"."""
+    """(f, name, count) of not-ok sends, commits, transactions and share consumers'
+    acknowledgements, by the error text before its first ":"."""
     F = _F()
     name = F.regexp_extract(F.coalesce(F.col("error"), F.lit("")), r"^([^:]*)", 1)
     return (
         events.filter(
             F.col("type").isin("fail", "info")
-            & F.col("f").isin("send", "commit", "txn")
+            & F.col("f").isin("send", "commit", "txn", SHARE_ACK)
             & ~F.coalesce(planned_abort(F.col), F.lit(False))
         )
         .withColumn("name", name)

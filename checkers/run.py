@@ -28,6 +28,7 @@ from checkers.explain import explain_run
 from checkers.pace import with_pace
 from checkers.read import history_bytes, write_parquet
 from checkers.releases import Start, release_section
+from checkers.share_groups import ShareSetup
 from checkers.spark import HistoryError, check_history
 from checkers.summary import summary_lines
 from checkers.verdict import (
@@ -80,7 +81,7 @@ def check_run(
             profiling(spark) if profile else contextlib.nullcontext() as profiled,
             measured(spark, connect_url, active=profile) as jvm_cpu,
         ):
-            result = checked_history(run, spark, manifest.groups, timeout)
+            result = checked_history(run, spark, manifest.groups, timeout, share_setup(manifest))
     span_end = (result.history_span or {}).get("last") or 0.0
     result.stalls = with_sync_windows(result.stalls, manifest.mirrored_queues, span_end)
     coverage = coverage_of(
@@ -92,6 +93,7 @@ def check_run(
         expect,
         (result.history_span or {}).get("first") or 0.0,
         result.transactions,
+        result.share_groups,
     )
     declares = declares_of(result, manifest)
     judgement = with_coverage(judgement_of(result, manifest, expect, declares), coverage)
@@ -152,7 +154,19 @@ def _manifest(run: RunDir) -> Manifest:
         raise HistoryError(str(e)) from None
 
 
-def checked_history(run: RunDir, session: Any, groups: list[str] | None, timeout: float) -> Any:
+def share_setup(manifest: Manifest) -> ShareSetup:
+    """The run's share groups and what they are judged by: the manifest's `share_groups`, and
+    its brokers' settings for the rest."""
+    return ShareSetup.of(manifest.share_groups, manifest.settings.get("broker"))
+
+
+def checked_history(
+    run: RunDir,
+    session: Any,
+    groups: list[str] | None,
+    timeout: float,
+    share: ShareSetup | None = None,
+) -> Any:
     """The history's counts, from one Spark check bounded by `timeout`: past it, every Spark
     job is cancelled as it starts, which makes the running action fail."""
     started = time.monotonic()
@@ -173,7 +187,7 @@ def checked_history(run: RunDir, session: Any, groups: list[str] | None, timeout
         # The run's history is complete: its Parquet copy is made once, and checked from.
         with phase("parquet copy"):
             write_parquet(session, run.history)
-        result = check_history(session, run.history, run.ids, groups)
+        result = check_history(session, run.history, run.ids, groups, share)
     except HistoryError:
         raise
     except Exception as e:
@@ -215,6 +229,7 @@ def judgement_of(
         result.stalls,
         result.unavailability,
         result.transactions,
+        getattr(result, "share_groups", None),  # a result made elsewhere may have none
     )
     return with_client_expectations(
         with_producers_ended(judge(counts, expect), manifest.producer_exit_codes),
@@ -254,6 +269,8 @@ def verdict_of(
         # Each producer's anomalies, and the rate it reached beside the rate asked of it.
         "producers": with_pace(result.producers, result.sending, manifest.scenario_spec),
         "transactions": result.transactions,
+        # What each share group did with its records (checkers.share_groups); null without one.
+        "share_groups": result.share_groups,
         "seed": manifest.seed,
         "pick_seed": manifest.pick_seed,
         "kafka_mode": manifest.kafka_mode,

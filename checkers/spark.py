@@ -46,6 +46,7 @@ from checkers.ids import in_natural_order, write_ids
 from checkers.messages import MessageTable, message_table
 from checkers.packing import HistoryFacts, facts_by_names, facts_of, packing
 from checkers.read import History, HistoryError, read_history
+from checkers.share_groups import ShareSetup, check_share_groups, share_event
 from checkers.transactions import (
     check_transactions,
     read_committed_processes,
@@ -101,28 +102,41 @@ class CheckResult:
     # A run that upgraded: the workload in each span between two upgrade or finalize-feature
     # events (checkers.releases.span_counts); None for any other run.
     release_counts: dict[str, Any] | None = None
+    # What each share group did with its records (checkers.share_groups); None when no share
+    # consumer wrote the history.
+    share_groups: dict[str, Any] | None = None
 
 
 def check_history(
-    spark: Any, history_dir: Path, ids_dir: Path, expected_groups: list[str] | None = None
+    spark: Any,
+    history_dir: Path,
+    ids_dir: Path,
+    expected_groups: list[str] | None = None,
+    share: ShareSetup | None = None,
 ) -> CheckResult:
     """Counts every metric of every group; the ids behind them go to `ids_dir`. Each phase is
     marked for `harness check --profile` (checkers.engine.profile). A history read as one partition
-    is checked with tuning.ONE_PARTITION_CONF, the session's own settings put back after."""
+    is checked with tuning.ONE_PARTITION_CONF, the session's own settings put back after. `share`:
+    the run's share groups and their settings (checkers.share_groups), judged when the history
+    has a share consumer's events or the run declares a share group."""
     with phase("read"):
         history = read_history(spark, history_dir)
     with session_conf(spark, ONE_PARTITION_CONF if history.one_partition else {}):
-        return _checked(spark, history, ids_dir, expected_groups)
+        return _checked(spark, history, ids_dir, expected_groups, share or ShareSetup())
 
 
 def _checked(
-    spark: Any, history: History, ids_dir: Path, expected_groups: list[str] | None
+    spark: Any,
+    history: History,
+    ids_dir: Path,
+    expected_groups: list[str] | None,
+    share: ShareSetup,
 ) -> CheckResult:
     events = history.events
     cached: list[Any] = []
     try:
         with phase("facts, control events"):
-            facts, span, transactional, control = _facts_and_control(events)
+            facts, span, (transactional, shared), control = _facts_and_control(events)
         groups = sorted(set(facts.groups) | set(expected_groups or []))
         groups_df = small_frame(spark, [(g,) for g in groups], "group string")
 
@@ -181,12 +195,18 @@ def _checked(
                     transactions["cycles"] = check_cycles(events, ids_dir, transactional)
             return counts, transactions
 
+        def share_groups() -> dict[str, Any] | None:
+            if not shared and not share.declared:
+                return None
+            return check_share_groups(events, ids_dir, nemesis, span["first"] or 0.0, share)
+
         (
             (counts, transactions),
             log,
             (unavailability, stalls),
             (seconds, traffic, attribution, release_counts),
             (sends, errors, readers, (producers, sending)),
+            shared_groups,
         ) = together(
             [
                 per_message,
@@ -207,6 +227,7 @@ def _checked(
                         events, summary, receives, positions, _committed_view(events, transactional)
                     ),
                 ),
+                in_phase("share groups", share_groups),
             ],
             stop,
         )
@@ -234,6 +255,7 @@ def _checked(
             window_traffic=traffic,
             transactions=transactions,
             release_counts=release_counts,
+            share_groups=shared_groups,
         )
     finally:
         for df in cached:
@@ -242,15 +264,18 @@ def _checked(
 
 def _facts_and_control(
     events: Any,
-) -> tuple[HistoryFacts, dict[str, Any], bool, list[dict[str, Any]]]:
+) -> tuple[HistoryFacts, dict[str, Any], tuple[bool, bool], list[dict[str, Any]]]:
     """The history's facts (checkers.packing), its first and last time, whether any of it is a
-    transaction's, and its control events (checkers.control.control_rows), in one action."""
+    transaction's and whether any is a share consumer's, and its control events
+    (checkers.control.control_rows), in one action."""
     from pyspark.sql import functions as F
 
     rows = collected_together(
         {
             "facts": facts_by_names(events),
-            "span": q.run_span(events, transactional=F.max(transaction_event())),
+            "span": q.run_span(
+                events, transactional=F.max(transaction_event()), shared=F.max(share_event())
+            ),
             "control": control_rows(events),
         }
     )
@@ -258,7 +283,8 @@ def _facts_and_control(
     (times,) = rows["span"]
     span = {"first": times["first"], "last": times["last"]}
     _within_a_day(events, span)
-    return facts, span, bool(times["transactional"]), control_events(rows["control"])
+    flags = (bool(times["transactional"]), bool(times["shared"]))
+    return facts, span, flags, control_events(rows["control"])
 
 
 def _tag(flagged: Any, metric: str) -> Any:

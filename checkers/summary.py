@@ -1,12 +1,20 @@
 """A verdict.json in a few human lines: the verdict and its claim's word, then each section of
 the check that has something to say (unavailability, coverage, stalls, the brokers' logs,
-explanations, groups, transactions, the log)."""
+explanations, groups, transactions, share groups, the log)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from checkers import broker_errors, cluster_views, declares, disk_evidence, explain, releases
+from checkers import (
+    broker_errors,
+    cluster_views,
+    declares,
+    disk_evidence,
+    explain,
+    releases,
+    share_groups,
+)
 from checkers.pace import PACE_KEYS, slow_lines
 from checkers.verdict import DEAD_LETTER_METRICS, METRICS, SYNC_SECONDS, claim_word
 
@@ -73,6 +81,7 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
                 f"producer {producer}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
             )
     lines += _transaction_lines(verdict.get("transactions"))
+    lines += share_groups.summary_lines(verdict.get("share_groups"), start)
     if log := verdict.get("log"):
         lines.append(
             f"log: inconsistent offsets {log['inconsistent_offsets']}, "

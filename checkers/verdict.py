@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from checkers.share_groups import broken_words, judged_counts, lost_by_group
 from checkers.windows import overlap
 
 METRICS = (
@@ -61,6 +62,17 @@ class Counts:
     # An exactly-once copy's output duplicates that its input already held (checkers.eos):
     # left out of `duplicated`, said beside the verdict.
     duplicated_from_input: int = 0
+    # Share groups (checkers.share_groups): records delivered again after a confirmed accept,
+    # past the delivery count limit, or again after a confirmed reject. (Their lost messages
+    # count in `lost`, each share group as a group.)
+    share_duplicated: int = 0
+    share_over_limit: int = 0
+    share_rejected_redelivered: int = 0
+    share_broken: str = ""  # those counts in words, empty for none
+
+    @property
+    def share_anomalies(self) -> int:
+        return self.share_duplicated + self.share_over_limit + self.share_rejected_redelivered
 
     @classmethod
     def of(
@@ -72,8 +84,11 @@ class Counts:
         stalls: dict[str, Any] | None = None,
         unavailability: dict[str, Any] | None = None,
         transactions: dict[str, Any] | None = None,
+        share_groups: dict[str, Any] | None = None,
     ) -> Counts:
-        lost, where = _lost_in(groups)
+        shared = {f"share group {g}": {"lost": n} for g, n in lost_by_group(share_groups).items()}
+        lost, where = _lost_in({**groups, **shared})
+        share = judged_counts(share_groups)
         txn_groups = (transactions or {}).get("groups", {}).values()
         duplicated, how = _duplicates_of(groups, log)
         # An exactly-once copy owes each input record one copy: a record its producer wrote
@@ -104,6 +119,10 @@ class Counts:
             unknown_missed=int((transactions or {}).get("unknown_missed") or 0),
             zombie_commits=int((transactions or {}).get("zombie_commits") or 0),
             duplicated_from_input=from_input,
+            share_duplicated=share["duplicated"],
+            share_over_limit=share["over_limit"],
+            share_rejected_redelivered=share["rejected_redelivered"],
+            share_broken=broken_words(share_groups),
         )
 
 
@@ -128,7 +147,7 @@ def judge(c: Counts, expect: str | None) -> Judgement:
         return Judgement("inconclusive", False, "no message was acknowledged: nothing was tested")
     if c.unexpected:
         return Judgement("anomalies", False, f"{c.unexpected} received messages were never sent")
-    if c.aborted_reads or c.torn or c.unknown_missed or c.zombie_commits:
+    if c.aborted_reads or c.torn or c.unknown_missed or c.zombie_commits or c.share_anomalies:
         return Judgement("anomalies", False, _isolation_broken(c))
     if c.lost and expect in NOTHING_LOST_BESIDES:
         return Judgement("loss", False, f"{c.lost} acknowledged messages lost{c.lost_where}")
@@ -156,6 +175,8 @@ def _isolation_broken(c: Counts) -> str:
             f"fencing broken: {c.zombie_commits} commits of fenced instances took effect "
             "(zombie commit)"
         )
+    if c.share_broken:
+        said.append(c.share_broken)
     return "; ".join(said)
 
 
@@ -181,6 +202,9 @@ def _no_expectation(c: Counts) -> Judgement:
         "torn transactions": c.torn,
         "unknown transactions read past unseen": c.unknown_missed,
         "zombie commits": c.zombie_commits,
+        "share records accepted twice or delivered after a confirmed accept": c.share_duplicated,
+        "share records delivered past the delivery count limit": c.share_over_limit,
+        "share records delivered again after a confirmed reject": c.share_rejected_redelivered,
     }
     if found := {k: v for k, v in anomalies.items() if v}:
         return Judgement("anomalies", False, ", ".join(f"{v} {k}" for k, v in found.items()))
@@ -424,6 +448,7 @@ def claim_word(verdict: dict[str, Any]) -> str:
         return "reproduced"
     guaranteed_no_loss = verdict.get("expect") in ("safe", "unavailable", "no-duplicates")
     lost = sum(g.get("lost", 0) for g in verdict["groups"].values())
+    lost += sum(lost_by_group(verdict.get("share_groups")).values())
     if (guaranteed_no_loss and lost) or verdict["outcome"] == "anomalies":
         return "refuted"
     if verdict.get("expect") == "no-duplicates" and verdict["outcome"] == "duplicates":

@@ -57,6 +57,15 @@ SHARE_ACK = "share-ack"
 # every earlier instance of its transactional id): invoke when asked, ok when it returned, info
 # when it failed (it may have bumped the epoch all the same); `value.transactional_id`.
 INIT_TXN = "init-txn"
+# Share groups (KIP-932), per record a share consumer got: `share-acquire` ok when poll() returned
+# it to the consumer (`value.delivery_count` as the client exposes it, null where it does not;
+# `value.client`); `share-ack` invoke when the consumer acknowledged it (`value.outcome`: accept,
+# release or reject), then ok (the broker confirmed it), fail (refused: `error`) or info
+# (unknown). Each names its record by stream (topic), group (the share group), partition and
+# offset. A lock's expiry is no event: the checker infers it (checkers.share_groups).
+SHARE_ACQUIRE = "share-acquire"
+SHARE_ACK = "share-ack"
+SHARE_OUTCOMES = ("accept", "release", "reject")
 # The error of a record whose transaction its producer aborted on purpose (f: send, type: fail):
 # neither acknowledged nor refused, so no count of refusals or unavailability takes it.
 PLANNED_ABORT = "ABORTED: the producer aborted its transaction"

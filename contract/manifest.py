@@ -44,6 +44,10 @@ class Manifest(BaseModel):
     # A generated run: its base scenario, the generator's options and the steps drawn.
     chaos: dict[str, Any] | None = None
     groups: list[str] | None = None  # reader groups that must each receive every acked message
+    # Share groups (KIP-932), judged apart from `groups` (checkers.share_groups.ShareSetup):
+    # {group: {"topics": [...], "delivery_count_limit": n, "lock_duration_ms": n, "config":
+    # {the group's own keys}, ...}}; what else a workload says of a group is kept as written.
+    share_groups: dict[str, dict[str, Any]] | None = None
     # the cluster
     kafka_mode: str | None = None
     kafka_line: str | None = None

@@ -18,7 +18,7 @@ SITUATIONS: dict[str, str] = {
     "isr-at-min-isr": "a partition's ISR was down to min.insync.replicas",
     "isr-below-min-isr": "a partition's ISR was below min.insync.replicas",
     "controller-faulted": "the controller or the control-plane quorum was faulted",
-    "coordinator-faulted": "a transaction or group coordinator was faulted",
+    "coordinator-faulted": "a transaction, group or share coordinator was faulted",
     "transaction-open-in-fault": "a transaction was open while a fault was in effect",
     "commit-in-flight-in-fault": "a transaction's commit (EndTxn) was in flight in a fault",
     "coordinator-moved-in-commit": "a client's coordinator moved while its commit was in flight",
@@ -39,6 +39,13 @@ SITUATIONS: dict[str, str] = {
         "the transaction had ended (delivered late)"
     ),
     "commit-delayed": "a transaction's commit was asked while its coordinator's link was delayed",
+    "share-lock-expired-redelivered": (
+        "a share group's record was delivered again after its acquisition lock expired (its "
+        "delivery unsettled, the redelivery a lock duration or more after it)"
+    ),
+    "share-released-redelivered": (
+        "a share group's record was delivered again after its consumer's release was confirmed"
+    ),
     "majority-down": "more than half of the brokers were down at once",
     "network-partitioned": "nodes were cut apart from each other",
     "clients-cut": "clients were cut from a node",

@@ -10,6 +10,8 @@ import jinja2
 
 from checkers.cycles import CYCLES_FILE
 from checkers.releases import LISTED, finalized_words, nodes_words, per_group_words
+from checkers.share_groups import ANOMALIES as SHARE_ANOMALIES
+from checkers.share_groups import CONSUMER_COUNTS, FATES, LEFT, REDELIVERIES, WORDS, story
 from checkers.transactions import TXN_METRICS
 from checkers.verdict import DEAD_LETTER_METRICS, METRICS
 from contract.cache import cache_root
@@ -289,6 +291,91 @@ def _edge_words(e: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def share_groups_of(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The verdict's share groups section (checkers.share_groups); None for a run without."""
+    section = (verdict or {}).get("share_groups")
+    return section if isinstance(section, dict) else None
+
+
+# The share groups' anomalies as the report names them.
+SHARE_WORDS = {"lost": "lost (acknowledged, never settled)"} | WORDS
+
+
+def share_group_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per share group: its topics and settings, how its acknowledged messages ended, each
+    anomaly, its redeliveries by cause, what was left at the end, and the id files behind the
+    anomalies it had."""
+    rows = []
+    for name, g in sorted(((section or {}).get("groups") or {}).items()):
+        files = [f"ids/{name}/share_{a}.txt" for a in SHARE_ANOMALIES if g.get(a)]
+        rows.append(
+            {
+                "group": name,
+                "topics": ", ".join(g.get("topics") or []) or "-",
+                "limit": g.get("delivery_count_limit"),
+                "lock_s": (g.get("lock_duration_ms") or 0) / 1000,
+                "settings_from": g.get("settings_from") or "?",
+                "acked": g.get("acked", 0),
+                "records": g.get("records", 0),
+                "acquisitions": g.get("acquisitions", 0),
+                "fates": {f: (g.get("fates") or {}).get(f, 0) for f in FATES},
+                "anomalies": {a: g.get(a, 0) for a in SHARE_ANOMALIES},
+                "redelivered": {
+                    r: (g.get("redelivered") or {}).get(r, 0)
+                    for r in (*REDELIVERIES, "after_unknown_ack")
+                },
+                "left": {w: (g.get("left_at_end") or {}).get(w, 0) for w in LEFT},
+                "unexpected": g.get("unexpected", 0),
+                "files": files,
+            }
+        )
+    return rows
+
+
+def share_consumer_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per share group and consumer: its client, its acquisitions and how their
+    acknowledgements ended, and the anomalies it showed."""
+    rows = []
+    for name, g in sorted(((section or {}).get("groups") or {}).items()):
+        for consumer, c in (g.get("consumers") or {}).items():
+            counts = {k: c.get(k, 0) for k in (*CONSUMER_COUNTS, *SHARE_ANOMALIES)}
+            rows.append(
+                {"group": name, "consumer": consumer, "client": c.get("client") or "-"} | counts
+            )
+    return rows
+
+
+def share_partition_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per share group and topic partition: its records, acquisitions and anomalies."""
+    rows = []
+    for name, g in sorted(((section or {}).get("groups") or {}).items()):
+        for partition, c in (g.get("partitions") or {}).items():
+            counts = {k: c.get(k, 0) for k in ("records", "acquisitions", *SHARE_ANOMALIES)}
+            rows.append({"group": name, "partition": partition} | counts)
+    return rows
+
+
+def share_step_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """(group, anomaly, step, count): each share group's anomalies by the fault step in effect
+    when they showed, in the run's order."""
+    return [
+        {"group": name, "anomaly": SHARE_WORDS.get(a, a), "step": step, "count": n}
+        for name, g in sorted(((section or {}).get("groups") or {}).items())
+        for a, steps in (g.get("by_step") or {}).items()
+        for step, n in steps.items()
+    ]
+
+
+def share_sample_rows(section: dict[str, Any] | None, run_start: float) -> list[dict[str, Any]]:
+    """The checker's first anomalies of each share group, each as its record's story."""
+    return [
+        {"group": name, "anomaly": SHARE_WORDS.get(a, a), "story": story(sample, run_start)}
+        for name, g in sorted(((section or {}).get("groups") or {}).items())
+        for a, samples in sorted((g.get("samples") or {}).items())
+        for sample in samples
+    ]
+
+
 def releases_of(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     """The verdict's releases section (checkers.releases); None for a run that did not
     upgrade."""
@@ -379,6 +466,7 @@ def render_report(run: RunData) -> Path:
     txns = transactions_of(verdict)
     copy, cycles = copy_of(txns), cycles_of(txns)
     releases = releases_of(verdict)
+    shares = share_groups_of(verdict)
     page = TEMPLATES.get_template("report.html.j2").render(
         run=run,
         m=run.manifest,
@@ -420,6 +508,15 @@ def render_report(run: RunData) -> Path:
         release_upgrades=release_upgrade_rows(releases, first_event(run)),
         release_anomalies=release_anomaly_rows(releases, first_event(run)),
         releases_listed=LISTED,
+        shares=shares,
+        share_groups=share_group_rows(shares),
+        share_consumers=share_consumer_rows(shares),
+        share_partitions=share_partition_rows(shares),
+        share_steps=share_step_rows(shares),
+        share_samples=share_sample_rows(shares, first_event(run)),
+        share_words=SHARE_WORDS,
+        share_fates=FATES,
+        share_consumer_counts=CONSUMER_COUNTS,
     )
     out = run.run_dir / REPORT_NAME
     out.write_text(page)

@@ -181,11 +181,12 @@ class Timeouts(Strict):
 
 
 class ErrorExpectation(Strict):
-    """Clients must see this: at least one `f` outcome (send, commit) that is not ok and whose
-    error contains `error` (any error when empty)."""
+    """Clients must see this: at least one `f` outcome (send, commit, share-ack) that is not ok
+    and whose error contains `error` (any error when empty)."""
 
-    f: Literal["send", "commit"] = "send"
-    """The outcome's kind: a send or a reader's offset commit."""
+    f: Literal["send", "commit", "share-ack"] = "send"
+    """The outcome's kind: a send, a reader's offset commit, or a share consumer's
+    acknowledgement (share-ack: InvalidRecordState when its record's lock had expired)."""
     error: str = ""
     """Text the error must contain (any error when empty)."""
 

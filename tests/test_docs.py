@@ -204,7 +204,10 @@ PATH_SPAN = re.compile(r"`(?P<path>\.?[A-Za-z][\w.-]*(?:/[\w.-]*)+|Makefile|pypr
 NOT_THE_REPOSITORIES = ("results/", "site/", "test-artifacts/", "~/")
 READERS_FILES = {"scenarios/orders.yaml", "scenarios/txn-mine.yaml"}
 # A source a page cites in another project's tree (Apache Kafka's system tests).
-OTHER_TREES = {"tests/kafkatest/tests/core/transactions_test.py"}
+OTHER_TREES = {
+    "tests/kafkatest/tests/core/transactions_test.py",
+    "tests/kafkatest/tests/client/share_consumer_test.py",
+}
 
 
 def slug(title: str) -> str:
