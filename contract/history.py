@@ -46,13 +46,6 @@ PARTITION_STATE = "partition-state"
 COORDINATOR_STATE = "coordinator-state"
 # A transactional client is asking its transaction's commit (EndTxn): info, `value.txn` names it.
 END_TXN = "end-txn"
-# A share consumer (KIP-932) got a record from poll(): it holds the record's acquisition lock now;
-# ok, `value.delivery_count` (as the client exposes it, else null) and `value.client`.
-SHARE_ACQUIRE = "share-acquire"
-# A share consumer acknowledged a record (explicitly, or implicitly as its next poll or commit
-# accepts the last poll's records): invoke, `value.outcome` accept, release or reject; then ok (the
-# broker confirmed it), fail (the broker refused it: a lock that had expired) or info (unknown).
-SHARE_ACK = "share-ack"
 # A transactional client's instance initialising (InitProducerId, which bumps the epoch and fences
 # every earlier instance of its transactional id): invoke when asked, ok when it returned, info
 # when it failed (it may have bumped the epoch all the same); `value.transactional_id`.

@@ -46,7 +46,9 @@ class Manifest(BaseModel):
     groups: list[str] | None = None  # reader groups that must each receive every acked message
     # Share groups (KIP-932), judged apart from `groups` (checkers.share_groups.ShareSetup):
     # {group: {"topics": [...], "delivery_count_limit": n, "lock_duration_ms": n, "config":
-    # {the group's own keys}, ...}}; what else a workload says of a group is kept as written.
+    # {the group's configs as the brokers said them once set}, ...}}; what else the workload
+    # says of a group (its consumers, client, acknowledgement mode, outcome shares, the topic's
+    # id) is kept beside.
     share_groups: dict[str, dict[str, Any]] | None = None
     # the cluster
     kafka_mode: str | None = None
@@ -59,10 +61,6 @@ class Manifest(BaseModel):
     cluster_network: str | None = None
     kafka_features: dict[str, Any] | None = None
     topic_config: dict[str, str] | None = None
-    # Kafka share consumers (KIP-932): the share group's settings the checker judges by (its
-    # delivery count limit, lock duration, acknowledgement mode and outcome shares), its
-    # topic's id, and the group configs as the brokers said them once set.
-    share_group: dict[str, Any] | None = None
     # Every setting of the run by scope ("broker", "broker 2", "topic", "producer A", ...): what
     # a verdict is read next to, and what `harness diff` compares.
     settings: dict[str, dict[str, str]] = {}

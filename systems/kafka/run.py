@@ -212,7 +212,7 @@ class KafkaRun(KafkaClientsRun):
 
     def _share_group(self, admin: KafkaAdmin) -> str:
         """Share consumers' group configured before they start (its configs set on the group,
-        as the brokers then say them: the manifest's share_group); the topic's id, which keys
+        as the brokers then say them: the manifest's share_groups); the topic's id, which keys
         the group's state of each partition ("" without share consumers)."""
         share = self.scenario.workload.share_consumers
         if share is None:
@@ -236,9 +236,8 @@ class KafkaRun(KafkaClientsRun):
                 share.group,
                 ", ".join(f"{k}={said.get(k)} (not {wanted[k]})" for k in differ),
             )
-        self.manifest.share_group = share.settings(topic) | {
-            "topic_id": topic_id,
-            "group_configs": said,
+        self.manifest.share_groups = {
+            share.group: share_group_entry(share.settings(topic), said, topic_id)
         }
         self._mark("share group configured")
         return topic_id
@@ -405,3 +404,20 @@ class KafkaRun(KafkaClientsRun):
             log.warning(
                 "cluster not whole and in sync after %.0f s", self.scenario.timeouts.recovery
             )
+
+
+def share_group_entry(
+    settings: dict[str, object], said: dict[str, str], topic_id: str
+) -> dict[str, object]:
+    """A share group as the manifest's share_groups holds it for the checker: its topics and the
+    delivery count limit and lock duration the brokers said they apply (the workload's own where
+    they said none), its configs as said, and the rest of the workload's settings beside."""
+    limit = said.get("share.delivery.count.limit", settings["delivery_count_limit"])
+    lock = said.get("share.record.lock.duration.ms", settings["record_lock_duration_ms"])
+    return settings | {
+        "topics": [settings["topic"]],
+        "delivery_count_limit": int(str(limit)),
+        "lock_duration_ms": int(str(lock)),
+        "config": said,
+        "topic_id": topic_id,
+    }

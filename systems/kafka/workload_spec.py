@@ -290,7 +290,7 @@ class KafkaShareSpec(Strict):
         return typed | properties(self.group_config)
 
     def settings(self, topic: str) -> dict[str, object]:
-        """What the checker needs of the share group, resolved (the manifest's share_group)."""
+        """What the checker needs of the share group, resolved (the manifest's share_groups)."""
         return {
             "group": self.group,
             "topic": topic,

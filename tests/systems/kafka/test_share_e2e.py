@@ -36,7 +36,8 @@ def _run(scenario: str, results: Path) -> tuple[subprocess.CompletedProcess[str]
 
 
 def _consumers(run_dir: Path, manifest: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    return {p: history_events(run_dir / "history", p) for p in manifest["share_group"]["consumers"]}
+    (share,) = manifest["share_groups"].values()
+    return {p: history_events(run_dir / "history", p) for p in share["consumers"]}
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -47,9 +48,9 @@ def test_share_consumers_write_the_whole_contract(
     result, run_dir = _run(scenario, tmp_path)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["error"] is None, result.stderr[-3000:]
-    share = manifest["share_group"]
-    assert share["group_configs"]["share.record.lock.duration.ms"] == "15000"
-    assert share["group_configs"]["share.auto.offset.reset"] == "earliest"
+    share = manifest["share_groups"]["share"]
+    assert share["config"]["share.record.lock.duration.ms"] == "15000"
+    assert share["config"]["share.auto.offset.reset"] == "earliest"
     client = "java" if scenario.endswith("-java") else "python"
     for process, evs in _consumers(run_dir, manifest).items():
         held: set[tuple[int, int]] = set()
