@@ -16,7 +16,7 @@ from chaos.generator import ChaosError, ChaosOptions, draw_schedule
 from chaos.menu import RABBITMQ_ROLES, ClusterShape, Step
 from systems.kafka.config import nodes_of
 from systems.kafka.scenario import KafkaScenario
-from systems.kafka.targets import COORDINATOR_TOPICS
+from systems.kafka.targets import COORDINATOR_TOPICS, SHARE_COORDINATOR
 from systems.kafka.upgrade import upgrade_order
 from systems.rabbitmq.scenario import RabbitMQScenario
 from systems.registry import AnyScenario, parse_scenario
@@ -81,12 +81,13 @@ def upgrade_path_of(base: AnyScenario) -> tuple[Step, ...]:
 
 def coordinators_of(base: KafkaScenario) -> tuple[str, ...]:
     """The coordinator roles a drawn fault may aim at: a base with transactional producers or
-    copiers gets each coordinator its clients have (the transaction coordinator, and the
-    copiers' or a group reader's group coordinator); any other base none, so that each seed
-    still draws the schedule it drew before coordinators were targets (a night's seeds, a
-    found scenario's generated.seed)."""
+    copiers, or share consumers, gets each coordinator its clients have (the transaction
+    coordinator, the copiers' or a group reader's group coordinator, the share coordinator of
+    the share group's state); any other base none, so that each seed still draws the schedule
+    it drew before coordinators were targets (a night's seeds, a found scenario's
+    generated.seed)."""
     coordinated = base.workload.coordinated()
-    if "transaction-coordinator" not in coordinated:
+    if not {"transaction-coordinator", SHARE_COORDINATOR} & set(coordinated):
         return ()
     return tuple(role for role in COORDINATOR_TOPICS if role in coordinated)
 

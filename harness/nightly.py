@@ -68,6 +68,7 @@ MATRIX: tuple[Base, ...] = (
     Base("chaos/kafka-acks1", "kraft", unsafe=True),
     Base("chaos/kafka-txn-isolation", "kraft"),
     Base("chaos/kafka-txn-eos", "kraft"),
+    Base("chaos/kafka-share", "kraft"),
     Base("chaos/rabbitmq-quorum"),
     Base("chaos/rabbitmq-autoheal-mirrored", unsafe=True),
     Base("chaos/rabbitmq4-quorum"),

@@ -852,3 +852,14 @@ def test_a_schedule_with_paths_is_deterministic_ordered_healed_and_keeps_its_pat
     path = upgrade_steps(shape) if shape.upgrade_path else migration_steps(shape)
     drawn = [{k: v for k, v in s.items() if k != "at"} for s in steps if s["op"] in ONE_WAY]
     assert drawn == path[: len(drawn)]
+
+
+def test_a_share_groups_base_aims_faults_at_its_share_coordinator_too() -> None:
+    spec = kafka_base(CHAOS / "kafka-share.yaml")
+    shape = shape_of(spec)
+    assert "share-coordinator" in shape.coordinators and "group-coordinator" in shape.coordinators
+    targets = set()
+    for seed in range(20):
+        steps = chaos_scenario(spec, ChaosOptions(seed=seed, seconds=120))[1]
+        targets |= {s["target"] for s in steps if isinstance(s.get("target"), str)}
+    assert "share-coordinator" in targets
