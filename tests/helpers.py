@@ -1,4 +1,4 @@
-"""Helpers shared by the end-to-end tests."""
+"""Helpers shared by the tests: end-to-end runs, histories, rendered compose files."""
 
 from __future__ import annotations
 
@@ -115,3 +115,20 @@ def one_job_at_a_time(run: Callable[[Any], Any]) -> Callable[..., None]:
                 return
 
     return run_jobs
+
+
+def services_up_starts(compose_data: dict[str, Any], tmp_path: Path) -> list[str]:
+    """The services `docker compose up` starts from a rendered compose file (those of no
+    profile), as Compose itself lists them: a spare's profile keeps it out."""
+    from compose.cli import compose_command
+
+    path = tmp_path / "docker-compose.yml"
+    path.write_text(json.dumps(compose_data))  # YAML is a superset of JSON
+    listed = subprocess.run(
+        [*compose_command(), "-f", str(path), "config", "--services"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    return sorted(listed.stdout.split())

@@ -28,6 +28,7 @@ from systems.kafka.cluster import (
     render_compose,
 )
 from systems.kafka.config import KafkaClusterConfig, mode_refusal, quorum_nodes
+from tests.helpers import services_up_starts
 from tests.systems.kafka.docker_fakes import FakeDocker, FakeImage
 
 IMAGES = {"kafka": "apache/kafka:3.9.1", "zookeeper": "brokerjepsen/zookeeper:3.8.0-debian"}
@@ -261,15 +262,7 @@ def test_a_spare_broker_is_rendered_in_a_profile_that_up_leaves_unstarted(tmp_pa
     assert "4@" not in env["KAFKA_CONTROLLER_QUORUM_VOTERS"]
     assert spare["networks"]["cluster"]["ipv4_address"] == "172.29.60.24"
     assert quorum_nodes(cfg) == ("kafka1", "kafka2", "kafka3")
-    path = tmp_path / "docker-compose.yml"
-    path.write_text(yaml.safe_dump(data))
-    listed = subprocess.run(
-        [*compose_command(), "-f", str(path), "config", "--services"],
-        capture_output=True,
-        text=True,
-    )
-    assert listed.returncode == 0, listed.stderr
-    assert sorted(listed.stdout.split()) == ["kafka1", "kafka2", "kafka3"]  # up starts these
+    assert services_up_starts(data, tmp_path) == ["kafka1", "kafka2", "kafka3"]  # up starts these
 
 
 def test_a_dynamic_quorums_first_voters_are_formatted_with_their_directory_ids() -> None:

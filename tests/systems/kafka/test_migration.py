@@ -5,15 +5,12 @@ fakes of the network and of a cluster that logs what Kafka 3.9 logs as each node
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import ValidationError
 
-from compose.cli import compose_command
 from contract.topology import NodeHandle, Topology
 from nemesis.containers import NemesisError
 from systems.kafka.admin import KafkaAdmin
@@ -30,6 +27,7 @@ from systems.kafka.migration import PHASES, order_refusal, phase_nodes, phase_re
 from systems.kafka.nemesis import KafkaNemesis
 from systems.kafka.scenario import KafkaScenario, KafkaStep
 from systems.kafka.targets import Metadata, PartitionState
+from tests.helpers import services_up_starts
 from tests.systems.kafka.test_upgrade import UpgradeNet, oks_of
 
 IMAGES = {"kafka": "brokerjepsen/kafka:3.9.2-debian", "zookeeper": "brokerjepsen/zookeeper:3.8.0"}
@@ -88,15 +86,7 @@ def test_the_controllers_are_declared_in_a_profile_no_broker_waits_for(tmp_path:
     assert set(data["volumes"]) == {f"kafka{i}-data" for i in (1, 2, 3)} | {
         f"controller{i}-data" for i in (1, 2, 3)
     }
-    path = tmp_path / "docker-compose.yml"
-    path.write_text(yaml.safe_dump(data))
-    listed = subprocess.run(
-        [*compose_command(), "-f", str(path), "config", "--services"],
-        capture_output=True,
-        text=True,
-    )
-    assert listed.returncode == 0, listed.stderr
-    assert sorted(listed.stdout.split()) == ["kafka1", "kafka2", "kafka3", "zk1", "zk2", "zk3"]
+    assert services_up_starts(data, tmp_path) == ["kafka1", "kafka2", "kafka3", "zk1", "zk2", "zk3"]
 
 
 # ---- each stage's environment ------------------------------------------------------------------
