@@ -52,7 +52,7 @@ log = logging.getLogger("workloads.kafka.share")
 
 OUTCOMES = ("accept", "release", "reject")
 POLL_S = 0.5  # one poll's wait: short, so that the drain and the deadline are seen
-CLOSE_TIMEOUT_S = 10.0  # what the Java consumer's close may take (librdkafka's is its own)
+CLOSE_TIMEOUT_S = 10.0  # what a close may take (the Java consumer's; the Python commit before it)
 ERROR_PAUSE_S = 0.5  # after a poll that raised: no spin while the client refuses
 UNANSWERED = "no answer before the consumer closed"
 
@@ -343,9 +343,16 @@ class PythonShareConsumer:
         self.previous = []
 
     def _close(self) -> None:
-        """The close commits what is pending and serves the callbacks of what was sent; what
-        is still unanswered then is unknown."""
+        """The last poll's records accepted by a commit of their own (in implicit mode a commit
+        is documented to accept them; a close is not), then the close, which serves the
+        callbacks of what was sent; what is still unanswered then is unknown."""
+        had_previous = bool(self.previous)
         self._accept_previous()
+        if had_previous and not self.explicit:
+            try:
+                self.consumer.commit_sync(CLOSE_TIMEOUT_S)
+            except (KafkaException, IllegalStateException) as e:
+                log.warning("commit_sync before close: %s", e)  # their answers stay unknown
         try:
             self.consumer.close()
         except (KafkaException, IllegalStateException, RuntimeError) as e:

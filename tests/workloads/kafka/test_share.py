@@ -105,6 +105,10 @@ class FakeShareConsumer:
         self.calls.append("commit_async")
         self._send()
 
+    def commit_sync(self, timeout: float) -> None:
+        self.calls.append("commit_sync")
+        self._send()
+
     def close(self) -> None:
         self.calls.append("close")
         self._send()
@@ -161,6 +165,7 @@ def test_an_implicit_consumer_accepts_a_polls_records_as_it_polls_again(tmp_path
         (SHARE_ACK, "ok", 1, 0),
     ]
     assert fake.acknowledged == [(0, 0, 1), (0, 1, 1), (1, 0, 1)]
+    assert "commit_sync" not in fake.calls  # nothing left unacknowledged at the close
     opened = evs[0]
     assert (opened["f"], opened["stream"], opened["group"]) == ("open", TOPIC, GROUP)
     assert opened["value"]["client"].startswith("confluent-kafka ")
@@ -349,3 +354,22 @@ def test_the_java_consumer_runs_without_a_cluster(
     assert tuple(opened) == FIELDS
     props = (tmp_path / "share-consumer-1.java.properties").read_text()
     assert "share.acquire.mode=record_limit" in props
+
+
+def test_an_implicit_consumer_closing_on_a_polls_records_accepts_them_by_a_commit_first(
+    tmp_path: Path,
+) -> None:
+    """At its deadline a consumer may close holding its last poll's records: a commit accepts
+    them (as implicit mode documents), a close alone is not documented to."""
+    fake = FakeShareConsumer([], explicit=False)
+    cfg = config()
+    with HistoryWriter(tmp_path, cfg.process, "kafka") as history:
+        consumer = PythonShareConsumer(cfg, "b:9092", history, lambda: True, fake)
+        fake.set_acknowledgement_commit_callback(consumer.book.on_commit)  # as run() does
+        fake.last = [FakeMessage(0, 0, 1)]
+        consumer._process(fake.last)
+        consumer._close()
+    assert fake.calls[-2:] == ["commit_sync", "close"]
+    assert fake.acknowledged == [(0, 0, 1)]
+    evs = shares_of(events(tmp_path / f"{cfg.process}.jsonl"))
+    assert evs[-2:] == [(SHARE_ACK, "invoke", 0, 0), (SHARE_ACK, "ok", 0, 0)]
