@@ -52,7 +52,7 @@ from typing import Any
 
 from checkers.attribution import BEFORE_ANY_FAULT, step_number, steps_frame
 from checkers.frames import collected_together, in_spark_order
-from contract.history import SHARE_ACK, SHARE_ACQUIRE
+from contract.history import SHARE_ACK, SHARE_ACQUIRE, SHARE_OUTCOMES
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
 
@@ -73,7 +73,6 @@ REDELIVERIES = ("released", "lock_expired", "dropped")
 FATES = ("accepted", "rejected", "archived", "unknown", "unsettled", "never_delivered")
 LOST_FATES = ("unsettled", "never_delivered")
 LEFT = ("acquired", "available", "unknown")
-OUTCOMES = ("accept", "release", "reject")
 STATUSES = ("ok", "fail", "info")  # an invoke with no end is info: its outcome is unknown
 NEVER_DELIVERED = "never delivered"  # the consumer of a lost message no consumer got
 # Per consumer: its acquisitions and how their acknowledgements ended.
@@ -780,7 +779,7 @@ def _group(
 
 def _acks(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """{outcome: {status: n}} with every outcome and status, 0 where none."""
-    out = {o: dict.fromkeys(STATUSES, 0) for o in OUTCOMES}
+    out = {o: dict.fromkeys(STATUSES, 0) for o in SHARE_OUTCOMES}
     for r in rows:
         if r["outcome"] in out and r["status"] in STATUSES:
             out[r["outcome"]][r["status"]] += r["count"]
