@@ -64,7 +64,8 @@ UNANSWERED = "no answer before the consumer closed"
 
 # Errors after which an acknowledgement is known not applied: the record was not this
 # consumer's to acknowledge (its lock expired), the broker led no such partition, or it refused
-# the request itself. Any other error leaves it unknown.
+# the request itself. Any other error leaves it unknown. The Java consumer's completionType
+# refuses the same (tests/workloads/kafka/test_share.py compares).
 _REFUSED = frozenset(
     {
         KafkaError.INVALID_RECORD_STATE,
