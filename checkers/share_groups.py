@@ -7,7 +7,9 @@ reject) and its end, ok (the broker confirmed it), fail (refused) or info (unkno
 a position of a share group's topic (stream, partition, offset) holding one message (msg_id);
 its deliveries are its acquisitions in the order they were seen (time, then file and line), and
 each delivery's acknowledgement is the one its consumer asked after that acquisition and before
-its next one of the record. Per share group, with its delivery count limit L and lock duration:
+its next one of the record; a record's n-th answer (ok, fail, info) in a consumer's life (its
+`open` events part them) is to that consumer's n-th acknowledgement of it, oldest first as both
+clients answer. Per share group, with its delivery count limit L and lock duration:
 
   duplicated          records delivered again after a delivery whose accept was confirmed (two
                       confirmed accepts are one case of it): an accepted record is acknowledged
@@ -180,9 +182,13 @@ def share_event() -> Any:
 
 
 def share_marks(events: DataFrame) -> DataFrame:
-    """Every share consumer event that names its record (RECORD, msg_id, process, time, file,
-    line, kind: acquired, asked or ended, outcome, status, dc, client, error). One that names no
-    group or position says nothing of a record: share_section counts them apart."""
+    """Every share consumer event that names its record (RECORD, msg_id, process, life, time,
+    file, line, kind: acquired, asked or ended, outcome, status, dc, client, error). `life`
+    counts its consumer's `open` events up to it: a consumer restarted under its name is a new
+    client that never hears of what the one before asked. One that names no group or position
+    says nothing of a record: share_section counts them apart."""
+    from pyspark.sql import Window
+
     F = _F()
     col = F.col
     kind = (
@@ -191,7 +197,16 @@ def share_marks(events: DataFrame) -> DataFrame:
         .when(col("f") == SHARE_ACK, "ended")
     )
     placed = col("group").isNotNull() & col("partition").isNotNull() & col("offset").isNotNull()
-    return events.filter(share_event() & placed).select(
+    opened = col("f") == "open"
+    lives = (
+        Window.partitionBy("process")
+        .orderBy("time", "file", "line")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    lived = events.filter(share_event() | opened).select(
+        "*", F.sum(opened.cast("int")).over(lives).alias("life")
+    )
+    return lived.filter(share_event() & placed).select(
         "group",
         "stream",
         "partition",
@@ -199,6 +214,7 @@ def share_marks(events: DataFrame) -> DataFrame:
         F.coalesce(col("msg_id"), F.lit("")).alias("msg"),
         "msg_id",
         "process",
+        "life",
         "time",
         "file",
         "line",
@@ -227,31 +243,45 @@ def deliveries(marks: DataFrame) -> tuple[DataFrame, DataFrame]:
     unknown flags over all of them; and the acknowledgements no acquisition of their consumer
     came before, by consumer.
 
-    An acknowledgement belongs to its consumer's latest acquisition of the record before it, and
-    an end to the latest invoke before it: counted per record and consumer as they were seen, so
-    an end that comes after the record's next acquisition still finds its invoke."""
+    An acknowledgement belongs to its consumer's latest acquisition of the record before it. Its
+    answer is the one its clients give it: both answer a record's acknowledgements oldest first
+    (workloads/kafka/share.py's AckBook, ShareConsumer.java's pending queues), so the n-th answer
+    of a record in a consumer's life is to its n-th acknowledgement of it in that life, however
+    late it comes (the Java client's callbacks come at a later poll, after the record may have
+    been acquired and acknowledged again). An acknowledgement no answer came to is of unknown
+    outcome (info); an answer with no acknowledgement left to answer is dropped."""
     F = _F()
     col = F.col
     mine = _window(*RECORD, "process")
+    this_life = _window(*RECORD, "process", "life")
+
+    def seen(kind: str, window: Any) -> Any:
+        return F.sum((col("kind") == kind).cast("int")).over(window)
+
     counted = marks.select(
         "*",
-        F.sum((col("kind") == "acquired").cast("int")).over(mine).alias("k"),
-        F.sum((col("kind") == "asked").cast("int")).over(mine).alias("j"),
+        seen("acquired", mine).alias("k"),
+        seen("asked", mine).alias("j"),  # the acknowledgements' order, over every life
+        seen("asked", this_life).alias("nth_asked"),
+        seen("ended", this_life).alias("nth_ended"),
     )
     keys = [*RECORD, "process"]
     acquired = counted.filter(col("kind") == "acquired").select(
         *keys, "msg_id", "k", "time", "file", "line", "dc", "client"
     )
-    asked = counted.filter(col("kind") == "asked").select(*keys, "k", "j", "outcome")
-    rank = F.when(col("status") == "ok", 3).when(col("status") == "fail", 2).otherwise(1)
-    ended = (
-        counted.filter(col("kind") == "ended")
-        .groupBy(*keys, "j")
-        .agg(F.max(rank).alias("rank"), F.min("error").alias("error"))
+    asked = counted.filter(col("kind") == "asked").select(
+        *keys, "life", col("nth_asked").alias("nth"), "k", "j", "outcome"
     )
-    status = F.when(col("rank") == 3, "ok").when(col("rank") == 2, "fail").otherwise("info")
-    acks = asked.join(ended, [*keys, "j"], "left").select(
-        *keys, "k", "j", "outcome", status.alias("status"), "error"
+    ended = counted.filter(col("kind") == "ended").select(
+        *keys, "life", col("nth_ended").alias("nth"), "status", "error"
+    )
+    acks = asked.join(ended, [*keys, "life", "nth"], "left").select(
+        *keys,
+        "k",
+        "j",
+        "outcome",
+        F.coalesce(col("status"), F.lit("info")).alias("status"),
+        "error",
     )
 
     def confirmed(outcome: str) -> Any:

@@ -80,6 +80,24 @@ class Planted:
         said = {"delivery_count": count, "client": "java"}
         self._event(consumer, "ok", SHARE_ACQUIRE, at, value=said, **self._where(r))
 
+    def ask(self, consumer: str, r: Record, at: float, outcome: str) -> None:
+        """The consumer acknowledges `r` (share-ack invoke)."""
+        said = {"outcome": outcome, "delivery_count": None}
+        self._event(consumer, "invoke", SHARE_ACK, at, value=said, **self._where(r))
+
+    def answer(
+        self,
+        consumer: str,
+        r: Record,
+        at: float,
+        outcome: str,
+        end: str = "ok",
+        error: str | None = None,
+    ) -> None:
+        """The answer to the consumer's oldest unanswered acknowledgement of `r`."""
+        said = {"outcome": outcome, "delivery_count": None}
+        self._event(consumer, end, SHARE_ACK, at, value=said, error=error, **self._where(r))
+
     def ack(
         self,
         consumer: str,
@@ -89,12 +107,14 @@ class Planted:
         end: str | None = "ok",
         error: str | None = None,
     ) -> None:
-        said = {"outcome": outcome, "delivery_count": None}
-        self._event(consumer, "invoke", SHARE_ACK, at, value=said, **self._where(r))
+        self.ask(consumer, r, at, outcome)
         if end is not None:
-            self._event(
-                consumer, end, SHARE_ACK, at + 0.01, value=said, error=error, **self._where(r)
-            )
+            self.answer(consumer, r, at + 0.01, outcome, end, error)
+
+    def open(self, consumer: str, at: float) -> None:
+        """The consumer (re)started: its `open` event."""
+        said = {"client": "java", "share": {"acknowledgement": "implicit"}}
+        self._event(consumer, "ok", "open", at, stream=TOPIC, group=GROUP, value=said)
 
     def delivered(self, consumer: str, r: Record, at: float, count: int, outcome: str) -> None:
         """One delivery acknowledged at once and confirmed."""
@@ -280,6 +300,45 @@ def test_an_acknowledgement_of_unknown_outcome_then_a_redelivery_is_no_anomaly(
     assert (g["fates"]["unknown"], g["fates"]["rejected"], g["lost"]) == (1, 1, 0)
     assert g["left_at_end"]["unknown"] == 1
     assert g["acks"]["accept"]["info"] == 2
+
+
+@pytest.mark.spark
+def test_answers_pair_with_acknowledgements_oldest_first_within_a_consumer_s_life(
+    spark: Any, tmp_path: Path
+) -> None:
+    """As both clients answer: a record's n-th answer is its consumer's n-th acknowledgement of
+    it. The Java implicit consumer's callbacks come a poll late: asked twice before the first
+    answer, the first answer is the first delivery's, so a confirmed accept then a redelivery
+    is a duplicate. A consumer restarted (a new `open`) never hears of what it asked before."""
+    h = Planted()
+    _quiet(h, 0, 3)
+    late = h.send(5)
+    h.acquire("c0", late, 5.5, 1)
+    h.ask("c0", late, 6.0, "accept")  # the next poll accepts it...
+    h.acquire("c0", late, 6.1, 2)  # ...and returns it again before the accept's answer
+    h.ask("c0", late, 6.6, "accept")
+    h.answer("c0", late, 6.7, "accept")  # the first accept confirmed: then a duplicate
+    h.answer("c0", late, 6.8, "accept", "fail", "InvalidRecordStateException")
+    killed = h.send(7)
+    h.open("c1", 0.1)
+    h.acquire("c1", killed, 7.5, 1)
+    h.ask("c1", killed, 8.0, "accept")  # killed before its answer: unknown
+    h.open("c1", 9.0)  # restarted
+    h.acquire("c1", killed, 9.5, 2)
+    h.ack("c1", killed, 10.0, "accept")  # this life's answer, to this life's accept
+
+    section = _checked(spark, tmp_path, h, LOCK_2S)
+
+    g = section["groups"][GROUP]
+    assert section["anomalies"] == dict.fromkeys(ANOMALIES, 0) | {"duplicated": 1}
+    assert _ids(tmp_path, "duplicated") == [_record_id(late)]
+    assert g["acks"]["accept"] == {"ok": 3 + 1 + 1, "fail": 1, "info": 1}
+    (dup,) = g["samples"]["duplicated"]
+    assert [(d["ack"], d["status"]) for d in dup["deliveries"]] == [
+        ("accept", "ok"),
+        ("accept", "fail"),
+    ]
+    assert g["redelivered"]["after_unknown_ack"] == 1 and g["fates"]["accepted"] == 5
 
 
 @pytest.mark.spark
