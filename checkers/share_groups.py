@@ -14,16 +14,22 @@ clients answer. Per share group, with its delivery count limit L and lock durati
   duplicated          records delivered again after a delivery whose accept was confirmed (two
                       confirmed accepts are one case of it): an accepted record is acknowledged
                       for good
-  over_limit          records delivered more than L times, or at a delivery count above L:
-                      the L-th delivery's release or lock expiry archives a record
+  over_limit          records delivered at a delivery count above L (the count the client
+                      reported): a release or lock expiry at count L archives a record. Not
+                      judged by acquisitions: a leader's move forgets one without counting it
+                      (KIP-932: the count is not exact), so a record may be acquired more than
+                      L times within the limit; those acquisitions are reported
+                      (`beyond_limit`), and so are the records delivered more than L times
+                      whose client gave no count (`uncounted`), whose limit nothing can judge
   rejected_redelivered  records delivered again after a delivery whose reject was confirmed
   backwards           (reported, not judged) records with a delivery count below one an
                       earlier delivery of them had: KIP-932 keeps the count durably and calls
                       it imprecise, never decreasing
   lost                messages whose send was acknowledged, on a topic the group reads, that
                       no record of theirs settled by the end: none accepted or rejected with a
-                      confirmed acknowledgement, none archived at the limit (delivered L times
-                      or at count L), and none whose last acknowledgement (accept or reject) is
+                      confirmed acknowledgement, none archived at the limit (delivered at count
+                      L or above; where no count was reported, delivered L times: `archived_by`
+                      says which), and none whose last acknowledgement (accept or reject) is
                       of unknown outcome. Told apart: `never_delivered` (no consumer got it)
                       and `unsettled` (delivered, then released, refused or left unacknowledged
                       below the limit, and never delivered again)
@@ -67,6 +73,12 @@ LOCK_SLACK = 1.0
 SAMPLES = 10  # records per anomaly and group in verdict.json; the ids files hold them all
 
 RECORD_ANOMALIES = ("duplicated", "over_limit", "rejected_redelivered", "backwards")
+# What said an archived record reached the limit: a delivery's count, or (no count reported)
+# the deliveries seen.
+ARCHIVED_BY = ("delivery_count", "acquisitions")
+# Acquisitions past the L-th (reported, not judged): how many, of how many records, and the
+# records among them whose deliveries past the L-th carried no count.
+BEYOND_LIMIT = ("acquisitions", "records", "uncounted")
 ANOMALIES = ("lost", *RECORD_ANOMALIES)
 # What the verdict judges: a share group promises none of them. `backwards` is reported only.
 JUDGED = ("lost", "duplicated", "over_limit", "rejected_redelivered")
@@ -334,7 +346,9 @@ def in_order(delivered: DataFrame, setup: ShareSetup) -> DataFrame:
     n           its number among the record's deliveries, from 1
     limit       its group's delivery count limit
     after_accept, after_reject  an earlier delivery's accept (reject) was confirmed
-    over        n above the limit, or its delivery count above it
+    over        its delivery count above the limit (false where its client gave none)
+    beyond      n above the limit: more acquisitions than the limit (a leader's move forgets
+                one without counting it, so this alone says nothing)
     backwards   its delivery count below the highest an earlier delivery had
     redelivery  for a delivery after the first with no confirmed settlement before it: why it
                 came (REDELIVERIES); null otherwise
@@ -375,9 +389,8 @@ def in_order(delivered: DataFrame, setup: ShareSetup) -> DataFrame:
     )
     return staged.select(
         *[c for c in staged.columns if c not in ("prior_dc", "prev_released")],
-        ((col("n") > col("limit")) | F.coalesce(col("dc") > col("limit"), F.lit(False))).alias(
-            "over"
-        ),
+        F.coalesce(col("dc") > col("limit"), F.lit(False)).alias("over"),
+        (col("n") > col("limit")).alias("beyond"),
         F.coalesce(col("dc") < col("prior_dc"), F.lit(False)).alias("backwards"),
         redelivery.alias("redelivery"),
         ((col("n") > 1) & (col("prev_status") == "info")).alias("after_unknown"),
@@ -388,9 +401,13 @@ def records(ordered: DataFrame) -> DataFrame:
     """One row per record (RECORD, msg_id) with its deliveries' story in short: acquisitions,
     max_dc, limit, accepted and rejected (any confirmed), each anomaly's flag with the time and
     consumer of its first offending delivery (`<anomaly>_at`, `<anomaly>_by`), its redeliveries
-    by cause, its fate (accepted, rejected, archived, unknown, unsettled) and, for one no
-    settlement ended, how its last delivery ended (`left`: acquired, available, unknown), by
-    whom (`holder`)."""
+    by cause, its acquisitions past the limit (`beyond_limit`; `beyond_uncounted`: one of them
+    carried no count), its fate (accepted, rejected, archived, unknown, unsettled), what said it
+    was archived (`archived_by`: ARCHIVED_BY) and, for one no settlement ended, how its last
+    delivery ended (`left`: acquired, available, unknown), by whom (`holder`).
+
+    Archived: a delivery at count L or above (the broker archives at the release or lock expiry
+    of one); only a record no delivery reported a count of falls back to L deliveries seen."""
     F = _F()
     col = F.col
     offending = {
@@ -422,9 +439,14 @@ def records(ordered: DataFrame) -> DataFrame:
         *firsts,
         *[F.count(F.when(col("redelivery") == r, 1)).alias(r) for r in REDELIVERIES],
         F.count(F.when(col("after_unknown"), 1)).alias("after_unknown"),
+        F.count(F.when(col("beyond"), 1)).alias("beyond_limit"),
+        F.max(col("beyond") & col("dc").isNull()).alias("beyond_uncounted"),
         last,
     )
-    reached = F.greatest(col("acquisitions"), F.coalesce(col("max_dc"), F.lit(0))) >= col("limit")
+    counted = col("max_dc").isNotNull()
+    reached = F.when(counted, col("max_dc") >= col("limit")).otherwise(
+        col("acquisitions") >= col("limit")
+    )
     settling = col("last.outcome").isin("accept", "reject") & col("last.unknown")
     fate = (
         F.when(col("accepted"), "accepted")
@@ -439,10 +461,16 @@ def records(ordered: DataFrame) -> DataFrame:
         .when(col("last.unknown"), "unknown")
         .otherwise("available")
     )
-    with_fate = per_record.withColumn("fate", fate)
-    return with_fate.select("*", left.alias("left"), col("last.process").alias("holder")).drop(
-        "last"
+    archived_by = F.when(
+        col("fate") == "archived", F.when(counted, ARCHIVED_BY[0]).otherwise(ARCHIVED_BY[1])
     )
+    with_fate = per_record.withColumn("fate", fate)
+    return with_fate.select(
+        "*",
+        archived_by.alias("archived_by"),
+        left.alias("left"),
+        col("last.process").alias("holder"),
+    ).drop("last")
 
 
 def messages(events: DataFrame, recorded: DataFrame, pairs: DataFrame) -> DataFrame:
@@ -614,7 +642,8 @@ def _pairs(spark: Any, recorded: DataFrame, setup: ShareSetup) -> DataFrame:
 
 def _group_counts(recorded: DataFrame) -> DataFrame:
     """Per group: records, acquisitions, each record anomaly, redeliveries by cause, records
-    left at the end by how, records of messages no send began (`unexpected`: reported, not
+    left at the end by how, acquisitions past the limit (BEYOND_LIMIT), archived records by
+    what said so (ARCHIVED_BY), records of messages no send began (`unexpected`: reported, not
     judged), and the topics it got records of."""
     F = _F()
     col = F.col
@@ -625,6 +654,13 @@ def _group_counts(recorded: DataFrame) -> DataFrame:
         *[F.sum(r).alias(f"redelivered_{r}") for r in REDELIVERIES],
         F.sum("after_unknown").alias("redelivered_after_unknown"),
         *[F.count(F.when(col("left") == w, 1)).alias(f"left_{w}") for w in LEFT],
+        F.sum("beyond_limit").alias("beyond_limit_acquisitions"),
+        F.count(F.when(col("beyond_limit") > 0, 1)).alias("beyond_limit_records"),
+        F.count(F.when(col("beyond_uncounted"), 1)).alias("beyond_limit_uncounted"),
+        *[
+            F.count(F.when(col("archived_by") == b, 1)).alias(f"archived_by_{b}")
+            for b in ARCHIVED_BY
+        ],
         F.count(F.when(col("sent").isNull(), 1)).alias("unexpected"),
         F.sort_array(F.collect_set("stream")).alias("topics"),
     )
@@ -799,6 +835,8 @@ def _group(
         "redelivered": {r: counted.get(f"redelivered_{r}") or 0 for r in REDELIVERIES}
         | {"after_unknown_ack": counted.get("redelivered_after_unknown") or 0},
         "left_at_end": {w: counted.get(f"left_{w}") or 0 for w in LEFT},
+        "beyond_limit": {b: counted.get(f"beyond_limit_{b}") or 0 for b in BEYOND_LIMIT},
+        "archived_by": {b: counted.get(f"archived_by_{b}") or 0 for b in ARCHIVED_BY},
         "consumers": _consumers(name, rows, placed),
         "partitions": _partitions(name, rows, placed),
         "by_step": _by_step(placed),
@@ -967,6 +1005,7 @@ def summary_lines(section: Mapping[str, Any] | None, run_start: float = 0.0) -> 
             f"outcome); left at the end: acquired {left['acquired']}, available "
             f"{left['available']}, unknown {left['unknown']}"
         )
+        lines.append(f"share group {name}: {_limit_words(g)}")
         for anomaly, steps in sorted(g["by_step"].items()):
             shown = ", ".join(f"{k}: {n}" for k, n in steps.items())
             lines.append(f"share {anomaly} in {name} by fault step: {shown}")
@@ -977,6 +1016,18 @@ def summary_lines(section: Mapping[str, Any] | None, run_start: float = 0.0) -> 
         said = ", ".join(f"{p} {n}" for p, n in unmatched.items())
         lines.append(f"share acknowledgements of records their consumer never acquired: {said}")
     return lines
+
+
+def _limit_words(g: Mapping[str, Any]) -> str:
+    """What the group's records did at the limit: archived by what, acquired beyond it."""
+    beyond = g.get("beyond_limit") or dict.fromkeys(BEYOND_LIMIT, 0)
+    by = g.get("archived_by") or dict.fromkeys(ARCHIVED_BY, 0)
+    return (
+        f"archived by count {by['delivery_count']}, by acquisitions (no count) "
+        f"{by['acquisitions']}; beyond the limit: {beyond['acquisitions']} acquisitions of "
+        f"{beyond['records']} records ({beyond['uncounted']} without a delivery count, not "
+        "judged)"
+    )
 
 
 def story(sample: Mapping[str, Any], run_start: float = 0.0) -> str:
