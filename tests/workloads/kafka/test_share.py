@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,6 +25,7 @@ from contract.history import FIELDS, SHARE_ACK, SHARE_ACQUIRE, HistoryWriter, en
 from workloads.kafka import java_client
 from workloads.kafka.clients import READER_NOT_CAUGHT_UP
 from workloads.kafka.share import (
+    _REFUSED,
     UNANSWERED,
     AckBook,
     PythonShareConsumer,
@@ -282,6 +284,44 @@ def test_an_acknowledgement_is_failed_only_when_known_not_applied(
     err = None if code is None else KafkaError(code)
     type_, error = ack_outcome(err)
     assert type_ == expected and (error is None) == (code is None)
+
+
+# The protocol errors (Kafka's Errors) whose Java exception is not named after them, and the
+# ones librdkafka spells otherwise.
+PROTOCOL_NAME = {
+    "GroupAuthorizationException": "GROUP_AUTHORIZATION_FAILED",
+    "TopicAuthorizationException": "TOPIC_AUTHORIZATION_FAILED",
+}
+LIBRDKAFKA_NAME = {
+    "NOT_LEADER_OR_FOLLOWER": "NOT_LEADER_FOR_PARTITION",
+    "UNKNOWN_TOPIC_OR_PARTITION": "UNKNOWN_TOPIC_OR_PART",
+}
+
+
+def java_refused() -> list[str]:
+    """The exceptions ShareConsumer.java's completionType calls refused, in its source."""
+    source = (Path(java_client.__file__).parent / "java" / "ShareConsumer.java").read_text()
+    body = re.search(r"static String completionType\(Exception e\) \{(.*?)\n    \}", source, re.S)
+    assert body is not None, "ShareConsumer.java has no completionType(Exception e)"
+    return re.findall(r"instanceof (\w+)", body.group(1))
+
+
+def librdkafka_code(exception: str) -> int:
+    """A Java exception's error as librdkafka numbers it."""
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", exception.removesuffix("Exception")).upper()
+    name = PROTOCOL_NAME.get(exception, snake)
+    name = LIBRDKAFKA_NAME.get(name, name)
+    code = getattr(KafkaError, name, None)
+    assert isinstance(code, int), f"{exception}: librdkafka has no error {name} (a superclass?)"
+    return code
+
+
+def test_both_clients_call_the_same_errors_refused() -> None:
+    """An acknowledgement one client calls refused (fail) and the other unknown (info) would
+    make the same broker answer judged two ways."""
+    java = java_refused()
+    assert len(java) >= 5, java  # the source read as expected
+    assert {librdkafka_code(e) for e in java} == set(_REFUSED)
 
 
 def test_outcomes_follow_their_shares() -> None:
