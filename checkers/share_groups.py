@@ -7,21 +7,29 @@ reject) and its end, ok (the broker confirmed it), fail (refused) or info (unkno
 a position of a share group's topic (stream, partition, offset) holding one message (msg_id);
 its deliveries are its acquisitions in the order they were seen (time, then file and line), and
 each delivery's acknowledgement is the one its consumer asked after that acquisition and before
-its next one of the record. Per share group, with its delivery count limit L and lock duration:
+its next one of the record; a record's n-th answer (ok, fail, info) in a consumer's life (its
+`open` events part them) is to that consumer's n-th acknowledgement of it, oldest first as both
+clients answer. Per share group, with its delivery count limit L and lock duration:
 
   duplicated          records delivered again after a delivery whose accept was confirmed (two
                       confirmed accepts are one case of it): an accepted record is acknowledged
                       for good
-  over_limit          records delivered more than L times, or at a delivery count above L:
-                      the L-th delivery's release or lock expiry archives a record
+  over_limit          records delivered at a delivery count above L (the count the client
+                      reported): a release or lock expiry at count L archives a record. Not
+                      judged by acquisitions: a leader's move forgets one without counting it
+                      (KIP-932: the count is not exact), so a record may be acquired more than
+                      L times within the limit; those acquisitions are reported
+                      (`beyond_limit`), and so are the records delivered more than L times
+                      whose client gave no count (`uncounted`), whose limit nothing can judge
   rejected_redelivered  records delivered again after a delivery whose reject was confirmed
   backwards           (reported, not judged) records with a delivery count below one an
                       earlier delivery of them had: KIP-932 keeps the count durably and calls
                       it imprecise, never decreasing
   lost                messages whose send was acknowledged, on a topic the group reads, that
                       no record of theirs settled by the end: none accepted or rejected with a
-                      confirmed acknowledgement, none archived at the limit (delivered L times
-                      or at count L), and none whose last acknowledgement (accept or reject) is
+                      confirmed acknowledgement, none archived at the limit (delivered at count
+                      L or above; where no count was reported, delivered L times: `archived_by`
+                      says which), and none whose last acknowledgement (accept or reject) is
                       of unknown outcome. Told apart: `never_delivered` (no consumer got it)
                       and `unsettled` (delivered, then released, refused or left unacknowledged
                       below the limit, and never delivered again)
@@ -52,7 +60,7 @@ from typing import Any
 
 from checkers.attribution import BEFORE_ANY_FAULT, step_number, steps_frame
 from checkers.frames import collected_together, in_spark_order
-from contract.history import SHARE_ACK, SHARE_ACQUIRE
+from contract.history import SHARE_ACK, SHARE_ACQUIRE, SHARE_OUTCOMES
 
 DataFrame = Any  # pyspark.sql.DataFrame; pyspark is imported where a query runs
 
@@ -65,6 +73,12 @@ LOCK_SLACK = 1.0
 SAMPLES = 10  # records per anomaly and group in verdict.json; the ids files hold them all
 
 RECORD_ANOMALIES = ("duplicated", "over_limit", "rejected_redelivered", "backwards")
+# What said an archived record reached the limit: a delivery's count, or (no count reported)
+# the deliveries seen.
+ARCHIVED_BY = ("delivery_count", "acquisitions")
+# Acquisitions past the L-th (reported, not judged): how many, of how many records, and the
+# records among them whose deliveries past the L-th carried no count.
+BEYOND_LIMIT = ("acquisitions", "records", "uncounted")
 ANOMALIES = ("lost", *RECORD_ANOMALIES)
 # What the verdict judges: a share group promises none of them. `backwards` is reported only.
 JUDGED = ("lost", "duplicated", "over_limit", "rejected_redelivered")
@@ -73,7 +87,6 @@ REDELIVERIES = ("released", "lock_expired", "dropped")
 FATES = ("accepted", "rejected", "archived", "unknown", "unsettled", "never_delivered")
 LOST_FATES = ("unsettled", "never_delivered")
 LEFT = ("acquired", "available", "unknown")
-OUTCOMES = ("accept", "release", "reject")
 STATUSES = ("ok", "fail", "info")  # an invoke with no end is info: its outcome is unknown
 NEVER_DELIVERED = "never delivered"  # the consumer of a lost message no consumer got
 # Per consumer: its acquisitions and how their acknowledgements ended.
@@ -181,9 +194,13 @@ def share_event() -> Any:
 
 
 def share_marks(events: DataFrame) -> DataFrame:
-    """Every share consumer event that names its record (RECORD, msg_id, process, time, file,
-    line, kind: acquired, asked or ended, outcome, status, dc, client, error). One that names no
-    group or position says nothing of a record: share_section counts them apart."""
+    """Every share consumer event that names its record (RECORD, msg_id, process, life, time,
+    file, line, kind: acquired, asked or ended, outcome, status, dc, client, error). `life`
+    counts its consumer's `open` events up to it: a consumer restarted under its name is a new
+    client that never hears of what the one before asked. One that names no group or position
+    says nothing of a record: share_section counts them apart."""
+    from pyspark.sql import Window
+
     F = _F()
     col = F.col
     kind = (
@@ -192,7 +209,16 @@ def share_marks(events: DataFrame) -> DataFrame:
         .when(col("f") == SHARE_ACK, "ended")
     )
     placed = col("group").isNotNull() & col("partition").isNotNull() & col("offset").isNotNull()
-    return events.filter(share_event() & placed).select(
+    opened = col("f") == "open"
+    lives = (
+        Window.partitionBy("process")
+        .orderBy("time", "file", "line")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    lived = events.filter(share_event() | opened).select(
+        "*", F.sum(opened.cast("int")).over(lives).alias("life")
+    )
+    return lived.filter(share_event() & placed).select(
         "group",
         "stream",
         "partition",
@@ -200,6 +226,7 @@ def share_marks(events: DataFrame) -> DataFrame:
         F.coalesce(col("msg_id"), F.lit("")).alias("msg"),
         "msg_id",
         "process",
+        "life",
         "time",
         "file",
         "line",
@@ -228,31 +255,45 @@ def deliveries(marks: DataFrame) -> tuple[DataFrame, DataFrame]:
     unknown flags over all of them; and the acknowledgements no acquisition of their consumer
     came before, by consumer.
 
-    An acknowledgement belongs to its consumer's latest acquisition of the record before it, and
-    an end to the latest invoke before it: counted per record and consumer as they were seen, so
-    an end that comes after the record's next acquisition still finds its invoke."""
+    An acknowledgement belongs to its consumer's latest acquisition of the record before it. Its
+    answer is the one its clients give it: both answer a record's acknowledgements oldest first
+    (workloads/kafka/share.py's AckBook, ShareConsumer.java's pending queues), so the n-th answer
+    of a record in a consumer's life is to its n-th acknowledgement of it in that life, however
+    late it comes (the Java client's callbacks come at a later poll, after the record may have
+    been acquired and acknowledged again). An acknowledgement no answer came to is of unknown
+    outcome (info); an answer with no acknowledgement left to answer is dropped."""
     F = _F()
     col = F.col
     mine = _window(*RECORD, "process")
+    this_life = _window(*RECORD, "process", "life")
+
+    def seen(kind: str, window: Any) -> Any:
+        return F.sum((col("kind") == kind).cast("int")).over(window)
+
     counted = marks.select(
         "*",
-        F.sum((col("kind") == "acquired").cast("int")).over(mine).alias("k"),
-        F.sum((col("kind") == "asked").cast("int")).over(mine).alias("j"),
+        seen("acquired", mine).alias("k"),
+        seen("asked", mine).alias("j"),  # the acknowledgements' order, over every life
+        seen("asked", this_life).alias("nth_asked"),
+        seen("ended", this_life).alias("nth_ended"),
     )
     keys = [*RECORD, "process"]
     acquired = counted.filter(col("kind") == "acquired").select(
         *keys, "msg_id", "k", "time", "file", "line", "dc", "client"
     )
-    asked = counted.filter(col("kind") == "asked").select(*keys, "k", "j", "outcome")
-    rank = F.when(col("status") == "ok", 3).when(col("status") == "fail", 2).otherwise(1)
-    ended = (
-        counted.filter(col("kind") == "ended")
-        .groupBy(*keys, "j")
-        .agg(F.max(rank).alias("rank"), F.min("error").alias("error"))
+    asked = counted.filter(col("kind") == "asked").select(
+        *keys, "life", col("nth_asked").alias("nth"), "k", "j", "outcome"
     )
-    status = F.when(col("rank") == 3, "ok").when(col("rank") == 2, "fail").otherwise("info")
-    acks = asked.join(ended, [*keys, "j"], "left").select(
-        *keys, "k", "j", "outcome", status.alias("status"), "error"
+    ended = counted.filter(col("kind") == "ended").select(
+        *keys, "life", col("nth_ended").alias("nth"), "status", "error"
+    )
+    acks = asked.join(ended, [*keys, "life", "nth"], "left").select(
+        *keys,
+        "k",
+        "j",
+        "outcome",
+        F.coalesce(col("status"), F.lit("info")).alias("status"),
+        "error",
     )
 
     def confirmed(outcome: str) -> Any:
@@ -305,7 +346,9 @@ def in_order(delivered: DataFrame, setup: ShareSetup) -> DataFrame:
     n           its number among the record's deliveries, from 1
     limit       its group's delivery count limit
     after_accept, after_reject  an earlier delivery's accept (reject) was confirmed
-    over        n above the limit, or its delivery count above it
+    over        its delivery count above the limit (false where its client gave none)
+    beyond      n above the limit: more acquisitions than the limit (a leader's move forgets
+                one without counting it, so this alone says nothing)
     backwards   its delivery count below the highest an earlier delivery had
     redelivery  for a delivery after the first with no confirmed settlement before it: why it
                 came (REDELIVERIES); null otherwise
@@ -346,9 +389,8 @@ def in_order(delivered: DataFrame, setup: ShareSetup) -> DataFrame:
     )
     return staged.select(
         *[c for c in staged.columns if c not in ("prior_dc", "prev_released")],
-        ((col("n") > col("limit")) | F.coalesce(col("dc") > col("limit"), F.lit(False))).alias(
-            "over"
-        ),
+        F.coalesce(col("dc") > col("limit"), F.lit(False)).alias("over"),
+        (col("n") > col("limit")).alias("beyond"),
         F.coalesce(col("dc") < col("prior_dc"), F.lit(False)).alias("backwards"),
         redelivery.alias("redelivery"),
         ((col("n") > 1) & (col("prev_status") == "info")).alias("after_unknown"),
@@ -359,9 +401,13 @@ def records(ordered: DataFrame) -> DataFrame:
     """One row per record (RECORD, msg_id) with its deliveries' story in short: acquisitions,
     max_dc, limit, accepted and rejected (any confirmed), each anomaly's flag with the time and
     consumer of its first offending delivery (`<anomaly>_at`, `<anomaly>_by`), its redeliveries
-    by cause, its fate (accepted, rejected, archived, unknown, unsettled) and, for one no
-    settlement ended, how its last delivery ended (`left`: acquired, available, unknown), by
-    whom (`holder`)."""
+    by cause, its acquisitions past the limit (`beyond_limit`; `beyond_uncounted`: one of them
+    carried no count), its fate (accepted, rejected, archived, unknown, unsettled), what said it
+    was archived (`archived_by`: ARCHIVED_BY) and, for one no settlement ended, how its last
+    delivery ended (`left`: acquired, available, unknown), by whom (`holder`).
+
+    Archived: a delivery at count L or above (the broker archives at the release or lock expiry
+    of one); only a record no delivery reported a count of falls back to L deliveries seen."""
     F = _F()
     col = F.col
     offending = {
@@ -393,9 +439,14 @@ def records(ordered: DataFrame) -> DataFrame:
         *firsts,
         *[F.count(F.when(col("redelivery") == r, 1)).alias(r) for r in REDELIVERIES],
         F.count(F.when(col("after_unknown"), 1)).alias("after_unknown"),
+        F.count(F.when(col("beyond"), 1)).alias("beyond_limit"),
+        F.max(col("beyond") & col("dc").isNull()).alias("beyond_uncounted"),
         last,
     )
-    reached = F.greatest(col("acquisitions"), F.coalesce(col("max_dc"), F.lit(0))) >= col("limit")
+    counted = col("max_dc").isNotNull()
+    reached = F.when(counted, col("max_dc") >= col("limit")).otherwise(
+        col("acquisitions") >= col("limit")
+    )
     settling = col("last.outcome").isin("accept", "reject") & col("last.unknown")
     fate = (
         F.when(col("accepted"), "accepted")
@@ -410,10 +461,16 @@ def records(ordered: DataFrame) -> DataFrame:
         .when(col("last.unknown"), "unknown")
         .otherwise("available")
     )
-    with_fate = per_record.withColumn("fate", fate)
-    return with_fate.select("*", left.alias("left"), col("last.process").alias("holder")).drop(
-        "last"
+    archived_by = F.when(
+        col("fate") == "archived", F.when(counted, ARCHIVED_BY[0]).otherwise(ARCHIVED_BY[1])
     )
+    with_fate = per_record.withColumn("fate", fate)
+    return with_fate.select(
+        "*",
+        archived_by.alias("archived_by"),
+        left.alias("left"),
+        col("last.process").alias("holder"),
+    ).drop("last")
 
 
 def messages(events: DataFrame, recorded: DataFrame, pairs: DataFrame) -> DataFrame:
@@ -585,7 +642,8 @@ def _pairs(spark: Any, recorded: DataFrame, setup: ShareSetup) -> DataFrame:
 
 def _group_counts(recorded: DataFrame) -> DataFrame:
     """Per group: records, acquisitions, each record anomaly, redeliveries by cause, records
-    left at the end by how, records of messages no send began (`unexpected`: reported, not
+    left at the end by how, acquisitions past the limit (BEYOND_LIMIT), archived records by
+    what said so (ARCHIVED_BY), records of messages no send began (`unexpected`: reported, not
     judged), and the topics it got records of."""
     F = _F()
     col = F.col
@@ -596,6 +654,13 @@ def _group_counts(recorded: DataFrame) -> DataFrame:
         *[F.sum(r).alias(f"redelivered_{r}") for r in REDELIVERIES],
         F.sum("after_unknown").alias("redelivered_after_unknown"),
         *[F.count(F.when(col("left") == w, 1)).alias(f"left_{w}") for w in LEFT],
+        F.sum("beyond_limit").alias("beyond_limit_acquisitions"),
+        F.count(F.when(col("beyond_limit") > 0, 1)).alias("beyond_limit_records"),
+        F.count(F.when(col("beyond_uncounted"), 1)).alias("beyond_limit_uncounted"),
+        *[
+            F.count(F.when(col("archived_by") == b, 1)).alias(f"archived_by_{b}")
+            for b in ARCHIVED_BY
+        ],
         F.count(F.when(col("sent").isNull(), 1)).alias("unexpected"),
         F.sort_array(F.collect_set("stream")).alias("topics"),
     )
@@ -770,6 +835,8 @@ def _group(
         "redelivered": {r: counted.get(f"redelivered_{r}") or 0 for r in REDELIVERIES}
         | {"after_unknown_ack": counted.get("redelivered_after_unknown") or 0},
         "left_at_end": {w: counted.get(f"left_{w}") or 0 for w in LEFT},
+        "beyond_limit": {b: counted.get(f"beyond_limit_{b}") or 0 for b in BEYOND_LIMIT},
+        "archived_by": {b: counted.get(f"archived_by_{b}") or 0 for b in ARCHIVED_BY},
         "consumers": _consumers(name, rows, placed),
         "partitions": _partitions(name, rows, placed),
         "by_step": _by_step(placed),
@@ -780,7 +847,7 @@ def _group(
 
 def _acks(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """{outcome: {status: n}} with every outcome and status, 0 where none."""
-    out = {o: dict.fromkeys(STATUSES, 0) for o in OUTCOMES}
+    out = {o: dict.fromkeys(STATUSES, 0) for o in SHARE_OUTCOMES}
     for r in rows:
         if r["outcome"] in out and r["status"] in STATUSES:
             out[r["outcome"]][r["status"]] += r["count"]
@@ -938,6 +1005,7 @@ def summary_lines(section: Mapping[str, Any] | None, run_start: float = 0.0) -> 
             f"outcome); left at the end: acquired {left['acquired']}, available "
             f"{left['available']}, unknown {left['unknown']}"
         )
+        lines.append(f"share group {name}: {_limit_words(g)}")
         for anomaly, steps in sorted(g["by_step"].items()):
             shown = ", ".join(f"{k}: {n}" for k, n in steps.items())
             lines.append(f"share {anomaly} in {name} by fault step: {shown}")
@@ -948,6 +1016,18 @@ def summary_lines(section: Mapping[str, Any] | None, run_start: float = 0.0) -> 
         said = ", ".join(f"{p} {n}" for p, n in unmatched.items())
         lines.append(f"share acknowledgements of records their consumer never acquired: {said}")
     return lines
+
+
+def _limit_words(g: Mapping[str, Any]) -> str:
+    """What the group's records did at the limit: archived by what, acquired beyond it."""
+    beyond = g.get("beyond_limit") or dict.fromkeys(BEYOND_LIMIT, 0)
+    by = g.get("archived_by") or dict.fromkeys(ARCHIVED_BY, 0)
+    return (
+        f"archived by count {by['delivery_count']}, by acquisitions (no count) "
+        f"{by['acquisitions']}; beyond the limit: {beyond['acquisitions']} acquisitions of "
+        f"{beyond['records']} records ({beyond['uncounted']} without a delivery count, not "
+        "judged)"
+    )
 
 
 def story(sample: Mapping[str, Any], run_start: float = 0.0) -> str:

@@ -5,18 +5,23 @@ docs/clock-faults.md says why a JVM does not.
 
 `make setup` builds the jar once (ASM from Maven Central, by Maven; the agent's classes by
 javac); a cluster with `fake_clock` mounts its directory into each Kafka and ZooKeeper node.
+The directory is named by a digest of what the build reads (the sources, the pom, the
+manifest): a checkout whose sources differ builds its own, and a finished one is never removed
+or replaced, so a running cluster's mount stays whole whatever another checkout builds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
 import tempfile
+from functools import cache
 from pathlib import Path
 
 from compose.cli import ComposeError
-from contract.cache import cache_root
+from contract.cache import cache_root, exclusive
 
 SOURCE_DIR = Path(__file__).parent / "clock-agent"
 SOURCES = tuple(sorted(SOURCE_DIR.rglob("*.java")))
@@ -31,21 +36,32 @@ class ClockAgentError(ComposeError):
     needs it cannot start, as for any other reason compose gives)."""
 
 
+def build_inputs() -> list[Path]:
+    """Every file the build reads: what a change of makes another agent."""
+    return [*SOURCES, SOURCE_DIR / "pom.xml", SOURCE_DIR / "MANIFEST.MF"]
+
+
+@cache
+def digest() -> str:
+    """A short digest of the build's inputs, by their paths under SOURCE_DIR and contents."""
+    h = hashlib.sha256()
+    for path in sorted(build_inputs()):
+        h.update(path.relative_to(SOURCE_DIR).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def agent_dir() -> Path:
-    return cache_root() / "clock-agent"
+    return cache_root() / "clock-agent" / digest()
 
 
 def built() -> bool:
-    """The jar is there and newer than every source and the build's own description."""
-    jar = agent_dir() / JAR
-    if not jar.exists():
-        return False
-    newest = max(p.stat().st_mtime for p in (*SOURCES, SOURCE_DIR / "pom.xml", Path(__file__)))
-    return jar.stat().st_mtime >= newest
+    return (agent_dir() / JAR).exists()
 
 
 def ensure() -> Path:
-    """The agent's directory (holding JAR), built unless it is already."""
+    """The agent's directory (holding JAR), built unless it is already: one build at a time
+    (a lock beside the builds), each into a staging directory renamed into place once whole."""
     if built():
         return agent_dir()
     for tool in ("mvn", "javac", "jar"):
@@ -53,18 +69,18 @@ def ensure() -> Path:
             raise ClockAgentError(f"the clock agent needs {tool} (make setup installs it)")
     d = agent_dir()
     d.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".clock-agent.building-", dir=d.parent))
-    staging.chmod(0o755)  # mkdtemp's is 0700; a broker's user reads the jar
-    try:
-        _build(staging)
-        if built():  # another build finished first
+    with exclusive(d.parent / "lock"):
+        if built():  # another build finished while this one waited
             return d
-        shutil.rmtree(d, ignore_errors=True)
-        out = staging / "out"
-        out.chmod(0o755)
-        out.rename(d)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        staging = Path(tempfile.mkdtemp(prefix=".building-", dir=d.parent))
+        staging.chmod(0o755)  # mkdtemp's is 0700; a broker's user reads the jar
+        try:
+            _build(staging)
+            out = staging / "out"
+            out.chmod(0o755)
+            out.rename(d)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return d
 
 
@@ -115,6 +131,11 @@ def _run(argv: list[str], failure: str, cwd: Path | None = None) -> None:
     if proc.returncode != 0:
         said = (proc.stdout + proc.stderr).strip().splitlines()
         raise ClockAgentError(f"{failure}: {said[-1] if said else f'exit {proc.returncode}'}")
+
+
+# What the agent says on a JVM's stderr when it starts, and of a class it could not rewrite.
+STARTED = "brokerjepsen clock agent: the time of day is offset by"
+LEFT_ON_TRUE_TIME = "left on true time"
 
 
 def java_option(clock_file: str) -> str:

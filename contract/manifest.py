@@ -45,10 +45,11 @@ class Manifest(BaseModel):
     chaos: dict[str, Any] | None = None
     groups: list[str] | None = None  # reader groups that must each receive every acked message
     # Share groups (KIP-932), judged apart from `groups` (checkers.share_groups.ShareSetup):
-    # {group: {"topics": [...], "delivery_count_limit": n, "lock_duration_ms": n, "config":
-    # {the group's configs as the brokers said them once set}, ...}}; what else the workload
-    # says of a group (its consumers, client, acknowledgement mode, outcome shares, the topic's
-    # id) is kept beside.
+    # {group: {"topics": [...], "delivery_count_limit": n, "lock_duration_ms": n (both as the
+    # brokers apply them), "config": {the group's configs as the brokers said them once set},
+    # ...}}; what else the workload says of a group (its consumers, client, acknowledgement mode,
+    # outcome shares, the topic's id, and under "requested" the delivery_count_limit,
+    # lock_duration_ms and auto_offset_reset it asked) is kept beside.
     share_groups: dict[str, dict[str, Any]] | None = None
     # the cluster
     kafka_mode: str | None = None

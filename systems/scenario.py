@@ -361,10 +361,10 @@ def clock_refusal(op: str, offset: float | None) -> str | None:
 
 
 def fake_clock_refusal(i: int, op: str, fake_clock: bool) -> str | None:
-    """A clock step on a cluster whose nodes run without libfaketime (docs/clock-faults.md)."""
+    """A clock step on a cluster whose nodes run on true time (docs/clock-faults.md)."""
     if fault(op).needs_fake_clock and not fake_clock:
         return (
-            f"nemesis.{i}: {op} needs cluster.fake_clock: true (the nodes under libfaketime, "
+            f"nemesis.{i}: {op} needs cluster.fake_clock: true (the nodes' clocks faked, "
             "docs/clock-faults.md)"
         )
     return None

@@ -82,6 +82,7 @@ def new_topic(
 
 
 METADATA_TIMEOUT = 5.0  # seconds for one metadata request
+GROUP_CONFIG_POLL_S = 0.5  # between two reads of a group's configs just set
 
 
 def _said(e: BaseException, timeout: float) -> str:
@@ -265,19 +266,33 @@ class KafkaAdmin:
             ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
             for k, v in sorted(configs.items())
         ]
+        deadline = time.monotonic() + timeout
         try:
             resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
             (future,) = self.admin.incremental_alter_configs(
                 [resource], request_timeout=timeout
             ).values()
             future.result(timeout=timeout)
-            (described,) = self.admin.describe_configs(
-                [ConfigResource(ResourceType.GROUP, group)], request_timeout=timeout
-            ).values()
-            said = described.result(timeout=timeout)
+            # A broker answers from its own copy of the metadata, which takes the change a
+            # moment after the controller: read until one says what was set (or the time is
+            # up, and what it said is what the run records and warns of).
+            while True:
+                said = self._group_configs(group, configs, timeout)
+                if said == configs or time.monotonic() >= deadline:
+                    return said
+                time.sleep(GROUP_CONFIG_POLL_S)
         except Exception as e:  # noqa: BLE001 - KafkaException, a timeout: one line
             raise ComposeError(f"cannot set group {group}'s configs: {_said(e, timeout)}") from None
-        return {k: str(said[k].value) for k in sorted(configs) if k in said}
+
+    def _group_configs(self, group: str, keys: dict[str, str], timeout: float) -> dict[str, str]:
+        """The group's configs of `keys` as one broker says them now."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        (described,) = self.admin.describe_configs(
+            [ConfigResource(ResourceType.GROUP, group)], request_timeout=timeout
+        ).values()
+        said = described.result(timeout=timeout)
+        return {k: str(said[k].value) for k in sorted(keys) if k in said}
 
     # ---- membership (systems.kafka.membership.MembershipControl) ----------------------------
 

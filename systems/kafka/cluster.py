@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 import secrets
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,8 @@ HARNESS_PORT = 19093
 # Seconds between two asks whether the cluster has formed: each is one cheap Admin request,
 # and every second of a run's start is a second no schedule runs.
 POLL = 0.5
+
+log = logging.getLogger("systems.kafka.cluster")
 
 
 @dataclass(frozen=True)
@@ -493,10 +496,21 @@ def choose_zookeeper_image(requested: str | None, client: docker.DockerClient) -
 class KafkaCluster(ComposeCluster):
     """Brings a Kafka cluster up and down and tells where its nodes are."""
 
-    fake_clock_needs = (
-        f"{clock_agent.CONTAINER_DIR}/{clock_agent.JAR}",
-        "the clock agent's directory was not mounted: make setup builds it",
-    )
+    def check_fake_clocks(self, nodes: Iterable[str]) -> None:
+        """That each node's JVM started the clock agent (its log says so: a mount alone proves
+        nothing of the JVM that runs), and a warning for any class the agent left on true time.
+        A spare no one has started yet has no JVM to ask."""
+        started = self.containers()
+        for node in nodes:
+            if node not in started:
+                continue
+            if self.logged_line([node], clock_agent.STARTED, 0) is None:
+                raise ComposeError(
+                    f"cluster.fake_clock: {node}'s JVM did not start the clock agent (its log has "
+                    f"no {clock_agent.STARTED!r})"
+                )
+            if left := self.logged_line([node], clock_agent.LEFT_ON_TRUE_TIME, 0):
+                log.warning("%s: the clock agent %s", node, left.strip())
 
     # A KRaft cluster's voters as the quorum ops left them (`voters`); None until first read,
     # when they are the ones it formed with.

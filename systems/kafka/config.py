@@ -82,8 +82,8 @@ class KafkaSettings(Strict):
     lazy_disks: bool = False
     """Every broker's log directory on the power-loss filesystem (lazyfs): needed by power-loss."""
     fake_clock: bool = False
-    """Every node's processes under libfaketime, their clock set by the harness: needed by clock
-    and clock-ok (docs/clock-faults.md; the image must carry the library: make setup's do)."""
+    """Every node's JVM under the clock agent, its clock set by the harness: needed by clock and
+    clock-ok (docs/clock-faults.md; make setup builds the agent)."""
     image: str | None = None
     """A local image of your own for the Kafka nodes (default: the release's, built by make
     setup)."""

@@ -38,7 +38,7 @@ from systems.kafka.settings import (
     release_refusals,
 )
 from systems.kafka.watch import PartitionWatch
-from systems.kafka.workload_spec import TYPED_SHARE, output_topic
+from systems.kafka.workload_spec import TYPED_SHARE, KafkaShareSpec, output_topic
 from systems.run import PhaseProgress, RunOptions
 from systems.scenario import ScenarioError
 
@@ -236,9 +236,7 @@ class KafkaRun(KafkaClientsRun):
                 share.group,
                 ", ".join(f"{k}={said.get(k)} (not {wanted[k]})" for k in differ),
             )
-        self.manifest.share_groups = {
-            share.group: share_group_entry(share.settings(topic), said, topic_id)
-        }
+        self.manifest.share_groups = {share.group: share_group_entry(share, topic, said, topic_id)}
         self._mark("share group configured")
         return topic_id
 
@@ -407,15 +405,18 @@ class KafkaRun(KafkaClientsRun):
 
 
 def share_group_entry(
-    settings: dict[str, object], said: dict[str, str], topic_id: str
+    share: KafkaShareSpec, topic: str, said: dict[str, str], topic_id: str
 ) -> dict[str, object]:
     """A share group as the manifest's share_groups holds it for the checker: its topics and the
     delivery count limit and lock duration the brokers said they apply (the workload's own where
-    they said none), its configs as said, and the rest of the workload's settings beside."""
-    limit = said.get("share.delivery.count.limit", settings["delivery_count_limit"])
-    lock = said.get("share.record.lock.duration.ms", settings["record_lock_duration_ms"])
-    return settings | {
-        "topics": [settings["topic"]],
+    they said none), its configs as said, and the rest of the workload's settings beside (what it
+    asked of the group under `requested`: checkers.share_groups.ShareSetup reads only the
+    applied ones)."""
+    requested = share.requested()
+    limit = said.get("share.delivery.count.limit", requested["delivery_count_limit"])
+    lock = said.get("share.record.lock.duration.ms", requested["lock_duration_ms"])
+    return share.settings(topic) | {
+        "topics": [topic],
         "delivery_count_limit": int(str(limit)),
         "lock_duration_ms": int(str(lock)),
         "config": said,

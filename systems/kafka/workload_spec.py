@@ -289,8 +289,18 @@ class KafkaShareSpec(Strict):
         typed = {SHARE_GROUP_KNOBS[k]: str(getattr(self, k)) for k in SHARE_GROUP_KNOBS}
         return typed | properties(self.group_config)
 
+    def requested(self) -> dict[str, int | str]:
+        """The group settings the workload asks of the brokers, named as the manifest names the
+        ones the brokers apply (`lock_duration_ms` is record_lock_duration_ms)."""
+        return {
+            "delivery_count_limit": self.delivery_count_limit,
+            "lock_duration_ms": self.record_lock_duration_ms,
+            "auto_offset_reset": self.auto_offset_reset,
+        }
+
     def settings(self, topic: str) -> dict[str, object]:
-        """What the checker needs of the share group, resolved (the manifest's share_groups)."""
+        """What the checker needs of the share group, resolved (the manifest's share_groups):
+        the group settings asked under `requested`, apart from the ones the brokers apply."""
         return {
             "group": self.group,
             "topic": topic,
@@ -299,9 +309,7 @@ class KafkaShareSpec(Strict):
             "acknowledgement": self.acknowledgement,
             "outcomes": self.outcome_shares(),
             "delay": self.delay,
-            "delivery_count_limit": self.delivery_count_limit,
-            "record_lock_duration_ms": self.record_lock_duration_ms,
-            "auto_offset_reset": self.auto_offset_reset,
+            "requested": self.requested(),
         }
 
 

@@ -80,6 +80,24 @@ class Planted:
         said = {"delivery_count": count, "client": "java"}
         self._event(consumer, "ok", SHARE_ACQUIRE, at, value=said, **self._where(r))
 
+    def ask(self, consumer: str, r: Record, at: float, outcome: str) -> None:
+        """The consumer acknowledges `r` (share-ack invoke)."""
+        said = {"outcome": outcome, "delivery_count": None}
+        self._event(consumer, "invoke", SHARE_ACK, at, value=said, **self._where(r))
+
+    def answer(
+        self,
+        consumer: str,
+        r: Record,
+        at: float,
+        outcome: str,
+        end: str = "ok",
+        error: str | None = None,
+    ) -> None:
+        """The answer to the consumer's oldest unanswered acknowledgement of `r`."""
+        said = {"outcome": outcome, "delivery_count": None}
+        self._event(consumer, end, SHARE_ACK, at, value=said, error=error, **self._where(r))
+
     def ack(
         self,
         consumer: str,
@@ -89,14 +107,18 @@ class Planted:
         end: str | None = "ok",
         error: str | None = None,
     ) -> None:
-        said = {"outcome": outcome, "delivery_count": None}
-        self._event(consumer, "invoke", SHARE_ACK, at, value=said, **self._where(r))
+        self.ask(consumer, r, at, outcome)
         if end is not None:
-            self._event(
-                consumer, end, SHARE_ACK, at + 0.01, value=said, error=error, **self._where(r)
-            )
+            self.answer(consumer, r, at + 0.01, outcome, end, error)
 
-    def delivered(self, consumer: str, r: Record, at: float, count: int, outcome: str) -> None:
+    def open(self, consumer: str, at: float) -> None:
+        """The consumer (re)started: its `open` event."""
+        said = {"client": "java", "share": {"acknowledgement": "implicit"}}
+        self._event(consumer, "ok", "open", at, stream=TOPIC, group=GROUP, value=said)
+
+    def delivered(
+        self, consumer: str, r: Record, at: float, count: int | None, outcome: str
+    ) -> None:
         """One delivery acknowledged at once and confirmed."""
         self.acquire(consumer, r, at, count)
         self.ack(consumer, r, at + 0.1, outcome)
@@ -169,7 +191,7 @@ def test_accepted_twice_past_the_limit_and_redelivered_after_a_reject_are_found_
     past = h.send(24)
     for n in (1, 2, 3):
         h.delivered(f"c{n % 3}", past, 24 + n, n, "release")  # the 3rd release archives it
-    h.delivered("c1", past, 28, 4, "accept")  # a 4th delivery: past the limit of 3
+    h.delivered("c1", past, 28, 4, "accept")  # a 4th delivery, at count 4: past the limit of 3
     rejected = h.send(30)
     h.delivered("c0", rejected, 31, 1, "reject")
     h.delivered("c2", rejected, 32, 2, "accept")  # delivered again after a confirmed reject
@@ -283,6 +305,45 @@ def test_an_acknowledgement_of_unknown_outcome_then_a_redelivery_is_no_anomaly(
 
 
 @pytest.mark.spark
+def test_answers_pair_with_acknowledgements_oldest_first_within_a_consumer_s_life(
+    spark: Any, tmp_path: Path
+) -> None:
+    """As both clients answer: a record's n-th answer is its consumer's n-th acknowledgement of
+    it. The Java implicit consumer's callbacks come a poll late: asked twice before the first
+    answer, the first answer is the first delivery's, so a confirmed accept then a redelivery
+    is a duplicate. A consumer restarted (a new `open`) never hears of what it asked before."""
+    h = Planted()
+    _quiet(h, 0, 3)
+    late = h.send(5)
+    h.acquire("c0", late, 5.5, 1)
+    h.ask("c0", late, 6.0, "accept")  # the next poll accepts it...
+    h.acquire("c0", late, 6.1, 2)  # ...and returns it again before the accept's answer
+    h.ask("c0", late, 6.6, "accept")
+    h.answer("c0", late, 6.7, "accept")  # the first accept confirmed: then a duplicate
+    h.answer("c0", late, 6.8, "accept", "fail", "InvalidRecordStateException")
+    killed = h.send(7)
+    h.open("c1", 0.1)
+    h.acquire("c1", killed, 7.5, 1)
+    h.ask("c1", killed, 8.0, "accept")  # killed before its answer: unknown
+    h.open("c1", 9.0)  # restarted
+    h.acquire("c1", killed, 9.5, 2)
+    h.ack("c1", killed, 10.0, "accept")  # this life's answer, to this life's accept
+
+    section = _checked(spark, tmp_path, h, LOCK_2S)
+
+    g = section["groups"][GROUP]
+    assert section["anomalies"] == dict.fromkeys(ANOMALIES, 0) | {"duplicated": 1}
+    assert _ids(tmp_path, "duplicated") == [_record_id(late)]
+    assert g["acks"]["accept"] == {"ok": 3 + 1 + 1, "fail": 1, "info": 1}
+    (dup,) = g["samples"]["duplicated"]
+    assert [(d["ack"], d["status"]) for d in dup["deliveries"]] == [
+        ("accept", "ok"),
+        ("accept", "fail"),
+    ]
+    assert g["redelivered"]["after_unknown_ack"] == 1 and g["fates"]["accepted"] == 5
+
+
+@pytest.mark.spark
 def test_lost_tells_a_message_never_delivered_from_one_left_unsettled(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -318,6 +379,49 @@ def test_lost_tells_a_message_never_delivered_from_one_left_unsettled(
     verdict = judge(Counts.of({}, {"ok": 8}, share_groups=section), "safe")
     assert (verdict.outcome, verdict.matched) == ("loss", False)
     assert "in share group sg" in verdict.reason
+
+
+@pytest.mark.spark
+def test_the_limit_is_judged_by_the_client_s_delivery_count_not_by_acquisitions(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A leader's move forgets an acquisition (KIP-932: the count is not exact), so a record may
+    be acquired more than L times within the limit: over_limit and archiving go by the count
+    each delivery carried, acquisitions beyond L are information, and where a client gave no
+    count the checker says so rather than judge (archiving alone falls back to acquisitions)."""
+    h = Planted()
+    _quiet(h, 0, 3)
+    moved = h.send(5)
+    h.acquire("c0", moved, 5.5, 1)  # the leader moved: the acquisition forgotten, count kept
+    h.delivered("c1", moved, 6, 1, "release")
+    h.delivered("c2", moved, 7, 2, "release")
+    h.delivered("c0", moved, 8, 3, "accept")  # a 4th acquisition, at count 3: within the limit
+    uncounted = h.send(10)
+    for n in range(4):  # a client without counts: delivered a 4th time, not judged
+        h.delivered(f"c{n % 3}", uncounted, 10.5 + n, None, "release" if n < 3 else "accept")
+    counted_out = h.send(15)
+    for n in range(3):  # no counts: its 3rd release archives it, by acquisitions
+        h.delivered(f"c{n % 3}", counted_out, 15.5 + n, None, "release")
+    archived = h.send(19)
+    for n in (1, 2, 3):  # the 3rd release at count 3 archives it
+        h.delivered(f"c{n % 3}", archived, 19 + n, n, "release")
+    short = h.send(23)
+    h.acquire("c0", short, 23.5, 1)  # forgotten too: its 3rd release is at count 2, below 3
+    h.delivered("c1", short, 24, 1, "release")
+    h.delivered("c2", short, 25, 2, "release")  # available again, and never delivered: lost
+
+    section = _checked(spark, tmp_path, h, LIMIT_3)
+
+    g = section["groups"][GROUP]
+    assert section["anomalies"] == dict.fromkeys(ANOMALIES, 0) | {"lost": 1}
+    assert _ids(tmp_path, "lost") == [short.msg_id] and g["unsettled"] == 1
+    assert g["beyond_limit"] == {"acquisitions": 2, "records": 2, "uncounted": 1}
+    assert g["archived_by"] == {"delivery_count": 1, "acquisitions": 1}
+    assert (g["fates"]["accepted"], g["fates"]["archived"]) == (5, 2)
+    lines = summary_lines(section)
+    said = "beyond the limit: 2 acquisitions of 2 records (1 without a delivery count, not judged)"
+    assert any(said in line for line in lines), lines
+    assert any("archived by count 1, by acquisitions (no count) 1" in line for line in lines)
 
 
 @pytest.mark.spark
@@ -560,7 +664,7 @@ def test_a_checked_run_judges_its_share_groups_by_the_manifest_s_settings(
     h.ack("c0", expired, 9.2, "accept", "fail", "InvalidRecordStateException: lock expired")
     h.ack("c1", expired, 9.3, "accept")
     past = h.send(10)
-    for n in range(1, 5):  # a limit of 3: the 4th delivery is past it
+    for n in range(1, 5):  # a limit of 3: the 4th delivery, at count 4, is past it
         h.delivered("c2", past, 10 + n, n, "release" if n < 4 else "accept")
     run = tmp_path / "run"
     h.write(run / "history")

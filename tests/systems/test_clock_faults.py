@@ -184,3 +184,19 @@ def test_rabbitmqs_clock_override_puts_each_node_on_its_own_clock_file(tmp_path:
         ],
     }
     assert ClusterConfig(partition_handling=None).fake_clock is False
+
+
+def test_a_kafka_node_must_say_its_jvm_started_the_clock_agent_and_a_spare_is_passed_over() -> None:
+    from compose import clock_agent
+    from compose.cli import ComposeError
+    from systems.kafka.cluster import KafkaCluster
+
+    logs = {"kafka1": f"{clock_agent.STARTED} /run/brokerjepsen-clock/faketime", "kafka2": ""}
+    cluster = object.__new__(KafkaCluster)  # no Docker: the check reads what the nodes logged
+    cluster.containers = lambda: dict.fromkeys(logs)  # type: ignore[method-assign]
+    cluster.logged_line = lambda nodes, text, since: next(  # type: ignore[method-assign]
+        (logs[n] for n in nodes if text in logs[n]), None
+    )
+    cluster.check_fake_clocks(["kafka1", "controller4"])  # controller4: a spare, not started
+    with pytest.raises(ComposeError, match="kafka2's JVM did not start the clock agent"):
+        cluster.check_fake_clocks(["kafka1", "kafka2"])

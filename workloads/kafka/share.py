@@ -44,21 +44,28 @@ from confluent_kafka import (
 )
 from confluent_kafka import version as confluent_version
 
-from contract.history import SHARE_ACK, SHARE_ACQUIRE, EventType, HistoryWriter, decode_body
+from contract.history import (
+    SHARE_ACK,
+    SHARE_ACQUIRE,
+    SHARE_OUTCOMES,
+    EventType,
+    HistoryWriter,
+    decode_body,
+)
 from workloads.kafka.base import client_diagnostics
 from workloads.kafka.transactions import JAVA_SLACK
 
 log = logging.getLogger("workloads.kafka.share")
 
-OUTCOMES = ("accept", "release", "reject")
 POLL_S = 0.5  # one poll's wait: short, so that the drain and the deadline are seen
-CLOSE_TIMEOUT_S = 10.0  # what the Java consumer's close may take (librdkafka's is its own)
+CLOSE_TIMEOUT_S = 10.0  # what a close may take (the Java consumer's; the Python commit before it)
 ERROR_PAUSE_S = 0.5  # after a poll that raised: no spin while the client refuses
 UNANSWERED = "no answer before the consumer closed"
 
 # Errors after which an acknowledgement is known not applied: the record was not this
 # consumer's to acknowledge (its lock expired), the broker led no such partition, or it refused
-# the request itself. Any other error leaves it unknown.
+# the request itself. Any other error leaves it unknown. The Java consumer's completionType
+# refuses the same (tests/workloads/kafka/test_share.py compares).
 _REFUSED = frozenset(
     {
         KafkaError.INVALID_RECORD_STATE,
@@ -71,11 +78,8 @@ _REFUSED = frozenset(
         KafkaError.INVALID_SHARE_SESSION_EPOCH,
     }
 )
-_ACK_TYPES = {
-    "accept": AcknowledgeType.ACCEPT,
-    "release": AcknowledgeType.RELEASE,
-    "reject": AcknowledgeType.REJECT,
-}
+# Each of the contract's outcomes (SHARE_OUTCOMES) as the client names it.
+_ACK_TYPES = {outcome: getattr(AcknowledgeType, outcome.upper()) for outcome in SHARE_OUTCOMES}
 
 
 @dataclass(frozen=True)
@@ -343,9 +347,16 @@ class PythonShareConsumer:
         self.previous = []
 
     def _close(self) -> None:
-        """The close commits what is pending and serves the callbacks of what was sent; what
-        is still unanswered then is unknown."""
+        """The last poll's records accepted by a commit of their own (in implicit mode a commit
+        is documented to accept them; a close is not), then the close, which serves the
+        callbacks of what was sent; what is still unanswered then is unknown."""
+        had_previous = bool(self.previous)
         self._accept_previous()
+        if had_previous and not self.explicit:
+            try:
+                self.consumer.commit_sync(CLOSE_TIMEOUT_S)
+            except (KafkaException, IllegalStateException) as e:
+                log.warning("commit_sync before close: %s", e)  # their answers stay unknown
         try:
             self.consumer.close()
         except (KafkaException, IllegalStateException, RuntimeError) as e:

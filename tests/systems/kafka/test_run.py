@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from checkers.share_groups import ShareSetup
 from compose.cli import ComposeError
 from contract.manifest import Manifest
 from systems.kafka.run import KafkaRun
@@ -48,6 +49,13 @@ def test_the_share_groups_configs_are_set_before_its_consumers_and_kept_in_the_m
     assert shared["topic_id"] == "AAAAAAAAAAAAAAAAAAAAAQ" and shared["config"] == configs
     assert shared["topics"] == [run.scenario.cluster.topic]
     assert (shared["delivery_count_limit"], shared["lock_duration_ms"]) == (5, 15000)
+    # What the workload asked is apart from what the brokers apply, under names of its own.
+    assert shared["requested"] == {
+        "delivery_count_limit": 5,
+        "lock_duration_ms": 15000,
+        "auto_offset_reset": "earliest",
+    }
+    assert "record_lock_duration_ms" not in shared and "auto_offset_reset" not in shared
     assert shared["acknowledgement"] == "explicit"
     assert shared["outcomes"] == {"accept": 0.9, "release": 0.08, "reject": 0.02}
     assert shared["consumers"] == ["share-consumer-0", "share-consumer-1", "share-consumer-2"]
@@ -62,8 +70,10 @@ def test_a_group_config_the_brokers_say_otherwise_is_recorded_as_they_say_it(
     shared = run.manifest.share_groups["share"]
     # The checker judges by the limit the brokers apply.
     assert shared["config"]["share.delivery.count.limit"] == "4"
-    assert shared["delivery_count_limit"] == 4
+    assert shared["delivery_count_limit"] == 4 and shared["requested"]["delivery_count_limit"] == 5
     assert "share.delivery.count.limit=4 (not 5)" in caplog.text
+    # The one resolution reads the applied limit, never the one asked.
+    assert ShareSetup.of(run.manifest.share_groups).settings("share").delivery_count_limit == 4
 
 
 @pytest.mark.parametrize(

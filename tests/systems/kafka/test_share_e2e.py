@@ -50,6 +50,8 @@ def test_share_consumers_write_the_whole_contract(
     assert manifest["error"] is None, result.stderr[-3000:]
     share = manifest["share_groups"]["share"]
     assert share["config"]["share.record.lock.duration.ms"] == "15000"
+    # Asked and applied apart: the checker judges by the applied (lock_duration_ms).
+    assert share["requested"]["lock_duration_ms"] == share["lock_duration_ms"] == 15000
     assert share["config"]["share.auto.offset.reset"] == "earliest"
     client = "java" if scenario.endswith("-java") else "python"
     for process, evs in _consumers(run_dir, manifest).items():

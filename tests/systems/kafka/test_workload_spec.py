@@ -61,7 +61,11 @@ def test_the_settings_the_checker_needs_are_resolved() -> None:
     )
     settings = share.settings("jepsen")
     assert settings["outcomes"] == {"accept": 0.5, "release": 0.3, "reject": 0.2}
-    assert (settings["delivery_count_limit"], settings["record_lock_duration_ms"]) == (5, 30000)
+    assert settings["requested"] == {
+        "delivery_count_limit": 5,
+        "lock_duration_ms": 30000,
+        "auto_offset_reset": "earliest",
+    }
     assert (settings["topic"], settings["group"], settings["acknowledgement"]) == (
         "jepsen",
         "share",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,6 +25,7 @@ from contract.history import FIELDS, SHARE_ACK, SHARE_ACQUIRE, HistoryWriter, en
 from workloads.kafka import java_client
 from workloads.kafka.clients import READER_NOT_CAUGHT_UP
 from workloads.kafka.share import (
+    _REFUSED,
     UNANSWERED,
     AckBook,
     PythonShareConsumer,
@@ -105,6 +107,10 @@ class FakeShareConsumer:
         self.calls.append("commit_async")
         self._send()
 
+    def commit_sync(self, timeout: float) -> None:
+        self.calls.append("commit_sync")
+        self._send()
+
     def close(self) -> None:
         self.calls.append("close")
         self._send()
@@ -161,6 +167,7 @@ def test_an_implicit_consumer_accepts_a_polls_records_as_it_polls_again(tmp_path
         (SHARE_ACK, "ok", 1, 0),
     ]
     assert fake.acknowledged == [(0, 0, 1), (0, 1, 1), (1, 0, 1)]
+    assert "commit_sync" not in fake.calls  # nothing left unacknowledged at the close
     opened = evs[0]
     assert (opened["f"], opened["stream"], opened["group"]) == ("open", TOPIC, GROUP)
     assert opened["value"]["client"].startswith("confluent-kafka ")
@@ -279,6 +286,44 @@ def test_an_acknowledgement_is_failed_only_when_known_not_applied(
     assert type_ == expected and (error is None) == (code is None)
 
 
+# The protocol errors (Kafka's Errors) whose Java exception is not named after them, and the
+# ones librdkafka spells otherwise.
+PROTOCOL_NAME = {
+    "GroupAuthorizationException": "GROUP_AUTHORIZATION_FAILED",
+    "TopicAuthorizationException": "TOPIC_AUTHORIZATION_FAILED",
+}
+LIBRDKAFKA_NAME = {
+    "NOT_LEADER_OR_FOLLOWER": "NOT_LEADER_FOR_PARTITION",
+    "UNKNOWN_TOPIC_OR_PARTITION": "UNKNOWN_TOPIC_OR_PART",
+}
+
+
+def java_refused() -> list[str]:
+    """The exceptions ShareConsumer.java's completionType calls refused, in its source."""
+    source = (Path(java_client.__file__).parent / "java" / "ShareConsumer.java").read_text()
+    body = re.search(r"static String completionType\(Exception e\) \{(.*?)\n    \}", source, re.S)
+    assert body is not None, "ShareConsumer.java has no completionType(Exception e)"
+    return re.findall(r"instanceof (\w+)", body.group(1))
+
+
+def librdkafka_code(exception: str) -> int:
+    """A Java exception's error as librdkafka numbers it."""
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", exception.removesuffix("Exception")).upper()
+    name = PROTOCOL_NAME.get(exception, snake)
+    name = LIBRDKAFKA_NAME.get(name, name)
+    code = getattr(KafkaError, name, None)
+    assert isinstance(code, int), f"{exception}: librdkafka has no error {name} (a superclass?)"
+    return code
+
+
+def test_both_clients_call_the_same_errors_refused() -> None:
+    """An acknowledgement one client calls refused (fail) and the other unknown (info) would
+    make the same broker answer judged two ways."""
+    java = java_refused()
+    assert len(java) >= 5, java  # the source read as expected
+    assert {librdkafka_code(e) for e in java} == set(_REFUSED)
+
+
 def test_outcomes_follow_their_shares() -> None:
     cfg = config(acknowledgement="explicit", accept=0.7, release=0.2, reject=0.1)
     rng = random.Random(1)
@@ -349,3 +394,22 @@ def test_the_java_consumer_runs_without_a_cluster(
     assert tuple(opened) == FIELDS
     props = (tmp_path / "share-consumer-1.java.properties").read_text()
     assert "share.acquire.mode=record_limit" in props
+
+
+def test_an_implicit_consumer_closing_on_a_polls_records_accepts_them_by_a_commit_first(
+    tmp_path: Path,
+) -> None:
+    """At its deadline a consumer may close holding its last poll's records: a commit accepts
+    them (as implicit mode documents), a close alone is not documented to."""
+    fake = FakeShareConsumer([], explicit=False)
+    cfg = config()
+    with HistoryWriter(tmp_path, cfg.process, "kafka") as history:
+        consumer = PythonShareConsumer(cfg, "b:9092", history, lambda: True, fake)
+        fake.set_acknowledgement_commit_callback(consumer.book.on_commit)  # as run() does
+        fake.last = [FakeMessage(0, 0, 1)]
+        consumer._process(fake.last)
+        consumer._close()
+    assert fake.calls[-2:] == ["commit_sync", "close"]
+    assert fake.acknowledged == [(0, 0, 1)]
+    evs = shares_of(events(tmp_path / f"{cfg.process}.jsonl"))
+    assert evs[-2:] == [(SHARE_ACK, "invoke", 0, 0), (SHARE_ACK, "ok", 0, 0)]

@@ -40,12 +40,13 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicIdPartition;
-import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.GroupAuthorizationException;
 import org.apache.kafka.common.errors.InvalidRecordStateException;
 import org.apache.kafka.common.errors.InvalidRequestException;
 import org.apache.kafka.common.errors.InvalidShareSessionEpochException;
 import org.apache.kafka.common.errors.NotLeaderOrFollowerException;
 import org.apache.kafka.common.errors.ShareSessionNotFoundException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -237,7 +238,8 @@ public final class ShareConsumer {
 
     /** ok with no error; fail when it is known not applied (the record was not this consumer's
      *  to acknowledge: its lock expired; the broker led no such partition, or refused the request
-     *  itself); info for any other error, after which it may have been applied. */
+     *  itself); info for any other error, after which it may have been applied. The same errors
+     *  as workloads/kafka/share.py's _REFUSED (tests/workloads/kafka/test_share.py compares). */
     static String completionType(Exception e) {
         if (e == null) {
             return "ok";
@@ -246,7 +248,8 @@ public final class ShareConsumer {
             || e instanceof NotLeaderOrFollowerException
             || e instanceof UnknownTopicOrPartitionException
             || e instanceof InvalidRequestException
-            || e instanceof AuthorizationException
+            || e instanceof GroupAuthorizationException
+            || e instanceof TopicAuthorizationException
             || e instanceof ShareSessionNotFoundException
             || e instanceof InvalidShareSessionEpochException;
         return refused ? "fail" : "info";
