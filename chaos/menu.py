@@ -656,6 +656,17 @@ def _has_quorum_apart(shape: ClusterShape) -> bool:
     return shape.quorum_apart
 
 
+# Either system's upgrade path (chaos.upgrade_path), one way and in order; by name only.
+UPGRADE = Family(
+    "upgrade",
+    "process",
+    _along("upgrade", upgrade_steps),
+    _has_upgrade_path,
+    default=False,
+    path=upgrade_steps,
+    lasts=_one_way_lasts,
+)
+
 FAMILIES: dict[str, tuple[Family, ...]] = {
     "kafka": (
         Family("partition", "network", _partition),
@@ -688,15 +699,7 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         ),
         # Paths (one-way, in order): the base's upgrade path (chaos.upgrade_path), a zk
         # cluster's migration to KRaft (cluster.migration_controllers). By name only.
-        Family(
-            "upgrade",
-            "process",
-            _along("upgrade", upgrade_steps),
-            _has_upgrade_path,
-            default=False,
-            path=upgrade_steps,
-            lasts=_one_way_lasts,
-        ),
+        UPGRADE,
         Family(
             "migrate",
             "process",
@@ -725,15 +728,7 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         # a process fault, never another skew. By name only, on a cluster with fake_clock.
         Family("clock", "clock", _clock, _has_fake_clock, default=False),
         # The base's upgrade path (chaos.upgrade_path), one way and in order; by name only.
-        Family(
-            "upgrade",
-            "process",
-            _along("upgrade", upgrade_steps),
-            _has_upgrade_path,
-            default=False,
-            path=upgrade_steps,
-            lasts=_one_way_lasts,
-        ),
+        UPGRADE,
         # A metadata probe inside a network fault (the generator draws it there); by name only.
         Family("declare", "probe", _declare, default=False, rides="network", lasts=_declare_lasts),
     ),

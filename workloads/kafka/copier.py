@@ -341,9 +341,6 @@ class Copier(OneInstance):
             self.producer.flush(1.0)
 
 
-JAVA_CANNOT_START = 2  # exit code: the Java client could not be built or started
-
-
 def run_java_copier(
     cfg: CopierConfig,
     bootstrap: str,
@@ -352,42 +349,37 @@ def run_java_copier(
     draining: Callable[[], bool] = lambda: False,
 ) -> int:
     """Kafka's Java client as this copier: it writes `history_path` itself; its exit code (0
-    drained, 3 the deadline first, as the librdkafka copier's). Once `draining()` says so it is
-    sent SIGUSR1 (the drain), again every DRAIN_RESEND seconds until it ends."""
-    from workloads.kafka.java_client import (
-        COPIER_CLASS,
-        JavaClientError,
-        classpath,
-        ensure,
-        supervise,
-    )
+    drained, 3 the deadline first, as the librdkafka copier's; java_client.JAVA_CANNOT_START).
+    Once `draining()` says so it is sent SIGUSR1 (the drain), again every DRAIN_RESEND seconds
+    until it ends."""
+    from workloads.kafka.java_client import COPIER_CLASS, launch
 
-    if not cfg.java_version:
-        log.error("the java copier needs its kafka-clients release (java_version)")
-        return JAVA_CANNOT_START
-    try:
-        ensure(cfg.java_version)
-    except JavaClientError as e:
-        log.error("%s", e)
-        return JAVA_CANNOT_START
     history_path.parent.mkdir(parents=True, exist_ok=True)
-    props = work_dir / f"{cfg.process}.java.properties"
-    props.write_text(
-        "".join(f"{k}={v}\n" for k, v in copier_java_properties(cfg, bootstrap).items())
-    )
-    argv = [
-        "java",
-        "-cp",
-        classpath(cfg.java_version),
-        COPIER_CLASS,
-        str(props),
-        str(history_path),
-        cfg.process,
-        cfg.input_topic,
-        cfg.output_topic,
-        str(cfg.deadline),
-        str(cfg.size),
-        str(cfg.abort_ratio),
+
+    def argv(classpath: str) -> list[str]:
+        return [
+            "java",
+            "-cp",
+            classpath,
+            COPIER_CLASS,
+            str(work_dir / f"{cfg.process}.java.properties"),
+            str(history_path),
+            cfg.process,
+            cfg.input_topic,
+            cfg.output_topic,
+            str(cfg.deadline),
+            str(cfg.size),
+            str(cfg.abort_ratio),
+            cfg.java_version or "",
+        ]
+
+    return launch(
+        "the java copier",
         cfg.java_version,
-    ]
-    return supervise(argv, cfg.deadline, JAVA_SLACK, draining, "the java copier")
+        copier_java_properties(cfg, bootstrap),
+        work_dir / f"{cfg.process}.java.properties",
+        argv,
+        cfg.deadline,
+        JAVA_SLACK,
+        draining,
+    )

@@ -136,6 +136,34 @@ def _java_child() -> None:
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
 
+JAVA_CANNOT_START = 2  # a Java client's exit code here: it could not be built or started
+
+
+def launch(
+    what: str,
+    version: str | None,
+    properties: dict[str, str],
+    props_path: Path,
+    argv_of: Callable[[str], list[str]],
+    deadline: float,
+    slack: float,
+    draining: Callable[[], bool],
+) -> int:
+    """A Java client of the release `version` (built unless it is), its properties written to
+    `props_path`, run as `argv_of(classpath)` under `supervise`: its exit code, or
+    JAVA_CANNOT_START (said in the log) when it cannot be built."""
+    if not version:
+        log.error("%s needs its kafka-clients release (java_version)", what)
+        return JAVA_CANNOT_START
+    try:
+        ensure(version)
+    except JavaClientError as e:
+        log.error("%s", e)
+        return JAVA_CANNOT_START
+    props_path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+    return supervise(argv_of(classpath(version)), deadline, slack, draining, what)
+
+
 def supervise(
     argv: list[str], deadline: float, slack: float, draining: Callable[[], bool], what: str
 ) -> int:

@@ -366,8 +366,6 @@ class PythonShareConsumer:
 
 # ---- the Java client ----------------------------------------------------------------------------
 
-JAVA_CANNOT_START = 2  # exit code: the Java client could not be built or started
-
 
 def java_argv(cfg: ShareConfig, classpath: str, props: Path, history_path: Path) -> list[str]:
     """The Java consumer's command line (ShareConsumer.java's usage)."""
@@ -401,22 +399,19 @@ def run_java_share_consumer(
     draining: Callable[[], bool] = lambda: False,
 ) -> int:
     """Kafka's Java client as this consumer: it writes `history_path` itself; its exit code (0
-    drained, 3 the deadline first, as the Python consumer's). Once `draining()` says so it is
-    sent SIGUSR1, as a Java copier is."""
-    from workloads.kafka.java_client import JavaClientError, classpath, ensure, supervise
+    drained, 3 the deadline first, as the Python consumer's; java_client.JAVA_CANNOT_START).
+    Once `draining()` says so it is sent SIGUSR1, as a Java copier is."""
+    from workloads.kafka.java_client import launch
 
-    if not cfg.java_version:
-        log.error("the java share consumer needs its kafka-clients release (java_version)")
-        return JAVA_CANNOT_START
-    try:
-        ensure(cfg.java_version)
-    except JavaClientError as e:
-        log.error("%s", e)
-        return JAVA_CANNOT_START
     history_path.parent.mkdir(parents=True, exist_ok=True)
     props = work_dir / f"{cfg.process}.java.properties"
-    props.write_text(
-        "".join(f"{k}={v}\n" for k, v in share_java_properties(cfg, bootstrap).items())
+    return launch(
+        "the java share consumer",
+        cfg.java_version,
+        share_java_properties(cfg, bootstrap),
+        props,
+        lambda classpath: java_argv(cfg, classpath, props, history_path),
+        cfg.deadline,
+        JAVA_SLACK,
+        draining,
     )
-    argv = java_argv(cfg, classpath(cfg.java_version), props, history_path)
-    return supervise(argv, cfg.deadline, JAVA_SLACK, draining, "the java share consumer")
