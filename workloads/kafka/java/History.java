@@ -54,6 +54,17 @@ final class History {
         }
     }
 
+    /** Runs `drain` when the harness sends SIGUSR1 (the drain: finish what is left, then
+     *  exit); a JVM that keeps that signal for itself gets no drain but its deadline, and
+     *  `warn` hears why. */
+    static void onDrainSignal(Runnable drain, java.util.function.Consumer<String> warn) {
+        try {
+            sun.misc.Signal.handle(new sun.misc.Signal("USR1"), signal -> drain.run());
+        } catch (IllegalArgumentException e) {
+            warn.accept("SIGUSR1 cannot be handled here: " + e.getMessage());
+        }
+    }
+
     static String quoteOrNull(String s) {
         return s == null ? "null" : quote(s);
     }

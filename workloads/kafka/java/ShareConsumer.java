@@ -328,11 +328,7 @@ public final class ShareConsumer {
                 + "DELAY IDLE ACCEPT RELEASE REJECT CLIENT_VERSION");
             System.exit(CANNOT_CONSTRUCT);
         }
-        try {
-            sun.misc.Signal.handle(new sun.misc.Signal("USR1"), signal -> draining = true);
-        } catch (IllegalArgumentException e) {  // a JVM that keeps SIGUSR1: no drain but the deadline
-            warn("SIGUSR1 cannot be handled here: " + e.getMessage());
-        }
+        History.onDrainSignal(() -> draining = true, ShareConsumer::warn);
         boolean drained = new ShareConsumer(args).run();
         System.exit(drained ? DRAINED : NOT_DRAINED);
     }

@@ -624,11 +624,7 @@ public final class TransactionalCopier {
                 + "DEADLINE SIZE ABORT_RATIO CLIENT_VERSION");
             System.exit(CANNOT_CONSTRUCT);
         }
-        try {
-            sun.misc.Signal.handle(new sun.misc.Signal("USR1"), signal -> draining = true);
-        } catch (IllegalArgumentException e) {  // a JVM that keeps SIGUSR1: no drain but the deadline
-            warn("SIGUSR1 cannot be handled here: " + e.getMessage());
-        }
+        History.onDrainSignal(() -> draining = true, TransactionalCopier::warn);
         boolean drained = new TransactionalCopier(args).run();
         System.exit(drained ? DRAINED : NOT_DRAINED);
     }
